@@ -13,4 +13,4 @@ pub mod primitives;
 pub mod record_batch;
 pub mod varint;
 
-// pub use error_code::ErrorCode; (enabled once error_code lands)
+pub use error_code::ErrorCode;

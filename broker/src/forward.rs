@@ -1,0 +1,90 @@
+//! What shards say to each other over the mesh: partition operations forwarded to the shard
+//! that owns the partition, control-plane calls to the metadata core (shard 0), and metadata
+//! images published back. Every request carries an id; its reply comes back on the reverse
+//! ring with the same id. Record bytes travel as `Bytes` (a reference count, never a copy).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::metadata::image::Image;
+use crate::metadata::records::TopicId;
+
+/// One message on a ring.
+pub enum ShardMsg {
+    Request { id: u64, body: Request },
+    Reply { id: u64, body: Reply },
+}
+
+/// A topic to create, as CreateTopics carries it.
+#[derive(Clone, Debug)]
+pub struct TopicSpec {
+    pub name: String,
+    pub num_partitions: i32,
+    pub replication_factor: i16,
+    pub configs: BTreeMap<String, String>,
+}
+
+/// Work for another shard.
+pub enum Request {
+    /// Append one batch to a partition this shard owns.
+    Produce { topic_id: TopicId, partition: i32, acks: i16, records: Bytes },
+    /// Read whole batches from `offset`.
+    Fetch { topic_id: TopicId, partition: i32, offset: i64, max_bytes: usize },
+    /// Resolve once the partition's log end passes `offset` or `wait_ms` elapses (long poll).
+    WaitForData { topic_id: TopicId, partition: i32, offset: i64, wait_ms: u64 },
+    /// ListOffsets for one partition.
+    ListOffsets { topic_id: TopicId, partition: i32, timestamp: i64 },
+    /// Metadata core: create topics (`validate_only` creates nothing).
+    CreateTopics { topics: Vec<TopicSpec>, validate_only: bool },
+    /// Metadata core: delete topics by name.
+    DeleteTopics { names: Vec<String> },
+    /// A new metadata image: open logs for new partitions, drop deleted ones, then adopt it.
+    ImageUpdate(Arc<Image>),
+}
+
+/// Results of a partition produce: Kafka's fields of PartitionProduceResponse.
+#[derive(Clone, Copy, Debug)]
+pub struct ProduceResult {
+    pub error_code: i16,
+    pub base_offset: i64,
+    pub log_append_time_ms: i64,
+    pub log_start_offset: i64,
+}
+
+/// Results of a partition fetch: Kafka's fields of FetchResponse PartitionData.
+#[derive(Clone, Debug)]
+pub struct FetchResult {
+    pub error_code: i16,
+    pub high_watermark: i64,
+    pub log_start_offset: i64,
+    pub records: Bytes,
+}
+
+/// Results of a partition ListOffsets.
+#[derive(Clone, Copy, Debug)]
+pub struct OffsetResult {
+    pub error_code: i16,
+    pub timestamp: i64,
+    pub offset: i64,
+}
+
+/// Outcome of one topic of a CreateTopics/DeleteTopics call.
+#[derive(Clone, Debug)]
+pub struct TopicOutcome {
+    pub name: String,
+    pub topic_id: TopicId,
+    pub error_code: i16,
+    pub error_message: Option<String>,
+    pub num_partitions: i32,
+}
+
+pub enum Reply {
+    Produce(ProduceResult),
+    Fetch(FetchResult),
+    Waited,
+    ListOffsets(OffsetResult),
+    Topics(Vec<TopicOutcome>),
+    ImageApplied,
+}

@@ -1,0 +1,154 @@
+//! CreateTopics and DeleteTopics: checked and applied by the metadata core (shard 0), which
+//! publishes the new image to every shard before this answers.
+
+use std::collections::{BTreeMap, HashSet};
+use std::rc::Rc;
+
+use bytes::BytesMut;
+use wire::generated::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use wire::generated::delete_topics_response::DeletableTopicResult;
+use wire::generated::{CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse};
+use wire::primitives::Uuid;
+use wire::ErrorCode;
+
+use super::{encode_response, RequestContext};
+use crate::config;
+use crate::forward::{Reply, Request, TopicOutcome, TopicSpec};
+use crate::shard::Shard;
+
+pub async fn handle_create_topics(shard: Rc<Shard>, request: CreateTopicsRequest, ctx: RequestContext) -> Option<BytesMut> {
+    // Kafka refuses every copy of a topic named twice in one request.
+    let mut seen = HashSet::new();
+    let duplicated: HashSet<String> =
+        request.topics.iter().filter(|topic| !seen.insert(topic.name.clone())).map(|topic| topic.name.clone()).collect();
+    let specs: Vec<TopicSpec> = request
+        .topics
+        .iter()
+        .filter(|topic| !duplicated.contains(&topic.name))
+        .map(|topic| {
+            let configs: BTreeMap<String, String> = topic
+                .configs
+                .iter()
+                .filter_map(|entry| entry.value.clone().map(|value| (entry.name.clone(), value)))
+                .collect();
+            // A manual assignment fixes the partition count (replicas are this node).
+            let num_partitions = if topic.assignments.is_empty() { topic.num_partitions } else { topic.assignments.len() as i32 };
+            TopicSpec { name: topic.name.clone(), num_partitions, replication_factor: topic.replication_factor, configs }
+        })
+        .collect();
+    let outcomes = if specs.is_empty() {
+        Vec::new()
+    } else {
+        match shard.call(0, Request::CreateTopics { topics: specs.clone(), validate_only: request.validate_only }).await {
+            Reply::Topics(outcomes) => outcomes,
+            _ => Vec::new(),
+        }
+    };
+    let mut outcomes = outcomes.into_iter();
+    let topics = request
+        .topics
+        .iter()
+        .map(|topic| {
+            if duplicated.contains(&topic.name) {
+                return CreatableTopicResult {
+                    name: topic.name.clone(),
+                    error_code: ErrorCode::InvalidRequest.code(),
+                    error_message: Some(format!("Create topics request from client contains multiple entries for topic {}", topic.name)),
+                    ..Default::default()
+                };
+            }
+            let outcome = outcomes.next().unwrap_or_else(|| TopicOutcome {
+                name: topic.name.clone(),
+                topic_id: [0; 16],
+                error_code: ErrorCode::UnknownServerError.code(),
+                error_message: None,
+                num_partitions: -1,
+            });
+            let created = outcome.error_code == 0;
+            let spec_configs: BTreeMap<String, String> = topic
+                .configs
+                .iter()
+                .filter_map(|entry| entry.value.clone().map(|value| (entry.name.clone(), value)))
+                .collect();
+            CreatableTopicResult {
+                name: outcome.name,
+                topic_id: Uuid(outcome.topic_id),
+                error_code: outcome.error_code,
+                error_message: outcome.error_message,
+                num_partitions: if created { outcome.num_partitions } else { -1 },
+                replication_factor: if created { 1 } else { -1 },
+                configs: created.then(|| {
+                    config::describe_topic(&shard.config, &spec_configs)
+                        .into_iter()
+                        .map(|entry| CreatableTopicConfigs {
+                            name: entry.name,
+                            value: entry.value,
+                            read_only: entry.read_only,
+                            config_source: entry.source as i8,
+                            is_sensitive: entry.sensitive,
+                            ..Default::default()
+                        })
+                        .collect()
+                }),
+                ..Default::default()
+            }
+        })
+        .collect();
+    let response = CreateTopicsResponse { throttle_time_ms: 0, topics, ..Default::default() };
+    encode_response(&ctx, ctx.api_version, &response)
+}
+
+pub async fn handle_delete_topics(shard: Rc<Shard>, request: DeleteTopicsRequest, ctx: RequestContext) -> Option<BytesMut> {
+    let image = shard.image();
+    // v6 names topics by name or by id; older versions by name only.
+    let wanted: Vec<(Option<String>, Uuid)> = if ctx.api_version >= 6 {
+        request.topics.iter().map(|topic| (topic.name.clone(), topic.topic_id)).collect()
+    } else {
+        request.topic_names.iter().map(|name| (Some(name.clone()), Uuid::ZERO)).collect()
+    };
+    let names: Vec<Option<String>> = wanted
+        .iter()
+        .map(|(name, id)| match name {
+            Some(name) => Some(name.clone()),
+            None => image.topic_by_id(&id.0).map(|topic| topic.name.clone()),
+        })
+        .collect();
+    let known: Vec<String> = names.iter().flatten().cloned().collect();
+    let outcomes = if known.is_empty() {
+        Vec::new()
+    } else {
+        match shard.call(0, Request::DeleteTopics { names: known }).await {
+            Reply::Topics(outcomes) => outcomes,
+            _ => Vec::new(),
+        }
+    };
+    let mut outcomes = outcomes.into_iter();
+    let responses = wanted
+        .iter()
+        .zip(names)
+        .map(|((_, id), name)| match name {
+            None => DeletableTopicResult {
+                name: None,
+                topic_id: *id,
+                error_code: ErrorCode::UnknownTopicId.code(),
+                ..Default::default()
+            },
+            Some(name) => {
+                let outcome = outcomes.next();
+                let (error_code, error_message, topic_id) = match outcome {
+                    Some(outcome) => (outcome.error_code, outcome.error_message, Uuid(outcome.topic_id)),
+                    None => (ErrorCode::UnknownServerError.code(), None, Uuid::ZERO),
+                };
+                DeletableTopicResult {
+                    name: Some(name),
+                    topic_id,
+                    error_code,
+                    error_message: if ctx.api_version >= 5 { error_message } else { None },
+                    ..Default::default()
+                }
+            }
+        })
+        .collect();
+    let response = DeleteTopicsResponse { throttle_time_ms: 0, responses, ..Default::default() };
+    encode_response(&ctx, ctx.api_version, &response)
+}

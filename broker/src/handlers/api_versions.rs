@@ -1,0 +1,36 @@
+//! ApiVersions: the APIs and versions this broker serves (`handlers::SUPPORTED`), and the
+//! KIP-511 answer to a version we do not serve: error UNSUPPORTED_VERSION in a v0 body that
+//! still lists our ranges, so the client can retry at a version we do serve.
+
+use bytes::BytesMut;
+use wire::generated::api_versions_response::ApiVersion;
+use wire::generated::{ApiVersionsRequest, ApiVersionsResponse};
+use wire::ErrorCode;
+
+use super::{encode_response, RequestContext, SUPPORTED};
+
+fn api_keys() -> Vec<ApiVersion> {
+    SUPPORTED
+        .iter()
+        .map(|&(key, min_version, max_version)| ApiVersion {
+            api_key: key as i16,
+            min_version,
+            max_version,
+            ..Default::default()
+        })
+        .collect()
+}
+
+pub fn handle(ctx: &RequestContext, _request: ApiVersionsRequest) -> Option<BytesMut> {
+    let response = ApiVersionsResponse { error_code: 0, api_keys: api_keys(), ..Default::default() };
+    encode_response(ctx, ctx.api_version, &response)
+}
+
+/// The body to encode at version 0 for a request at a version we do not serve.
+pub fn unsupported_version_response() -> ApiVersionsResponse {
+    ApiVersionsResponse {
+        error_code: ErrorCode::UnsupportedVersion.code(),
+        api_keys: api_keys(),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,90 @@
+//! DescribeConfigs for topics (resource type 2) and the broker (resource type 4): every
+//! config of the resource, defaults included, with its value, source, read-only and sensitive
+//! flags, as Kafka answers it.
+
+use std::rc::Rc;
+
+use bytes::BytesMut;
+use wire::generated::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym};
+use wire::generated::{DescribeConfigsRequest, DescribeConfigsResponse};
+use wire::ErrorCode;
+
+use super::{encode_response, RequestContext};
+use crate::config::{self, ConfigEntry, ConfigSource};
+use crate::shard::Shard;
+
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+
+pub async fn handle(shard: Rc<Shard>, request: DescribeConfigsRequest, ctx: RequestContext) -> Option<BytesMut> {
+    let image = shard.image();
+    let results = request
+        .resources
+        .iter()
+        .map(|resource| {
+            let entries: Result<Vec<ConfigEntry>, (ErrorCode, String)> = match resource.resource_type {
+                RESOURCE_TOPIC => match image.topic(&resource.resource_name) {
+                    Some(topic) => Ok(config::describe_topic(&shard.config, &topic.configs)),
+                    None => Err((ErrorCode::UnknownTopicOrPartition, format!("Topic '{}' does not exist.", resource.resource_name))),
+                },
+                RESOURCE_BROKER => {
+                    if resource.resource_name.is_empty() || resource.resource_name == shard.config.node_id.to_string() {
+                        Ok(config::describe_broker(&shard.config))
+                    } else {
+                        Err((ErrorCode::InvalidRequest, format!("Unexpected broker id, expected {}", shard.config.node_id)))
+                    }
+                }
+                other => Err((ErrorCode::InvalidRequest, format!("Unsupported resource type {other}"))),
+            };
+            match entries {
+                Err((code, message)) => DescribeConfigsResult {
+                    error_code: code.code(),
+                    error_message: Some(message),
+                    resource_type: resource.resource_type,
+                    resource_name: resource.resource_name.clone(),
+                    configs: Vec::new(),
+                    ..Default::default()
+                },
+                Ok(entries) => DescribeConfigsResult {
+                    error_code: 0,
+                    error_message: None,
+                    resource_type: resource.resource_type,
+                    resource_name: resource.resource_name.clone(),
+                    configs: entries
+                        .into_iter()
+                        .filter(|entry| resource.configuration_keys.as_ref().map_or(true, |keys| keys.contains(&entry.name)))
+                        .map(|entry| describe(entry, request.include_synonyms, request.include_documentation))
+                        .collect(),
+                    ..Default::default()
+                },
+            }
+        })
+        .collect();
+    let response = DescribeConfigsResponse { throttle_time_ms: 0, results, ..Default::default() };
+    encode_response(&ctx, ctx.api_version, &response)
+}
+
+fn describe(entry: ConfigEntry, include_synonyms: bool, include_documentation: bool) -> DescribeConfigsResourceResult {
+    let synonyms = if include_synonyms && entry.source != ConfigSource::Default {
+        vec![DescribeConfigsSynonym {
+            name: entry.name.clone(),
+            value: entry.value.clone(),
+            source: entry.source as i8,
+            ..Default::default()
+        }]
+    } else {
+        Vec::new()
+    };
+    DescribeConfigsResourceResult {
+        is_default: entry.source == ConfigSource::Default,
+        config_source: entry.source as i8,
+        name: entry.name,
+        value: if entry.sensitive { None } else { entry.value },
+        read_only: entry.read_only,
+        is_sensitive: entry.sensitive,
+        synonyms,
+        config_type: entry.config_type as i8,
+        documentation: if include_documentation { entry.documentation } else { None },
+        ..Default::default()
+    }
+}

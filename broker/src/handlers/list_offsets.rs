@@ -1,0 +1,73 @@
+//! ListOffsets: earliest (-2), latest (-1, the log end offset), max timestamp (-3), earliest
+//! local (-4, the log start offset here: nothing is tiered) and by timestamp, each answered by
+//! the shard that owns the partition.
+
+use std::rc::Rc;
+
+use bytes::BytesMut;
+use futures::future::LocalBoxFuture;
+use futures::FutureExt;
+use wire::generated::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use wire::generated::{ListOffsetsRequest, ListOffsetsResponse};
+use wire::ErrorCode;
+
+use super::{encode_response, RequestContext};
+use crate::forward::{OffsetResult, Reply, Request};
+use crate::shard::Shard;
+
+fn failed(code: ErrorCode) -> OffsetResult {
+    OffsetResult { error_code: code.code(), timestamp: -1, offset: -1 }
+}
+
+pub async fn handle(shard: Rc<Shard>, request: ListOffsetsRequest, ctx: RequestContext) -> Option<BytesMut> {
+    let image = shard.image();
+    let shard_count = shard.shard_count();
+    let mut lookups: Vec<LocalBoxFuture<'static, OffsetResult>> = Vec::new();
+    for topic in &request.topics {
+        let topic_image = image.topic(&topic.name);
+        for partition in &topic.partitions {
+            let owner = topic_image.and_then(|t| t.partition(partition.partition_index).map(|p| (t.topic_id, p.shard)));
+            lookups.push(match owner {
+                None => futures::future::ready(failed(ErrorCode::UnknownTopicOrPartition)).boxed_local(),
+                Some((topic_id, owner)) => {
+                    let shard = shard.clone();
+                    let target = usize::from(owner) % shard_count;
+                    let request = Request::ListOffsets { topic_id, partition: partition.partition_index, timestamp: partition.timestamp };
+                    async move {
+                        match shard.call(target, request).await {
+                            Reply::ListOffsets(result) => result,
+                            _ => failed(ErrorCode::UnknownServerError),
+                        }
+                    }
+                    .boxed_local()
+                }
+            });
+        }
+    }
+    let mut results = futures::future::join_all(lookups).await.into_iter();
+    let topics = request
+        .topics
+        .iter()
+        .map(|topic| ListOffsetsTopicResponse {
+            name: topic.name.clone(),
+            partitions: topic
+                .partitions
+                .iter()
+                .map(|partition| {
+                    let result = results.next().expect("one result per partition");
+                    ListOffsetsPartitionResponse {
+                        partition_index: partition.partition_index,
+                        error_code: result.error_code,
+                        timestamp: result.timestamp,
+                        offset: result.offset,
+                        leader_epoch: if result.error_code == 0 { 0 } else { -1 },
+                        ..Default::default()
+                    }
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    let response = ListOffsetsResponse { throttle_time_ms: 0, topics, ..Default::default() };
+    encode_response(&ctx, ctx.api_version, &response)
+}

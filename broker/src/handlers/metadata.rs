@@ -1,0 +1,117 @@
+//! Metadata: brokers, topics, partitions (leader, epoch, replicas), topic ids; auto-creates
+//! requested topics that do not exist when both the request (v4+) and
+//! `auto.create.topics.enable` allow it, as Kafka does.
+
+use std::rc::Rc;
+
+use bytes::BytesMut;
+use wire::generated::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+use wire::generated::{MetadataRequest, MetadataResponse};
+use wire::primitives::Uuid;
+use wire::ErrorCode;
+
+use super::{encode_response, RequestContext};
+use crate::forward::{Request, TopicSpec};
+use crate::metadata::image::TopicImage;
+use crate::metadata::validate_topic_name;
+use crate::shard::Shard;
+
+/// Cluster id reported when none is configured.
+const DEFAULT_CLUSTER_ID: &str = "kafka-tpc-single-node";
+
+pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestContext) -> Option<BytesMut> {
+    let config = &shard.config;
+    // v0: an empty list means every topic; v1+: null means every topic.
+    let all_topics = match &request.topics {
+        None => true,
+        Some(topics) => topics.is_empty() && ctx.api_version == 0,
+    };
+    let requested = request.topics.unwrap_or_default();
+    let auto_create = config.auto_create_topics_enable && (ctx.api_version < 4 || request.allow_auto_topic_creation);
+    if !all_topics && auto_create {
+        let image = shard.image();
+        let missing: Vec<TopicSpec> = requested
+            .iter()
+            .filter_map(|topic| topic.name.as_ref())
+            .filter(|name| image.topic(name).is_none() && validate_topic_name(name).is_ok())
+            .map(|name| TopicSpec {
+                name: name.clone(),
+                num_partitions: -1,
+                replication_factor: -1,
+                configs: Default::default(),
+            })
+            .collect();
+        if !missing.is_empty() {
+            shard.call(0, Request::CreateTopics { topics: missing, validate_only: false }).await;
+        }
+    }
+    let image = shard.image();
+    let node_id = config.node_id;
+    let describe = |topic: &TopicImage| MetadataResponseTopic {
+        error_code: 0,
+        name: Some(topic.name.clone()),
+        topic_id: Uuid(topic.topic_id),
+        is_internal: false,
+        partitions: topic
+            .partitions
+            .iter()
+            .map(|partition| MetadataResponsePartition {
+                error_code: 0,
+                partition_index: partition.partition_id,
+                leader_id: node_id,
+                leader_epoch: partition.leader_epoch,
+                replica_nodes: vec![node_id],
+                isr_nodes: vec![node_id],
+                offline_replicas: vec![],
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let topics = if all_topics {
+        image.topics_by_name.values().map(|topic| describe(topic)).collect()
+    } else {
+        requested
+            .iter()
+            .map(|wanted| {
+                let found = match &wanted.name {
+                    Some(name) => image.topic(name),
+                    None => image.topic_by_id(&wanted.topic_id.0),
+                };
+                match (found, &wanted.name) {
+                    (Some(topic), _) => describe(topic),
+                    (None, Some(name)) => MetadataResponseTopic {
+                        error_code: if validate_topic_name(name).is_err() {
+                            ErrorCode::InvalidTopicException.code()
+                        } else {
+                            ErrorCode::UnknownTopicOrPartition.code()
+                        },
+                        name: Some(name.clone()),
+                        ..Default::default()
+                    },
+                    (None, None) => MetadataResponseTopic {
+                        error_code: ErrorCode::UnknownTopicId.code(),
+                        name: None,
+                        topic_id: wanted.topic_id,
+                        ..Default::default()
+                    },
+                }
+            })
+            .collect()
+    };
+    let advertised = &config.advertised_listeners[0];
+    let response = MetadataResponse {
+        brokers: vec![MetadataResponseBroker {
+            node_id,
+            host: advertised.host.clone(),
+            port: i32::from(advertised.port),
+            rack: None,
+            ..Default::default()
+        }],
+        cluster_id: Some(config.cluster_id.clone().unwrap_or_else(|| DEFAULT_CLUSTER_ID.to_string())),
+        controller_id: node_id,
+        topics,
+        ..Default::default()
+    };
+    encode_response(&ctx, ctx.api_version, &response)
+}

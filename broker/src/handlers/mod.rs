@@ -1,0 +1,123 @@
+//! Request routing: decode the request header, check the API and version against what this
+//! broker serves, and run the API's handler as a task whose output is the encoded response
+//! frame (or nothing, for acks=0 produce).
+//!
+//! `SUPPORTED` is the single source of truth for ApiVersions: a handler is listed with exactly
+//! the versions whose fields it honours.
+
+mod admin;
+mod api_versions;
+mod describe_configs;
+mod fetch;
+mod list_offsets;
+mod metadata;
+mod produce;
+
+use std::rc::Rc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use glommio::Task;
+use wire::generated::api::{self, ApiKey};
+use wire::generated::RequestHeader;
+use wire::primitives::{Decodable, Encodable};
+use wire::varint;
+
+use crate::shard::Shard;
+
+/// Every API this broker serves, with the versions it serves.
+pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 11),
+    (ApiKey::Fetch, 4, 16),
+    (ApiKey::ListOffsets, 1, 8),
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::CreateTopics, 0, 7),
+    (ApiKey::DeleteTopics, 0, 6),
+    (ApiKey::DescribeConfigs, 0, 4),
+];
+
+fn served_range(api_key: i16) -> Option<(i16, i16)> {
+    SUPPORTED.iter().find(|(key, _, _)| *key as i16 == api_key).map(|&(_, min, max)| (min, max))
+}
+
+/// What a handler needs of the request header.
+pub struct RequestContext {
+    pub api_key: i16,
+    pub api_version: i16,
+    pub correlation_id: i32,
+}
+
+/// Routes one request frame (without its size prefix). `Err` carries the reason the
+/// connection must be closed (Kafka closes connections on requests it cannot parse).
+pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Task<Option<BytesMut>>, String> {
+    if frame.len() < 8 {
+        return Err(format!("request of {} bytes is shorter than a request header", frame.len()));
+    }
+    let api_key = i16::from_be_bytes([frame[0], frame[1]]);
+    let api_version = i16::from_be_bytes([frame[2], frame[3]]);
+    let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    let ctx = RequestContext { api_key, api_version, correlation_id };
+    let Some((min, max)) = served_range(api_key) else {
+        return Err(format!("unsupported API key {api_key}"));
+    };
+    if api_version < min || api_version > max {
+        if api_key == ApiKey::ApiVersions as i16 {
+            // KIP-511: answer in a v0 body so that the client can retry with a version we serve.
+            let response = api_versions::unsupported_version_response();
+            return Ok(ready(encode_response(&ctx, 0, &response)));
+        }
+        return Err(format!("unsupported version {api_version} of API key {api_key}"));
+    }
+    let header_version = api::request_header_version(api_key, api_version);
+    let _header = RequestHeader::decode(&mut frame, header_version)
+        .map_err(|error| format!("bad request header: {error}"))?;
+    let shard = shard.clone();
+    let body = frame;
+    let key = ApiKey::from_i16(api_key).expect("served keys are known");
+    let task = match key {
+        ApiKey::ApiVersions => ready(api_versions::handle(&ctx, decode(&ctx, body)?)),
+        ApiKey::Metadata => spawn(metadata::handle(shard, decode(&ctx, body)?, ctx)),
+        ApiKey::Produce => spawn(produce::handle(shard, decode(&ctx, body)?, ctx)),
+        ApiKey::Fetch => spawn(fetch::handle(shard, decode(&ctx, body)?, ctx)),
+        ApiKey::ListOffsets => spawn(list_offsets::handle(shard, decode(&ctx, body)?, ctx)),
+        ApiKey::CreateTopics => spawn(admin::handle_create_topics(shard, decode(&ctx, body)?, ctx)),
+        ApiKey::DeleteTopics => spawn(admin::handle_delete_topics(shard, decode(&ctx, body)?, ctx)),
+        ApiKey::DescribeConfigs => spawn(describe_configs::handle(shard, decode(&ctx, body)?, ctx)),
+        _ => unreachable!("SUPPORTED lists only handled keys"),
+    };
+    Ok(task)
+}
+
+fn spawn(handler: impl std::future::Future<Output = Option<BytesMut>> + 'static) -> Task<Option<BytesMut>> {
+    glommio::spawn_local(handler)
+}
+
+fn ready(response: Option<BytesMut>) -> Task<Option<BytesMut>> {
+    glommio::spawn_local(async move { response })
+}
+
+/// Decodes a request body; a body that does not parse closes the connection, as in Kafka.
+fn decode<T: Decodable>(ctx: &RequestContext, mut body: Bytes) -> Result<T, String> {
+    T::decode(&mut body, ctx.api_version).map_err(|error| {
+        format!("undecodable body of API key {} version {}: {error}", ctx.api_key, ctx.api_version)
+    })
+}
+
+/// Encodes a whole response frame: size, response header, body.
+pub fn encode_response<T: Encodable>(ctx: &RequestContext, api_version: i16, response: &T) -> Option<BytesMut> {
+    let header_version = api::response_header_version(ctx.api_key, api_version);
+    let header_len = 4 + usize::from(header_version >= 1);
+    let body_len = response.encoded_len(api_version);
+    let mut out = BytesMut::with_capacity(4 + header_len + body_len);
+    out.put_i32((header_len + body_len) as i32);
+    out.put_i32(ctx.correlation_id);
+    if header_version >= 1 {
+        varint::write_unsigned_varint(&mut out, 0);
+    }
+    if let Err(error) = response.encode(&mut out, api_version) {
+        tracing::error!(api_key = ctx.api_key, api_version, %error, "response could not be encoded");
+        return None;
+    }
+    debug_assert_eq!(out.len(), 4 + header_len + body_len, "encoded_len agrees with encode");
+    Some(out)
+}

@@ -1,0 +1,316 @@
+//! The metadata image: the state obtained by applying metadata records in order.
+//!
+//! The metadata core builds a new `Image` per committed batch (clone, apply, wrap in `Arc`) and
+//! publishes it to the shards as `Arc<Image>`; shards only read it, so they need no locks.
+//! Topics are `Arc<TopicImage>` so cloning an image to produce the next version copies
+//! pointers, not partition lists, and untouched topics are shared between versions.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::records::{MetadataRecord, TopicId, RESOURCE_BROKER, RESOURCE_TOPIC};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionImage {
+    pub partition_id: i32,
+    /// Shard (core) owning this partition.
+    pub shard: u16,
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub replicas: Vec<i32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopicImage {
+    pub name: String,
+    pub topic_id: TopicId,
+    /// Sorted by `partition_id`; normally `partitions[i].partition_id == i`.
+    pub partitions: Vec<PartitionImage>,
+    /// Topic config overrides (only the keys set on the topic, not the resolved values).
+    pub configs: BTreeMap<String, String>,
+}
+
+impl TopicImage {
+    pub fn partition(&self, partition: i32) -> Option<&PartitionImage> {
+        // Fast path: dense ids.
+        if let Some(p) = usize::try_from(partition)
+            .ok()
+            .and_then(|i| self.partitions.get(i))
+        {
+            if p.partition_id == partition {
+                return Some(p);
+            }
+        }
+        self.partitions
+            .binary_search_by_key(&partition, |p| p.partition_id)
+            .ok()
+            .map(|i| &self.partitions[i])
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Image {
+    pub topics_by_name: BTreeMap<String, Arc<TopicImage>>,
+    pub topics_by_id: BTreeMap<TopicId, Arc<TopicImage>>,
+    /// Broker configs (ConfigRecord resource_type 4) by resource name: "" is the cluster-wide
+    /// default, "<node id>" a single broker (Kafka's convention).
+    pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// Offset of the last record applied (None for an empty log); lets shards tell versions
+    /// apart.
+    pub offset: Option<u64>,
+}
+
+impl Image {
+    pub fn topic(&self, name: &str) -> Option<&Arc<TopicImage>> {
+        self.topics_by_name.get(name)
+    }
+
+    pub fn topic_by_id(&self, id: &TopicId) -> Option<&Arc<TopicImage>> {
+        self.topics_by_id.get(id)
+    }
+
+    /// Shard owning `topic`/`partition`.
+    pub fn owner(&self, topic: &str, partition: i32) -> Option<u16> {
+        self.topic(topic)?.partition(partition).map(|p| p.shard)
+    }
+
+    /// Config `name` of broker resource `resource` ("" = cluster default).
+    pub fn broker_config(&self, resource: &str, name: &str) -> Option<&str> {
+        self.broker_configs
+            .get(resource)?
+            .get(name)
+            .map(String::as_str)
+    }
+
+    /// Applies one record. Records referring to unknown topics are ignored (logged): a valid
+    /// log never contains them, and refusing would make a damaged log unrecoverable.
+    pub fn apply(&mut self, rec: &MetadataRecord) {
+        match rec {
+            MetadataRecord::Topic { name, topic_id } => {
+                // A re-created name replaces the old topic (its RemoveTopic came first in a
+                // valid log; be robust anyway).
+                if let Some(old) = self.topics_by_name.remove(name) {
+                    self.topics_by_id.remove(&old.topic_id);
+                }
+                if let Some(old) = self.topics_by_id.remove(topic_id) {
+                    self.topics_by_name.remove(&old.name);
+                }
+                self.put(TopicImage {
+                    name: name.clone(),
+                    topic_id: *topic_id,
+                    partitions: Vec::new(),
+                    configs: BTreeMap::new(),
+                });
+            }
+            MetadataRecord::Partition {
+                topic_id,
+                partition_id,
+                replicas,
+                leader,
+                leader_epoch,
+                shard,
+            } => {
+                let Some(t) = self.topics_by_id.get(topic_id) else {
+                    tracing::warn!(?topic_id, partition_id, "PartitionRecord for unknown topic");
+                    return;
+                };
+                let mut t = TopicImage::clone(t);
+                let p = PartitionImage {
+                    partition_id: *partition_id,
+                    shard: *shard,
+                    leader: *leader,
+                    leader_epoch: *leader_epoch,
+                    replicas: replicas.clone(),
+                };
+                match t
+                    .partitions
+                    .binary_search_by_key(partition_id, |p| p.partition_id)
+                {
+                    Ok(i) => t.partitions[i] = p,
+                    Err(i) => t.partitions.insert(i, p),
+                }
+                self.put(t);
+            }
+            MetadataRecord::Config {
+                resource_type,
+                resource_name,
+                name,
+                value,
+            } => match *resource_type {
+                RESOURCE_TOPIC => {
+                    let Some(t) = self.topics_by_name.get(resource_name) else {
+                        tracing::warn!(topic = %resource_name, "ConfigRecord for unknown topic");
+                        return;
+                    };
+                    let mut t = TopicImage::clone(t);
+                    set_or_remove(&mut t.configs, name, value);
+                    self.put(t);
+                }
+                RESOURCE_BROKER => {
+                    let m = self
+                        .broker_configs
+                        .entry(resource_name.clone())
+                        .or_default();
+                    set_or_remove(m, name, value);
+                    if m.is_empty() {
+                        self.broker_configs.remove(resource_name);
+                    }
+                }
+                other => tracing::warn!(
+                    resource_type = other,
+                    "ConfigRecord for unsupported resource type"
+                ),
+            },
+            MetadataRecord::RemoveTopic { topic_id } => {
+                if let Some(t) = self.topics_by_id.remove(topic_id) {
+                    self.topics_by_name.remove(&t.name);
+                } else {
+                    tracing::warn!(?topic_id, "RemoveTopicRecord for unknown topic");
+                }
+            }
+        }
+    }
+
+    fn put(&mut self, t: TopicImage) {
+        let t = Arc::new(t);
+        self.topics_by_id.insert(t.topic_id, t.clone());
+        self.topics_by_name.insert(t.name.clone(), t);
+    }
+
+    /// Records that rebuild this image from empty (the content of a snapshot).
+    pub fn to_records(&self) -> Vec<MetadataRecord> {
+        let mut out = Vec::new();
+        for t in self.topics_by_name.values() {
+            out.push(MetadataRecord::Topic {
+                name: t.name.clone(),
+                topic_id: t.topic_id,
+            });
+            for (k, v) in &t.configs {
+                out.push(MetadataRecord::Config {
+                    resource_type: RESOURCE_TOPIC,
+                    resource_name: t.name.clone(),
+                    name: k.clone(),
+                    value: Some(v.clone()),
+                });
+            }
+            for p in &t.partitions {
+                out.push(MetadataRecord::Partition {
+                    topic_id: t.topic_id,
+                    partition_id: p.partition_id,
+                    replicas: p.replicas.clone(),
+                    leader: p.leader,
+                    leader_epoch: p.leader_epoch,
+                    shard: p.shard,
+                });
+            }
+        }
+        for (res, m) in &self.broker_configs {
+            for (k, v) in m {
+                out.push(MetadataRecord::Config {
+                    resource_type: RESOURCE_BROKER,
+                    resource_name: res.clone(),
+                    name: k.clone(),
+                    value: Some(v.clone()),
+                });
+            }
+        }
+        out
+    }
+
+    /// Builds an image from records (replay).
+    pub fn from_records<'a>(records: impl IntoIterator<Item = &'a MetadataRecord>) -> Image {
+        let mut img = Image::default();
+        for r in records {
+            img.apply(r);
+        }
+        img
+    }
+}
+
+fn set_or_remove(m: &mut BTreeMap<String, String>, name: &str, value: &Option<String>) {
+    match value {
+        Some(v) => {
+            m.insert(name.to_string(), v.clone());
+        }
+        None => {
+            m.remove(name);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(id: TopicId, p: i32, shard: u16) -> MetadataRecord {
+        MetadataRecord::Partition {
+            topic_id: id,
+            partition_id: p,
+            replicas: vec![1],
+            leader: 1,
+            leader_epoch: 0,
+            shard,
+        }
+    }
+
+    #[test]
+    fn apply_and_rebuild() {
+        let a = [1u8; 16];
+        let b = [2u8; 16];
+        let recs = vec![
+            MetadataRecord::Topic {
+                name: "a".into(),
+                topic_id: a,
+            },
+            part(a, 1, 1),
+            part(a, 0, 0),
+            MetadataRecord::Config {
+                resource_type: RESOURCE_TOPIC,
+                resource_name: "a".into(),
+                name: "retention.ms".into(),
+                value: Some("5".into()),
+            },
+            MetadataRecord::Topic {
+                name: "b".into(),
+                topic_id: b,
+            },
+            part(b, 0, 3),
+            MetadataRecord::Config {
+                resource_type: RESOURCE_BROKER,
+                resource_name: "".into(),
+                name: "k".into(),
+                value: Some("v".into()),
+            },
+            part([9u8; 16], 0, 0), // unknown topic: ignored
+        ];
+        let img = Image::from_records(&recs);
+        assert_eq!(img.owner("a", 0), Some(0));
+        assert_eq!(img.owner("a", 1), Some(1));
+        assert_eq!(img.owner("a", 2), None);
+        assert_eq!(img.owner("b", 0), Some(3));
+        assert_eq!(img.topic("a").unwrap().configs["retention.ms"], "5");
+        assert!(Arc::ptr_eq(
+            img.topic("a").unwrap(),
+            img.topic_by_id(&a).unwrap()
+        ));
+        assert_eq!(img.broker_config("", "k"), Some("v"));
+        assert_eq!(Image::from_records(&img.to_records()), img);
+
+        let mut img2 = img.clone();
+        img2.apply(&MetadataRecord::RemoveTopic { topic_id: a });
+        img2.apply(&MetadataRecord::Config {
+            resource_type: RESOURCE_BROKER,
+            resource_name: "".into(),
+            name: "k".into(),
+            value: None,
+        });
+        assert!(img2.topic("a").is_none() && img2.topic_by_id(&a).is_none());
+        assert!(img2.broker_configs.is_empty());
+        // The old version is untouched and shares unchanged topics.
+        assert!(img.topic("a").is_some());
+        assert!(Arc::ptr_eq(
+            img.topic("b").unwrap(),
+            img2.topic("b").unwrap()
+        ));
+    }
+}

@@ -1,0 +1,513 @@
+//! Cluster metadata: topics, partitions, topic ids, configs and partition-to-shard ownership.
+//!
+//! The state is a log of Kafka-like metadata records ([`records`]) kept on disk by
+//! [`log::MetadataLog`] (snapshotted, replayed at start) and folded into an immutable
+//! [`image::Image`]. The [`Controller`] runs on the metadata core: it validates requests,
+//! appends records (durably) and only then applies them, producing a new `Arc<Image>` that is
+//! published to the shards, which read it without locks.
+//!
+//! Single node for now. A later Raft layer replicates the very same records (hence the
+//! epoch field in each log entry and Kafka's record shapes).
+
+pub mod image;
+pub mod log;
+pub mod records;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::config::{self, BrokerConfig, ConfigError};
+
+pub use image::{Image, PartitionImage, TopicImage};
+pub use log::{LogError, MetadataLog};
+pub use records::{MetadataRecord, TopicId, RESOURCE_BROKER, RESOURCE_TOPIC};
+
+/// Records between automatic snapshots.
+pub const DEFAULT_SNAPSHOT_EVERY: u64 = 1000;
+
+/// Upper bound on partitions per CreateTopics request: each partition is a record (and a
+/// directory); this keeps a single request from exhausting memory or disk.
+pub const MAX_PARTITIONS_PER_TOPIC: i32 = 100_000;
+
+/// Kafka's internal metadata topic name; reserved (its directory name would collide).
+pub const METADATA_TOPIC: &str = "__cluster_metadata";
+
+/// Where the metadata log lives under a data directory (Kafka's KRaft layout).
+pub fn default_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join(format!("{METADATA_TOPIC}-0"))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CreateTopicError {
+    /// INVALID_TOPIC_EXCEPTION (17)
+    #[error("{0}")]
+    InvalidTopic(String),
+    /// TOPIC_ALREADY_EXISTS (36)
+    #[error("Topic '{0}' already exists.")]
+    TopicAlreadyExists(String),
+    /// INVALID_PARTITIONS (37)
+    #[error("{0}")]
+    InvalidPartitions(String),
+    /// INVALID_REPLICATION_FACTOR (38)
+    #[error("{0}")]
+    InvalidReplicationFactor(String),
+    /// INVALID_CONFIG (40)
+    #[error("{0}")]
+    InvalidConfig(#[from] ConfigError),
+    /// UNKNOWN_SERVER_ERROR (-1): the metadata log could not be written.
+    #[error("metadata log: {0}")]
+    Storage(#[from] LogError),
+}
+
+impl CreateTopicError {
+    /// Kafka error code for the CreateTopics response.
+    pub fn error_code(&self) -> i16 {
+        match self {
+            CreateTopicError::InvalidTopic(_) => 17,
+            CreateTopicError::TopicAlreadyExists(_) => 36,
+            CreateTopicError::InvalidPartitions(_) => 37,
+            CreateTopicError::InvalidReplicationFactor(_) => 38,
+            CreateTopicError::InvalidConfig(_) => 40,
+            CreateTopicError::Storage(_) => -1,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteTopicError {
+    /// UNKNOWN_TOPIC_OR_PARTITION (3) (UNKNOWN_TOPIC_ID (100) when deleting by id)
+    #[error("This server does not host this topic.")]
+    UnknownTopic,
+    /// TOPIC_DELETION_DISABLED (73)
+    #[error("Topic deletion is disabled (delete.topic.enable=false).")]
+    DeletionDisabled,
+    /// UNKNOWN_SERVER_ERROR (-1): the metadata log could not be written.
+    #[error("metadata log: {0}")]
+    Storage(#[from] LogError),
+}
+
+impl DeleteTopicError {
+    /// Kafka error code for the DeleteTopics response (by name).
+    pub fn error_code(&self) -> i16 {
+        match self {
+            DeleteTopicError::UnknownTopic => 3,
+            DeleteTopicError::DeletionDisabled => 73,
+            DeleteTopicError::Storage(_) => -1,
+        }
+    }
+}
+
+/// Kafka's topic name rules (`org.apache.kafka.common.internals.Topic.validate`), plus our
+/// reserved metadata topic name.
+pub fn validate_topic_name(name: &str) -> Result<(), CreateTopicError> {
+    let err = |m: String| Err(CreateTopicError::InvalidTopic(m));
+    if name.is_empty() {
+        return err("Topic name is illegal, it can't be empty".into());
+    }
+    if name == "." || name == ".." {
+        return err("Topic name cannot be \".\" or \"..\"".into());
+    }
+    if name.len() > 249 {
+        return err(format!(
+            "Topic name is illegal, it can't be longer than 249 characters, topic name: {name}"
+        ));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        return err(format!(
+            "Topic name \"{name}\" is illegal, it contains a character other than ASCII \
+             alphanumerics, '.', '_' and '-'"
+        ));
+    }
+    if name == METADATA_TOPIC {
+        return err(format!("Topic name \"{name}\" is reserved"));
+    }
+    Ok(())
+}
+
+/// Kafka treats '.' and '_' as colliding (metric names); a new topic may not collide.
+fn collision_key(name: &str) -> String {
+    name.replace('.', "_")
+}
+
+/// Reads 16 random bytes as a v4-style UUID, avoiding Kafka's reserved ids (zero, the
+/// metadata topic id `...0001`) and ids whose base64 form starts with '-' (Kafka refuses
+/// those since they look like command-line flags).
+pub fn random_topic_id() -> TopicId {
+    loop {
+        let mut b = [0u8; 16];
+        let ok = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
+        if ok.is_err() {
+            // Fallback without /dev/urandom: std's per-process random SipHash keys.
+            use std::hash::{BuildHasher, Hasher};
+            let s = std::collections::hash_map::RandomState::new();
+            for (i, chunk) in b.chunks_mut(8).enumerate() {
+                let mut h = s.build_hasher();
+                h.write_usize(i);
+                h.write_u128(
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos()),
+                );
+                chunk.copy_from_slice(&h.finish().to_be_bytes());
+            }
+        }
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        let mut metadata_id = [0u8; 16];
+        metadata_id[15] = 1;
+        // Base64 url-safe index 62 is '-'.
+        if b != [0u8; 16] && b != metadata_id && b[0] >> 2 != 62 {
+            return b;
+        }
+    }
+}
+
+/// Owns the metadata log and the current image; lives on the metadata core.
+pub struct Controller {
+    log: MetadataLog,
+    image: Arc<Image>,
+    config: BrokerConfig,
+    /// Round-robin cursor for shard assignment; continues across topics so shards stay
+    /// balanced (starts at the number of existing partitions after a restart).
+    next_shard: u64,
+    snapshot_every: u64,
+}
+
+impl Controller {
+    /// Opens the log in `dir`, replaying snapshot + entries into the image.
+    pub fn open(dir: &Path, config: BrokerConfig) -> Result<Controller, LogError> {
+        let (log, records) = MetadataLog::open(dir)?;
+        let mut image = Image::from_records(&records);
+        image.offset = log.last_offset();
+        let next_shard = image
+            .topics_by_name
+            .values()
+            .map(|t| t.partitions.len() as u64)
+            .sum();
+        tracing::info!(
+            dir = %dir.display(), topics = image.topics_by_name.len(), offset = ?image.offset,
+            "metadata loaded"
+        );
+        Ok(Controller {
+            log,
+            image: Arc::new(image),
+            config,
+            next_shard,
+            snapshot_every: DEFAULT_SNAPSHOT_EVERY,
+        })
+    }
+
+    /// Changes the automatic snapshot interval (records); 0 disables automatic snapshots.
+    pub fn set_snapshot_interval(&mut self, records: u64) {
+        self.snapshot_every = records;
+    }
+
+    /// The current image (cheap: an `Arc` clone).
+    pub fn image(&self) -> Arc<Image> {
+        self.image.clone()
+    }
+
+    pub fn config(&self) -> &BrokerConfig {
+        &self.config
+    }
+
+    /// Durably appends `records`, then applies them and returns the new image. Callers
+    /// validate first: records are applied as-is. Snapshots automatically every
+    /// `snapshot_every` records (a failed snapshot is logged, not fatal: the log is intact).
+    pub fn commit(&mut self, records: &[MetadataRecord]) -> Result<Arc<Image>, LogError> {
+        let last = self.log.append(records)?;
+        let mut next = Image::clone(&self.image);
+        for r in records {
+            next.apply(r);
+        }
+        next.offset = Some(last);
+        self.image = Arc::new(next);
+        if self.snapshot_every > 0 && self.log.records_since_snapshot() >= self.snapshot_every {
+            if let Err(e) = self.log.snapshot(&self.image) {
+                tracing::warn!(error = %e, "metadata snapshot failed; will retry");
+            }
+        }
+        Ok(self.image.clone())
+    }
+
+    /// Writes a snapshot now (e.g. at clean shutdown).
+    pub fn snapshot(&mut self) -> Result<(), LogError> {
+        self.log.snapshot(&self.image)
+    }
+
+    /// CreateTopics for one topic. `num_partitions` / `replication_factor` of -1 use the
+    /// broker defaults. Partitions are spread over `shards` round-robin. With `validate_only`
+    /// nothing is written and the returned id is not reserved.
+    pub fn create_topic(
+        &mut self,
+        name: &str,
+        num_partitions: i32,
+        replication_factor: i16,
+        configs: BTreeMap<String, String>,
+        shards: u16,
+        validate_only: bool,
+    ) -> Result<TopicId, CreateTopicError> {
+        validate_topic_name(name)?;
+        if self.image.topic(name).is_some() {
+            return Err(CreateTopicError::TopicAlreadyExists(name.to_string()));
+        }
+        let key = collision_key(name);
+        if let Some(other) = self
+            .image
+            .topics_by_name
+            .keys()
+            .find(|t| collision_key(t) == key)
+        {
+            return Err(CreateTopicError::InvalidTopic(format!(
+                "Topic '{name}' collides with existing topic: {other}"
+            )));
+        }
+        let partitions = match num_partitions {
+            -1 => self.config.num_partitions,
+            n => n,
+        };
+        if partitions <= 0 {
+            return Err(CreateTopicError::InvalidPartitions(
+                "Number of partitions must be larger than 0.".into(),
+            ));
+        }
+        if partitions > MAX_PARTITIONS_PER_TOPIC {
+            return Err(CreateTopicError::InvalidPartitions(format!(
+                "Number of partitions must be at most {MAX_PARTITIONS_PER_TOPIC}."
+            )));
+        }
+        let rf = match replication_factor {
+            -1 => self.config.default_replication_factor,
+            r => r,
+        };
+        if rf <= 0 {
+            return Err(CreateTopicError::InvalidReplicationFactor(
+                "Replication factor must be larger than 0.".into(),
+            ));
+        }
+        if rf != 1 {
+            return Err(CreateTopicError::InvalidReplicationFactor(format!(
+                "Unable to replicate the partition {rf} time(s): The target replication factor \
+                 of {rf} cannot be reached because only 1 broker(s) are registered."
+            )));
+        }
+        config::validate_topic_overrides(&configs)?;
+
+        let topic_id = loop {
+            let id = random_topic_id();
+            if self.image.topic_by_id(&id).is_none() {
+                break id;
+            }
+        };
+        if validate_only {
+            return Ok(topic_id);
+        }
+
+        let shards = u64::from(shards.max(1));
+        let node = self.config.node_id;
+        let mut records = Vec::with_capacity(1 + configs.len() + partitions as usize);
+        records.push(MetadataRecord::Topic {
+            name: name.to_string(),
+            topic_id,
+        });
+        for (k, v) in configs {
+            records.push(MetadataRecord::Config {
+                resource_type: RESOURCE_TOPIC,
+                resource_name: name.to_string(),
+                name: k,
+                value: Some(v),
+            });
+        }
+        for p in 0..partitions {
+            records.push(MetadataRecord::Partition {
+                topic_id,
+                partition_id: p,
+                replicas: vec![node],
+                leader: node,
+                leader_epoch: 0,
+                shard: ((self.next_shard + p as u64) % shards) as u16,
+            });
+        }
+        self.commit(&records)?;
+        self.next_shard += partitions as u64;
+        Ok(topic_id)
+    }
+
+    /// DeleteTopics by name.
+    pub fn delete_topic(&mut self, name: &str) -> Result<TopicId, DeleteTopicError> {
+        let id = self
+            .image
+            .topic(name)
+            .ok_or(DeleteTopicError::UnknownTopic)?
+            .topic_id;
+        self.delete_topic_id(&id)?;
+        Ok(id)
+    }
+
+    /// DeleteTopics by topic id (v6+). Returns the deleted topic's name.
+    pub fn delete_topic_id(&mut self, id: &TopicId) -> Result<String, DeleteTopicError> {
+        let name = self
+            .image
+            .topic_by_id(id)
+            .ok_or(DeleteTopicError::UnknownTopic)?
+            .name
+            .clone();
+        if !self.config.delete_topic_enable {
+            return Err(DeleteTopicError::DeletionDisabled);
+        }
+        self.commit(&[MetadataRecord::RemoveTopic { topic_id: *id }])?;
+        Ok(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(overrides: &[&str]) -> BrokerConfig {
+        let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        config::load(None, &o).unwrap()
+    }
+
+    fn none() -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+
+    #[test]
+    fn topic_name_rules() {
+        for ok in ["a", "A-b_c.9", &"x".repeat(249)] {
+            validate_topic_name(ok).unwrap();
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a b",
+            "a/b",
+            "é",
+            &"x".repeat(250),
+            METADATA_TOPIC,
+        ] {
+            assert!(
+                matches!(
+                    validate_topic_name(bad),
+                    Err(CreateTopicError::InvalidTopic(_))
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn create_validation() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Controller::open(dir.path(), cfg(&["num.partitions=3"])).unwrap();
+        let e = |r: Result<TopicId, CreateTopicError>| r.unwrap_err().error_code();
+        assert_eq!(e(c.create_topic("bad name", 1, 1, none(), 4, false)), 17);
+        assert_eq!(e(c.create_topic("t", 0, 1, none(), 4, false)), 37);
+        assert_eq!(e(c.create_topic("t", -2, 1, none(), 4, false)), 37);
+        assert_eq!(e(c.create_topic("t", 1, 3, none(), 4, false)), 38);
+        assert_eq!(e(c.create_topic("t", 1, 0, none(), 4, false)), 38);
+        let bad: BTreeMap<_, _> = [("nope".to_string(), "1".to_string())].into();
+        assert_eq!(e(c.create_topic("t", 1, 1, bad, 4, false)), 40);
+        let bad: BTreeMap<_, _> = [("segment.bytes".to_string(), "1".to_string())].into();
+        assert_eq!(e(c.create_topic("t", 1, 1, bad, 4, false)), 40);
+        // validate_only writes nothing.
+        c.create_topic("t", -1, -1, none(), 4, true).unwrap();
+        assert!(c.image().topic("t").is_none());
+        assert_eq!(c.image().offset, None);
+
+        let id = c.create_topic("t", -1, -1, none(), 4, false).unwrap();
+        let img = c.image();
+        let t = img.topic("t").unwrap();
+        assert_eq!(t.topic_id, id);
+        assert_eq!(t.partitions.len(), 3);
+        assert_eq!(t.partitions[0].replicas, vec![1]);
+        assert_eq!(t.partitions[0].leader, 1);
+        assert_eq!(id[6] >> 4, 4);
+        assert_eq!(e(c.create_topic("t", 1, 1, none(), 4, false)), 36);
+        c.create_topic("t.x", 1, 1, none(), 4, false).unwrap();
+        assert_eq!(e(c.create_topic("t_x", 1, 1, none(), 4, false)), 17);
+    }
+
+    #[test]
+    fn shards_round_robin_and_configs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let conf: BTreeMap<_, _> = [("retention.ms".to_string(), "1000".to_string())].into();
+        c.create_topic("a", 3, 1, conf, 4, false).unwrap();
+        c.create_topic("b", 3, 1, none(), 4, false).unwrap();
+        let img = c.image();
+        let owners = |t: &str| (0..3).map(|p| img.owner(t, p).unwrap()).collect::<Vec<_>>();
+        assert_eq!(owners("a"), vec![0, 1, 2]);
+        assert_eq!(owners("b"), vec![3, 0, 1]);
+        assert_eq!(img.topic("a").unwrap().configs["retention.ms"], "1000");
+        let tc = config::resolve(c.config(), &img.topic("a").unwrap().configs).unwrap();
+        assert_eq!(tc.retention_ms, 1000);
+        // shards = 0 is treated as 1.
+        c.create_topic("z", 2, 1, none(), 0, false).unwrap();
+        assert_eq!(c.image().owner("z", 1), Some(0));
+    }
+
+    #[test]
+    fn delete_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        c.set_snapshot_interval(5);
+        let old = c.image();
+        for i in 0..10 {
+            c.create_topic(&format!("t{i}"), 2, 1, none(), 2, false)
+                .unwrap();
+        }
+        let id3 = c.delete_topic("t3").unwrap();
+        assert_eq!(c.delete_topic("t3").unwrap_err().error_code(), 3);
+        assert_eq!(c.delete_topic_id(&id3).unwrap_err().error_code(), 3);
+        assert_eq!(
+            c.delete_topic_id(&c.image().topic("t4").unwrap().topic_id)
+                .unwrap(),
+            "t4"
+        );
+        // The earlier image handed out is unchanged (shards may still be reading it).
+        assert!(old.topics_by_name.is_empty());
+        let before = c.image();
+        assert!(before.topic("t3").is_none());
+        drop(c);
+
+        let c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        assert_eq!(*c.image(), *before);
+        // Snapshots were taken automatically: only one snapshot and a recent log remain.
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(
+            names.iter().filter(|n| n.starts_with("snapshot-")).count(),
+            1,
+            "{names:?}"
+        );
+        assert_eq!(
+            names.iter().filter(|n| n.starts_with("log-")).count(),
+            1,
+            "{names:?}"
+        );
+
+        let mut c = Controller::open(dir.path(), cfg(&["delete.topic.enable=false"])).unwrap();
+        assert_eq!(c.delete_topic("t0").unwrap_err().error_code(), 73);
+        // Re-creating a deleted name gets a fresh id; the rotation continues.
+        let new3 = c.create_topic("t3", 1, 1, none(), 2, false).unwrap();
+        assert_ne!(new3, id3);
+    }
+
+    #[test]
+    fn random_ids_differ() {
+        let a = random_topic_id();
+        let b = random_topic_id();
+        assert_ne!(a, b);
+        assert_eq!(a[8] & 0xc0, 0x80);
+    }
+}

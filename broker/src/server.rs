@@ -1,0 +1,154 @@
+//! Start-up and shutdown: open the metadata log, start one glommio executor per shard pinned
+//! to its core, connect the mesh, open each shard's partitions, listen on the port with
+//! SO_REUSEPORT on every shard (the kernel spreads connections), and on SIGTERM/SIGINT close
+//! every log cleanly and print each shard's counters.
+
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use glommio::net::TcpListener;
+use glommio::{LocalExecutorBuilder, Placement};
+
+use crate::config::BrokerConfig;
+use crate::forward::ShardMsg;
+use crate::metadata::image::Image;
+use crate::metadata::{self, Controller};
+use crate::shard::Shard;
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// How often shards look at the stop flag (a signal handler may only set an atomic).
+const STOP_POLL: Duration = Duration::from_millis(50);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(signal, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        }
+    }
+}
+
+pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
+    let data_dir = config.data_dir().to_path_buf();
+    std::fs::create_dir_all(&data_dir).with_context(|| format!("creating data directory {}", data_dir.display()))?;
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let shard_count = if config.num_shards == 0 { cpus } else { usize::from(config.num_shards) };
+    let metadata_dir = metadata::default_dir(&data_dir);
+    let controller = Controller::open(&metadata_dir, config.clone())
+        .with_context(|| format!("opening the metadata log in {}", metadata_dir.display()))?;
+    let image = controller.image();
+    tracing::info!(
+        topics = image.topics_by_name.len(),
+        shards = shard_count,
+        data_dir = %data_dir.display(),
+        "metadata replayed"
+    );
+    let listener = config.listeners.first().ok_or_else(|| anyhow!("no listener configured"))?;
+    let address = listener.addr();
+    install_signal_handlers();
+
+    let config = Arc::new(config);
+    let (ready_sender, ready_receiver) = mpsc::channel::<Result<usize, String>>();
+    let mut controller = Some(controller);
+    let mut executors = Vec::new();
+    for endpoint in shard::mesh::build::<ShardMsg>(shard_count) {
+        let id = endpoint.id();
+        let config = config.clone();
+        let image = image.clone();
+        let controller = if id == 0 { controller.take() } else { None };
+        let address = address.clone();
+        let ready = ready_sender.clone();
+        let executor = LocalExecutorBuilder::new(Placement::Fixed(id % cpus))
+            .name(&format!("shard-{id}"))
+            .spawn(move || async move {
+                run_shard(id, config, image, controller, endpoint, address, ready).await;
+            })
+            .map_err(|error| anyhow!("starting shard {id}: {error}"))?;
+        executors.push(executor);
+    }
+    drop(ready_sender);
+    for _ in 0..shard_count {
+        match ready_receiver.recv() {
+            Ok(Ok(_)) => {}
+            Ok(Err(reason)) => {
+                STOP.store(true, Ordering::SeqCst);
+                for executor in executors {
+                    let _ = executor.join();
+                }
+                return Err(anyhow!(reason));
+            }
+            Err(_) => return Err(anyhow!("a shard stopped during start-up")),
+        }
+    }
+    tracing::info!("listening on {address} with {shard_count} shard(s)");
+    for executor in executors {
+        executor.join().map_err(|error| anyhow!("shard failed: {error:?}"))?;
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn run_shard(
+    id: usize,
+    config: Arc<BrokerConfig>,
+    image: Arc<Image>,
+    controller: Option<Controller>,
+    endpoint: shard::mesh::MeshEndpoint<ShardMsg>,
+    address: String,
+    ready: mpsc::Sender<Result<usize, String>>,
+) {
+    let shard = Shard::new(id, config, Arc::new(Image::default()), controller);
+    shard.group_commit.spawn();
+    let receiver = shard.clone();
+    let mesh = endpoint.connect(Rc::new(move |source, message| receiver.deliver(source, message))).await;
+    shard.set_mesh(mesh);
+    shard.apply_image(image).await;
+    let listener = match TcpListener::bind(address.as_str()) {
+        Ok(listener) => listener,
+        Err(error) => {
+            let _ = ready.send(Err(format!("shard {id} cannot listen on {address}: {error}")));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(id));
+    loop {
+        let accept = listener.accept();
+        let stop = async {
+            while !STOP.load(Ordering::SeqCst) {
+                glommio::timer::sleep(STOP_POLL).await;
+            }
+        };
+        futures::pin_mut!(accept, stop);
+        match futures::future::select(accept, stop).await {
+            futures::future::Either::Left((Ok(stream), _)) => {
+                glommio::spawn_local(crate::connection::serve(shard.clone(), stream)).detach();
+            }
+            futures::future::Either::Left((Err(error), _)) => {
+                tracing::warn!(shard = id, %error, "accept failed");
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+            }
+            futures::future::Either::Right(_) => break,
+        }
+    }
+    drop(listener);
+    let partitions = shard.partition_count();
+    shard.close().await;
+    let stats = &shard.stats;
+    tracing::info!(
+        "shard {id} stats: requests={} produce_batches={} fetches={} forwarded_in={} forwarded_out={} partitions={}",
+        stats.requests.get(),
+        stats.produce_batches.get(),
+        stats.fetches.get(),
+        stats.forwarded_in.get(),
+        stats.forwarded_out.get(),
+        partitions,
+    );
+}

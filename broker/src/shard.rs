@@ -1,0 +1,328 @@
+//! One shard's state: its partitions, its view of the metadata image, its mesh endpoint and
+//! its counters. Lives on one core's glommio executor; nothing in it is shared with another
+//! thread, so nothing in it is locked (`Rc`, `RefCell`, `Cell`).
+//!
+//! Shard 0 is also the metadata core: it holds the `Controller` that appends to the metadata
+//! log, and publishes each new image to every shard (itself included) before answering, so a
+//! client that sees a topic created can use it through any connection at once.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use futures::channel::oneshot;
+use shard::mesh::Mesh;
+use shard::{GroupCommit, LogHandle, PartitionLog};
+
+use crate::config::{self, BrokerConfig, TopicConfig};
+use crate::forward::{Reply, Request, ShardMsg, TopicOutcome, TopicSpec};
+use crate::metadata::image::{Image, TopicImage};
+use crate::metadata::records::TopicId;
+use crate::metadata::Controller;
+
+/// A partition this shard owns.
+pub struct Partition {
+    pub log: LogHandle,
+    pub config: TopicConfig,
+    /// Notified after every append, for parked long-poll fetches.
+    pub appended: event_listener::Event,
+}
+
+/// Per-shard counters, logged at shutdown (and by tests, to see every core work).
+#[derive(Default)]
+pub struct Stats {
+    pub requests: Cell<u64>,
+    pub produce_batches: Cell<u64>,
+    pub fetches: Cell<u64>,
+    pub forwarded_in: Cell<u64>,
+    pub forwarded_out: Cell<u64>,
+}
+
+impl Stats {
+    pub fn bump(cell: &Cell<u64>) {
+        cell.set(cell.get() + 1);
+    }
+}
+
+pub struct Shard {
+    pub id: usize,
+    pub config: Arc<BrokerConfig>,
+    image: RefCell<Arc<Image>>,
+    partitions: RefCell<HashMap<(TopicId, i32), Rc<Partition>>>,
+    pub group_commit: Rc<GroupCommit>,
+    mesh: RefCell<Option<Rc<Mesh<ShardMsg>>>>,
+    pending: RefCell<HashMap<u64, oneshot::Sender<Reply>>>,
+    next_request_id: Cell<u64>,
+    controller: Option<RefCell<Controller>>,
+    /// Image updates are applied one at a time, in the order the metadata core sent them.
+    image_update: glommio::sync::Semaphore,
+    pub stats: Stats,
+}
+
+impl Shard {
+    pub fn new(id: usize, config: Arc<BrokerConfig>, image: Arc<Image>, controller: Option<Controller>) -> Rc<Shard> {
+        let group_commit = GroupCommit::new();
+        Rc::new(Shard {
+            id,
+            config,
+            image: RefCell::new(image),
+            partitions: RefCell::new(HashMap::new()),
+            group_commit,
+            mesh: RefCell::new(None),
+            pending: RefCell::new(HashMap::new()),
+            next_request_id: Cell::new(0),
+            controller: controller.map(RefCell::new),
+            image_update: glommio::sync::Semaphore::new(1),
+            stats: Stats::default(),
+        })
+    }
+
+    pub fn set_mesh(&self, mesh: Rc<Mesh<ShardMsg>>) {
+        *self.mesh.borrow_mut() = Some(mesh);
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.mesh.borrow().as_ref().map_or(1, |mesh| mesh.shard_count())
+    }
+
+    /// The metadata image this shard serves from (a cheap `Arc` clone, no lock).
+    pub fn image(&self) -> Arc<Image> {
+        self.image.borrow().clone()
+    }
+
+    pub fn partition(&self, topic_id: &TopicId, partition: i32) -> Option<Rc<Partition>> {
+        self.partitions.borrow().get(&(*topic_id, partition)).cloned()
+    }
+
+    pub fn partition_count(&self) -> usize {
+        self.partitions.borrow().len()
+    }
+
+    /// Runs `request` on shard `target`: locally when that is this shard, else over the mesh.
+    ///
+    /// Ordering: a remote request is pushed on the ring before this returns its first
+    /// `Pending`, and a local one runs its synchronous prefix (for produce: the append) at
+    /// the first poll; so two calls made in order by one connection reach the log in order.
+    pub async fn call(self: &Rc<Self>, target: usize, request: Request) -> Reply {
+        if target == self.id {
+            return self.execute(request).await;
+        }
+        let id = self.next_request_id.get();
+        self.next_request_id.set(id + 1);
+        let (sender, receiver) = oneshot::channel();
+        self.pending.borrow_mut().insert(id, sender);
+        Stats::bump(&self.stats.forwarded_out);
+        let mesh = self.mesh.borrow().clone().expect("mesh connected before serving");
+        mesh.send(target, ShardMsg::Request { id, body: request });
+        receiver.await.expect("a shard never drops a forwarded request")
+    }
+
+    /// Delivers a message from shard `source` (called by the mesh's receiver tasks).
+    pub fn deliver(self: &Rc<Self>, source: usize, message: ShardMsg) {
+        match message {
+            ShardMsg::Request { id, body } => {
+                Stats::bump(&self.stats.forwarded_in);
+                let shard = self.clone();
+                // Spawned in arrival order; each runs its synchronous prefix in that order.
+                glommio::spawn_local(async move {
+                    let reply = shard.execute(body).await;
+                    let mesh = shard.mesh.borrow().clone().expect("mesh connected");
+                    mesh.send(source, ShardMsg::Reply { id, body: reply });
+                })
+                .detach();
+            }
+            ShardMsg::Reply { id, body } => {
+                if let Some(sender) = self.pending.borrow_mut().remove(&id) {
+                    // The caller may have given up (a long poll that was answered elsewhere).
+                    let _ = sender.send(body);
+                }
+            }
+        }
+    }
+
+    async fn execute(self: &Rc<Self>, request: Request) -> Reply {
+        match request {
+            Request::Produce { topic_id, partition, acks, records } => {
+                Reply::Produce(crate::partition_ops::produce(self, &topic_id, partition, acks, records).await)
+            }
+            Request::Fetch { topic_id, partition, offset, max_bytes } => {
+                Reply::Fetch(crate::partition_ops::fetch(self, &topic_id, partition, offset, max_bytes).await)
+            }
+            Request::WaitForData { topic_id, partition, offset, wait_ms } => {
+                crate::partition_ops::wait_for_data(self, &topic_id, partition, offset, wait_ms).await;
+                Reply::Waited
+            }
+            Request::ListOffsets { topic_id, partition, timestamp } => {
+                Reply::ListOffsets(crate::partition_ops::list_offsets(self, &topic_id, partition, timestamp).await)
+            }
+            Request::CreateTopics { topics, validate_only } => Reply::Topics(self.create_topics(topics, validate_only).await),
+            Request::DeleteTopics { names } => Reply::Topics(self.delete_topics(names).await),
+            Request::ImageUpdate(image) => {
+                self.apply_image(image).await;
+                Reply::ImageApplied
+            }
+        }
+    }
+
+    /// Metadata core only: creates topics, then publishes the new image to every shard.
+    async fn create_topics(self: &Rc<Self>, topics: Vec<TopicSpec>, validate_only: bool) -> Vec<TopicOutcome> {
+        let controller = self.controller.as_ref().expect("CreateTopics runs on the metadata core");
+        let shards = self.shard_count() as u16;
+        let mut outcomes = Vec::with_capacity(topics.len());
+        for spec in topics {
+            let result = controller.borrow_mut().create_topic(
+                &spec.name,
+                spec.num_partitions,
+                spec.replication_factor,
+                spec.configs.clone(),
+                shards,
+                validate_only,
+            );
+            let num_partitions =
+                if spec.num_partitions == -1 { self.config.num_partitions } else { spec.num_partitions };
+            outcomes.push(match result {
+                Ok(topic_id) => TopicOutcome {
+                    name: spec.name,
+                    topic_id,
+                    error_code: 0,
+                    error_message: None,
+                    num_partitions,
+                },
+                Err(error) => TopicOutcome {
+                    name: spec.name,
+                    topic_id: [0; 16],
+                    error_code: error.error_code(),
+                    error_message: Some(error.to_string()),
+                    num_partitions,
+                },
+            });
+        }
+        if !validate_only {
+            self.publish_image().await;
+        }
+        outcomes
+    }
+
+    /// Metadata core only: deletes topics by name, then publishes the new image.
+    async fn delete_topics(self: &Rc<Self>, names: Vec<String>) -> Vec<TopicOutcome> {
+        let controller = self.controller.as_ref().expect("DeleteTopics runs on the metadata core");
+        let mut outcomes = Vec::with_capacity(names.len());
+        for name in names {
+            let result = controller.borrow_mut().delete_topic(&name);
+            outcomes.push(match result {
+                Ok(topic_id) => TopicOutcome { name, topic_id, error_code: 0, error_message: None, num_partitions: 0 },
+                Err(error) => TopicOutcome {
+                    name,
+                    topic_id: [0; 16],
+                    error_code: error.error_code(),
+                    error_message: Some(error.to_string()),
+                    num_partitions: 0,
+                },
+            });
+        }
+        self.publish_image().await;
+        outcomes
+    }
+
+    /// Sends the controller's current image to every shard and waits until each applied it.
+    async fn publish_image(self: &Rc<Self>) {
+        let image = self.controller.as_ref().expect("metadata core").borrow().image();
+        let calls = (0..self.shard_count()).map(|target| self.call(target, Request::ImageUpdate(image.clone())));
+        futures::future::join_all(calls).await;
+    }
+
+    /// Opens the logs of partitions this shard now owns, deletes those of removed topics, then
+    /// adopts the image. Also used at start-up with the replayed image.
+    pub async fn apply_image(self: &Rc<Self>, image: Arc<Image>) {
+        let _serial = self.image_update.acquire(1).await;
+        let mut wanted: Vec<(Arc<TopicImage>, i32)> = Vec::new();
+        for topic in image.topics_by_id.values() {
+            for partition in &topic.partitions {
+                if usize::from(partition.shard) % self.shard_count() == self.id
+                    && self.partition(&topic.topic_id, partition.partition_id).is_none()
+                {
+                    wanted.push((topic.clone(), partition.partition_id));
+                }
+            }
+        }
+        for (topic, partition_id) in wanted {
+            let topic_config = match config::resolve(&self.config, &topic.configs) {
+                Ok(topic_config) => topic_config,
+                Err(error) => {
+                    tracing::error!(topic = %topic.name, %error, "topic configuration unusable; using broker defaults");
+                    config::resolve(&self.config, &Default::default()).expect("broker defaults resolve")
+                }
+            };
+            let dir = self.partition_dir(&topic.name, partition_id);
+            match PartitionLog::open(dir.clone(), topic_config.to_log_config()).await {
+                Ok(log) => {
+                    let log: LogHandle = Rc::new(RefCell::new(log));
+                    self.group_commit.register(&log);
+                    let partition = Rc::new(Partition { log, config: topic_config, appended: event_listener::Event::new() });
+                    self.partitions.borrow_mut().insert((topic.topic_id, partition_id), partition);
+                }
+                Err(error) => {
+                    tracing::error!(dir = %dir.display(), %error, "cannot open partition log; partition offline");
+                }
+            }
+        }
+        let removed: Vec<(TopicId, i32)> = self
+            .partitions
+            .borrow()
+            .keys()
+            .filter(|(topic_id, _)| !image.topics_by_id.contains_key(topic_id))
+            .copied()
+            .collect();
+        *self.image.borrow_mut() = image;
+        for key in removed {
+            let Some(partition) = self.partitions.borrow_mut().remove(&key) else { continue };
+            partition.appended.notify(usize::MAX);
+            match Rc::try_unwrap(partition) {
+                Ok(partition) => match Rc::try_unwrap(partition.log) {
+                    Ok(log) => {
+                        if let Err(error) = log.into_inner().delete().await {
+                            tracing::warn!(%error, "deleting a removed partition's files failed");
+                        }
+                    }
+                    Err(log) => remove_dir_later(log.borrow().dir().to_path_buf()),
+                },
+                Err(partition) => remove_dir_later(partition.log.borrow().dir().to_path_buf()),
+            }
+        }
+    }
+
+    fn partition_dir(&self, topic: &str, partition: i32) -> PathBuf {
+        self.config.data_dir().join(format!("{topic}-{partition}"))
+    }
+
+    /// Clean shutdown: syncs every log; closes (trimmed indexes, clean-shutdown marker) those
+    /// no request still holds, so the next start skips their recovery.
+    pub async fn close(self: &Rc<Self>) {
+        let partitions: Vec<_> = self.partitions.borrow_mut().drain().map(|(_, p)| p).collect();
+        for partition in &partitions {
+            if let Err(error) = self.group_commit.wait_durable(&partition.log).await {
+                tracing::warn!(%error, "syncing a log at shutdown failed");
+            }
+        }
+        self.group_commit.shutdown();
+        for partition in partitions {
+            let Ok(partition) = Rc::try_unwrap(partition) else { continue };
+            let Ok(log) = Rc::try_unwrap(partition.log) else { continue };
+            let log = log.into_inner();
+            let dir = log.dir().to_path_buf();
+            if let Err(error) = log.close().await {
+                tracing::warn!(dir = %dir.display(), %error, "closing a log failed");
+            }
+        }
+    }
+}
+
+/// A deleted partition still referenced by an in-flight request: its directory goes once
+/// nothing holds it. Removing it now is safe on Linux (open fds keep the inodes).
+fn remove_dir_later(dir: PathBuf) {
+    if let Err(error) = std::fs::remove_dir_all(&dir) {
+        tracing::warn!(dir = %dir.display(), %error, "removing a deleted partition's directory failed");
+    }
+}

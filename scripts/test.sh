@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The project's test command (README, .ci/run): build, Rust tests, then the end-to-end suite
+# with real Kafka clients (confluent-kafka/librdkafka and kafka-python) against the release
+# broker binary.
+#
+# Runs from a fresh clone on a fresh machine: needs cargo and python3 (with venv); the Python
+# dependencies (tests/e2e/requirements.txt) go into target/venv, re-installed only when that
+# file changes.
+#
+# Environment:
+#   E2E_ONLY=1          skip `cargo test` (still builds the broker)
+#   PYTEST_ARGS="..."   extra arguments for pytest (e.g. "-k restart" or "-vv")
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$(pwd)
+
+section() {
+    printf '\n==================== %s ====================\n' "$*"
+}
+
+start_all=$(date +%s)
+
+section "cargo build --release -p broker"
+cargo build --release -p broker
+
+if [[ "${E2E_ONLY:-0}" != "1" ]]; then
+    section "cargo test --workspace --release"
+    cargo test --workspace --release
+fi
+
+section "python virtualenv (target/venv)"
+VENV="$ROOT/target/venv"
+REQ="$ROOT/tests/e2e/requirements.txt"
+PY=${PYTHON:-python3}
+want="$(sha256sum "$REQ" | cut -d' ' -f1) $("$PY" --version 2>&1)"
+have=$(cat "$VENV/.requirements-stamp" 2>/dev/null || true)
+if [[ -x "$VENV/bin/python" && "$have" == "$want" ]]; then
+    echo "up to date ($want)"
+else
+    rm -rf "$VENV"
+    "$PY" -m venv "$VENV"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$REQ"
+    echo "$want" > "$VENV/.requirements-stamp"
+    echo "installed: $(tr '\n' ' ' < <(grep -v '^#' "$REQ"))"
+fi
+
+section "end-to-end tests (pytest tests/e2e)"
+export BROKER_BIN="$ROOT/target/release/broker"
+export PYTHONDONTWRITEBYTECODE=1
+# shellcheck disable=SC2086
+"$VENV/bin/python" -m pytest -x -q tests/e2e ${PYTEST_ARGS:-}
+
+section "done in $(( $(date +%s) - start_all )) s"

@@ -1,0 +1,64 @@
+//! Per-log configuration (`LogConfig`): the subset of Kafka's topic configs that the log itself
+//! enforces. Owns only the values and their defaults (Kafka's); parsing of topic configs from
+//! CreateTopics / AlterConfigs belongs to the broker.
+
+/// When the log's bytes are made durable (fdatasync).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushPolicy {
+    /// fdatasync before an acks=all produce is answered (group commit, see `flush`). The
+    /// single-node default: with no replicas, the page cache alone is not a copy worth acking.
+    Ack,
+    /// Kafka's behaviour: never fsync on the produce path; durability comes from replication.
+    /// Only `flush_messages` / `flush_ms` (and clean shutdown) sync.
+    Replication,
+}
+
+/// Settings of one partition log. Defaults are Kafka's.
+#[derive(Clone, Debug)]
+pub struct LogConfig {
+    /// `segment.bytes`: roll when the active segment would grow past this (1 GiB).
+    pub segment_bytes: u64,
+    /// `segment.ms`: roll when the active segment is older than this (7 days).
+    pub segment_ms: u64,
+    /// `index.interval.bytes`: one offset/time index entry per this many log bytes (4096).
+    pub index_interval_bytes: u32,
+    /// `segment.index.bytes`: preallocated size of each index file of the active segment
+    /// (10 MiB); a full index rolls the segment.
+    pub segment_index_bytes: u32,
+    /// `max.message.bytes`: the largest record batch accepted (1048588).
+    pub max_message_bytes: u32,
+    pub flush_policy: FlushPolicy,
+    /// `flush.messages`: sync after this many messages (i64::MAX as u64 = never).
+    pub flush_messages: u64,
+    /// `flush.ms`: sync when the oldest unsynced append is older than this (never).
+    pub flush_ms: u64,
+    /// `retention.ms` (-1 = unlimited). Enforced by `PartitionLog::apply_retention`.
+    pub retention_ms: i64,
+    /// `retention.bytes` (-1 = unlimited). Enforced by `PartitionLog::apply_retention`.
+    pub retention_bytes: i64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1 << 30,
+            segment_ms: 7 * 24 * 60 * 60 * 1000,
+            index_interval_bytes: 4096,
+            segment_index_bytes: 10 * 1024 * 1024,
+            max_message_bytes: 1_048_588,
+            flush_policy: FlushPolicy::Ack,
+            flush_messages: i64::MAX as u64,
+            flush_ms: i64::MAX as u64,
+            retention_ms: 7 * 24 * 60 * 60 * 1000,
+            retention_bytes: -1,
+        }
+    }
+}
+
+impl LogConfig {
+    /// Segment positions are u32 in the offset index (as in Kafka, where they are Java ints),
+    /// so a segment can never be allowed to pass 2 GiB - 1 whatever the config says.
+    pub(crate) fn effective_segment_bytes(&self) -> u64 {
+        self.segment_bytes.clamp(1, i32::MAX as u64)
+    }
+}

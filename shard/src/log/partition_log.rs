@@ -1,0 +1,1428 @@
+//! `PartitionLog`: one partition's log, owned by one shard (single-threaded, no locks).
+//!
+//! Owns: the segment list (roll by size / age / full index), assigning offsets on append,
+//! fetch reads (offset -> segment -> offset index -> short header scan), timestamp lookups,
+//! recovery on open (recovery point + clean-shutdown marker), durability bookkeeping (what
+//! must be fdatasynced, the durable offset, the recovery point), retention, close and delete.
+//! Not here: deciding when to sync across partitions (`crate::flush`), validating produced
+//! batches (the broker calls wire's `validate_batch` first), leader epochs / replication.
+//!
+//! Borrowing: `read` and `offset_for_timestamp` do their index lookups synchronously and
+//! return a future that owns what it needs (cloned `Rc` fds, sizes), not `&self`. So with the
+//! log in an `Rc<RefCell<_>>`, `let f = log.borrow().read(..); f.await` holds no borrow across
+//! the await, and appends can proceed meanwhile (a read sees the log as of its call). The
+//! same holds for `begin_sync` / `SyncJob::run` / `finish_sync`, which the group commit uses.
+
+use std::future::Future;
+use std::io;
+use std::mem;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use bytes::Bytes;
+use glommio::io::BufferedFile;
+use wire::record_batch::{patched_prefix, BatchHeader};
+
+use super::batch::{self, BATCH_HEADER_BYTES, PEEK_BYTES, PEEK_TS_BYTES};
+use super::checkpoint::{self, Checkpoint, CheckpointFile};
+use super::segment::{read_exact_at, Segment, Walker};
+use super::{join_all, now_ms, parse_stem, segment_paths, AppendInfo, LogError};
+use crate::config::LogConfig;
+
+pub struct PartitionLog {
+    dir: PathBuf,
+    config: LogConfig,
+    /// Sorted by base offset; never empty; the last one is the active segment.
+    segments: Vec<Segment>,
+    log_start_offset: i64,
+    /// Offsets below this are on disk (fdatasync completed).
+    durable_offset: i64,
+    /// Highest log end offset handed to a `SyncJob` (completed or in flight).
+    sync_requested_offset: i64,
+    /// Files of rolled segments (log + trimmed indexes) not yet handed to a sync job.
+    unsynced: Vec<Rc<BufferedFile>>,
+    /// The active `.log` was written since the last `begin_sync`.
+    active_dirty: bool,
+    /// A segment file was created since the last `begin_sync` (its directory entry must be
+    /// made durable too, or the synced data could vanish with it).
+    dir_dirty: bool,
+    messages_since_sync: u64,
+    first_unsynced_ms: Option<i64>,
+    checkpoint: CheckpointFile,
+    last_checkpoint: Option<Checkpoint>,
+    /// Sticky failure (see `LogError::Failed`).
+    failed: Option<String>,
+    /// Count of fdatasync jobs completed (tests and metrics).
+    syncs_completed: u64,
+}
+
+/// The fdatasyncs that make a log durable up to `target`: cloned fds, no borrow of the log.
+pub struct SyncJob {
+    files: Vec<Rc<BufferedFile>>,
+    dir: Option<PathBuf>,
+    target: i64,
+    checkpoint: Checkpoint,
+}
+
+impl SyncJob {
+    /// fdatasync of every file concurrently through io_uring, then of the directory if a
+    /// segment was created. Never blocks the thread.
+    pub async fn run(&self) -> io::Result<()> {
+        let results = join_all(self.files.iter().map(|f| f.fdatasync()).collect()).await;
+        for r in results {
+            r?;
+        }
+        if let Some(dir) = &self.dir {
+            checkpoint::sync_dir(dir).await?;
+        }
+        Ok(())
+    }
+
+    /// The log end offset this job makes durable.
+    pub fn target(&self) -> i64 {
+        self.target
+    }
+}
+
+/// What a read needs of one segment, cloned out of the log.
+struct SegRef {
+    file: Rc<BufferedFile>,
+    path: Rc<Path>,
+    size: u64,
+    start: u64,
+}
+
+fn corrupt(path: &Path, position: u64, reason: impl Into<String>) -> LogError {
+    LogError::Corrupt {
+        path: path.to_path_buf(),
+        position,
+        reason: reason.into(),
+    }
+}
+
+impl PartitionLog {
+    /// Opens or creates the partition directory and recovers it.
+    ///
+    /// - After a clean close (`.clean_shutdown`): indexes are trusted; the tail of the last
+    ///   segment is walked (headers only) to find the log end; any inconsistency falls back to
+    ///   full recovery of that segment.
+    /// - Otherwise: segments before the recovery point's segment are trusted (sanity-checked);
+    ///   that segment and every later one are fully re-validated (lengths, CRC-32C, counts,
+    ///   increasing offsets) and their indexes rebuilt. At the first bad byte the `.log` is
+    ///   truncated and every later segment deleted: nothing past the last valid batch is ever
+    ///   served. Recovered data is then fdatasynced and the recovery point moved to the end.
+    pub async fn open(dir: PathBuf, config: LogConfig) -> Result<PartitionLog, LogError> {
+        let created = !dir.exists();
+        std::fs::create_dir_all(&dir).map_err(|e| LogError::io("create dir", &dir, e))?;
+        if created {
+            // A new partition: its directory entry must be durable before any acked data.
+            if let Some(parent) = dir.parent() {
+                checkpoint::sync_dir(parent)
+                    .await
+                    .map_err(|e| LogError::io("sync dir", parent, e))?;
+            }
+        }
+        let capacity = config.segment_index_bytes as u64;
+        let interval = config.index_interval_bytes;
+        let mut bases = list_segments(&dir)?;
+        if bases.is_empty() {
+            bases.push(0);
+        }
+        let marker = checkpoint::clean_marker(&dir);
+        let clean = marker.exists();
+        let (cp_file, cp) = CheckpointFile::open(&dir)
+            .map_err(|e| LogError::io("open", &dir.join(checkpoint::RECOVERY_POINT_FILE), e))?;
+        // Index of the first segment to re-validate (None: trust all).
+        let mut recover_from: Option<usize> = if clean {
+            None
+        } else {
+            let i = cp.map_or(0, |c| {
+                bases
+                    .partition_point(|&b| b <= c.segment_base)
+                    .saturating_sub(1)
+            });
+            Some(i)
+        };
+        let now = now_ms();
+        let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
+        let mut recovered_any = false;
+        let n = bases.len();
+        for i in 0..n {
+            let base = bases[i];
+            let last = i == n - 1;
+            let mut trusted = match recover_from {
+                Some(r) => i < r,
+                None => true,
+            };
+            let mut seg = Segment::open(
+                &dir,
+                base,
+                if trusted && !last {
+                    None
+                } else {
+                    Some(capacity)
+                },
+                now,
+            )?;
+            if trusted {
+                // The last segment's end is found by load_tail; no upper bound for the check.
+                let next = if last { i64::MAX } else { bases[i + 1] };
+                let mut ok = seg.load_trusted(next);
+                if ok && last {
+                    ok = seg.load_tail().await?;
+                }
+                if !ok {
+                    tracing::warn!(dir = %dir.display(), base, "index failed sanity check; recovering segment");
+                    seg.make_active(capacity)?; // room to rebuild the indexes
+                    recover_from = Some(i);
+                    trusted = false;
+                }
+            }
+            if !trusted {
+                recovered_any = true;
+                if let Some(prev) = segments.last() {
+                    if prev.next_offset != base {
+                        // Offsets are contiguous (no compaction): a segment that does not
+                        // start where the previous one ends follows lost or torn data.
+                        tracing::warn!(dir = %dir.display(), base, expected = prev.next_offset, "segment does not follow its predecessor; deleting it and every later one");
+                        drop(seg);
+                        for &later in &bases[i..] {
+                            remove_segment_files(&dir, later)?;
+                        }
+                        break;
+                    }
+                }
+                let truncated = seg.recover(interval).await?;
+                if truncated.is_some() && !last {
+                    for &later in &bases[i + 1..] {
+                        tracing::warn!(dir = %dir.display(), base = later, "deleting segment after truncation point");
+                        remove_segment_files(&dir, later)?;
+                    }
+                    segments.push(seg);
+                    break;
+                }
+            }
+            segments.push(seg);
+        }
+        // Inactive segments keep trimmed indexes; the active one gets room to grow.
+        let count = segments.len();
+        for (i, seg) in segments.iter_mut().enumerate() {
+            if i + 1 < count {
+                if recover_from.is_some_and(|r| i >= r) {
+                    seg.make_inactive()?;
+                }
+            } else {
+                seg.make_active(capacity)?;
+            }
+        }
+        let active = segments.last().expect("at least one segment");
+        let log_end = active.next_offset;
+        let log_start = segments[0].base_offset;
+        let mut log = PartitionLog {
+            dir: dir.clone(),
+            config,
+            segments,
+            log_start_offset: log_start,
+            durable_offset: 0,
+            sync_requested_offset: 0,
+            unsynced: Vec::new(),
+            active_dirty: false,
+            dir_dirty: false,
+            messages_since_sync: 0,
+            first_unsynced_ms: None,
+            checkpoint: cp_file,
+            last_checkpoint: None,
+            failed: None,
+            syncs_completed: 0,
+        };
+        if recovered_any {
+            // What recovery kept may still be only in the page cache (kill -9): make it
+            // durable before the recovery point says so.
+            let r = recover_from.unwrap_or(0);
+            let last = log.segments.len() - 1;
+            for (i, seg) in log.segments.iter().enumerate().skip(r) {
+                log.unsynced.extend(seg.files_to_sync(i < last));
+            }
+            log.dir_dirty = true;
+        } else {
+            log.durable_offset = log_end;
+            log.sync_requested_offset = log_end;
+        }
+        log.sync().await?;
+        log.write_checkpoint(Checkpoint {
+            next_offset: log_end,
+            segment_base: log.active().base_offset,
+            position: log.active().size,
+        })?;
+        if clean {
+            // Remove the marker durably before any append: a crash later must recover.
+            std::fs::remove_file(&marker).map_err(|e| LogError::io("remove", &marker, e))?;
+            checkpoint::sync_dir(&dir)
+                .await
+                .map_err(|e| LogError::io("sync dir", &dir, e))?;
+        }
+        Ok(log)
+    }
+
+    fn active(&self) -> &Segment {
+        self.segments.last().expect("never empty")
+    }
+    fn active_mut(&mut self) -> &mut Segment {
+        self.segments.last_mut().expect("never empty")
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+    pub fn log_end_offset(&self) -> i64 {
+        self.active().next_offset
+    }
+    /// Offsets below this are on disk.
+    pub fn durable_offset(&self) -> i64 {
+        self.durable_offset
+    }
+    /// Number of segments (tests, metrics).
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+    /// Total bytes of all `.log` files.
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.size).sum()
+    }
+    /// Completed sync jobs (tests, metrics).
+    pub fn syncs_completed(&self) -> u64 {
+        self.syncs_completed
+    }
+    /// Set when a write or fdatasync failed; the log then refuses appends.
+    pub fn failure(&self) -> Option<LogError> {
+        self.failed.as_ref().map(|reason| LogError::Failed {
+            path: self.dir.clone(),
+            reason: reason.clone(),
+        })
+    }
+
+    /// Appends one batch (validated by the caller, who passes its header) at the log end,
+    /// using the wall clock for `segment.ms` and the reported append time.
+    pub fn append(
+        &mut self,
+        batch: &[u8],
+        header: &BatchHeader,
+        leader_epoch: i32,
+    ) -> Result<AppendInfo, LogError> {
+        self.append_at(batch, header, leader_epoch, now_ms())
+    }
+
+    /// `append` with an explicit clock (tests of `segment.ms`).
+    ///
+    /// Writes `patched_prefix` (base offset = log end, leader epoch) + `batch[16..]` with one
+    /// pwritev: the record bytes go from the network buffer to the page cache with no copy.
+    /// Synchronous, so offsets follow call order with no lock.
+    pub fn append_at(
+        &mut self,
+        batch: &[u8],
+        header: &BatchHeader,
+        leader_epoch: i32,
+        now: i64,
+    ) -> Result<AppendInfo, LogError> {
+        if let Some(e) = self.failure() {
+            return Err(e);
+        }
+        if batch.len() < BATCH_HEADER_BYTES
+            || batch.len() != header.total_bytes()
+            || header.last_offset_delta < 0
+        {
+            return Err(LogError::InvalidBatch(format!(
+                "{} bytes for a header of {} bytes, last offset delta {}",
+                batch.len(),
+                header.total_bytes(),
+                header.last_offset_delta
+            )));
+        }
+        if batch.len() > self.config.max_message_bytes as usize {
+            return Err(LogError::RecordTooLarge {
+                size: batch.len(),
+                max: self.config.max_message_bytes,
+            });
+        }
+        let base_offset = self.log_end_offset();
+        let last_offset = base_offset + header.last_offset_delta as i64;
+        if self.should_roll(batch.len() as u64, last_offset, now) {
+            self.roll(now)?;
+        }
+        let prefix = patched_prefix(batch, base_offset, leader_epoch);
+        let interval = self.config.index_interval_bytes;
+        let active = self.active_mut();
+        if active.size == 0 {
+            // segment.ms counts from the first batch, so an idle empty segment is not rolled
+            // the moment it gets its first append.
+            active.created_ms = now;
+        }
+        if let Err(e) = active.append(
+            &prefix,
+            &batch[16..],
+            last_offset,
+            header.max_timestamp,
+            interval,
+        ) {
+            self.failed = Some(e.to_string());
+            return Err(e);
+        }
+        self.active_dirty = true;
+        self.messages_since_sync += header.records_count.max(0) as u64;
+        self.first_unsynced_ms.get_or_insert(now);
+        Ok(AppendInfo {
+            base_offset,
+            last_offset,
+            log_append_time_ms: now,
+            log_start_offset: self.log_start_offset,
+        })
+    }
+
+    fn should_roll(&self, len: u64, last_offset: i64, now: i64) -> bool {
+        let a = self.active();
+        // Never roll an empty segment: the new one would have the same base offset.
+        a.size > 0
+            && (a.size + len > self.config.effective_segment_bytes()
+                || now.saturating_sub(a.created_ms)
+                    >= self.config.segment_ms.min(i64::MAX as u64) as i64
+                || a.index_would_overflow(last_offset))
+    }
+
+    /// Starts a new segment at the log end. The old one's files join the next sync (the
+    /// recovery point only moves past a segment once its log and indexes are durable).
+    fn roll(&mut self, now: i64) -> Result<(), LogError> {
+        let base = self.log_end_offset();
+        let capacity = self.config.segment_index_bytes as u64;
+        let old = self.active_mut();
+        old.make_inactive()?;
+        let files = old.files_to_sync(true);
+        self.unsynced.extend(files);
+        self.active_dirty = false; // its .log is in `unsynced` now
+        let mut seg = Segment::open(&self.dir, base, Some(capacity), now)?;
+        if seg.size != 0 || seg.index.inner.entries() != 0 {
+            // Leftover files with this name (should have been removed by recovery).
+            return Err(corrupt(
+                &seg.log_path,
+                0,
+                "new segment file already has data",
+            ));
+        }
+        seg.next_offset = base;
+        tracing::debug!(dir = %self.dir.display(), base, "rolled segment");
+        self.segments.push(seg);
+        self.dir_dirty = true;
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Reads
+    // ---------------------------------------------------------------------------------
+
+    /// Reads whole batches starting with the one containing `offset`, up to `max_bytes` but
+    /// at least one whole batch, never including a batch that reaches `limit_offset` (the
+    /// high watermark, exclusive). Continues into later segments while bytes remain.
+    /// `offset == log end` (or >= limit) gives empty bytes; outside [log start, log end] is
+    /// `OffsetOutOfRange`. The returned future borrows nothing from `self` (see module doc).
+    pub fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        limit_offset: i64,
+    ) -> impl Future<Output = Result<Bytes, LogError>> + 'static {
+        let plan = self.plan_read(offset, max_bytes, limit_offset);
+        let chunk = (self.config.index_interval_bytes as usize * 2).clamp(4096, 1 << 20);
+        async move {
+            match plan? {
+                None => Ok(Bytes::new()),
+                Some(segs) => read_planned(segs, offset, max_bytes, limit_offset, chunk).await,
+            }
+        }
+    }
+
+    fn plan_read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        limit_offset: i64,
+    ) -> Result<Option<Vec<SegRef>>, LogError> {
+        let log_end = self.log_end_offset();
+        if offset < self.log_start_offset || offset > log_end {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start: self.log_start_offset,
+                log_end,
+            });
+        }
+        if offset == log_end || offset >= limit_offset {
+            return Ok(None);
+        }
+        let idx = self
+            .segments
+            .partition_point(|s| s.base_offset <= offset)
+            .saturating_sub(1);
+        let first = &self.segments[idx];
+        let mut segs = vec![SegRef {
+            file: first.file.clone(),
+            path: first.log_path.clone(),
+            size: first.size,
+            start: first.index.lookup(offset) as u64,
+        }];
+        // A later segment can only contribute if the ones between used less than max_bytes.
+        let mut between = 0u64;
+        for s in &self.segments[idx + 1..] {
+            if between >= max_bytes as u64 || s.base_offset >= limit_offset {
+                break;
+            }
+            segs.push(SegRef {
+                file: s.file.clone(),
+                path: s.log_path.clone(),
+                size: s.size,
+                start: 0,
+            });
+            between += s.size;
+        }
+        Ok(Some(segs))
+    }
+
+    /// ListOffsets by timestamp, batch-level: the first batch whose max timestamp is >= `ts`,
+    /// as (its base offset, its max timestamp); None if no batch reaches `ts`. (Kafka answers
+    /// with the exact record inside that batch; a consumer seeking to the base offset may see
+    /// a few earlier records of the same batch.)
+    pub fn offset_for_timestamp(
+        &self,
+        ts: i64,
+    ) -> impl Future<Output = Result<Option<(i64, i64)>, LogError>> + 'static {
+        let log_start = self.log_start_offset;
+        let plan = self
+            .segments
+            .iter()
+            .find(|s| s.max_timestamp >= ts)
+            .map(|s| {
+                // Batches before the floor entry's offset all have max timestamps below it (and so
+                // below `ts`); start at the indexed position at or before that batch.
+                let start = s
+                    .time_index
+                    .lookup(ts)
+                    .map_or(0, |(_, o)| s.index.lookup(o)) as u64;
+                (s.file.clone(), s.log_path.clone(), s.size, start)
+            });
+        async move {
+            let Some((file, path, size, mut pos)) = plan else {
+                return Ok(None);
+            };
+            let mut walker = Walker::new(file, size, 64 << 10);
+            while pos < size {
+                let b = walker
+                    .bytes(pos, PEEK_TS_BYTES)
+                    .await
+                    .map_err(|e| LogError::io("read", &path, e))?
+                    .ok_or_else(|| corrupt(&path, pos, "partial batch header"))?;
+                let p = batch::peek(b).map_err(|r| corrupt(&path, pos, r))?;
+                let max_ts = batch::max_timestamp(b);
+                if max_ts >= ts {
+                    return Ok(Some((p.base_offset.max(log_start), max_ts)));
+                }
+                pos += p.total as u64;
+            }
+            Ok(None)
+        }
+    }
+
+    /// ListOffsets MAX_TIMESTAMP: (offset, timestamp) of the largest batch max timestamp,
+    /// earliest batch on ties. The offset is that batch's LAST offset (Kafka's "shallow"
+    /// offset of max timestamp, as before KIP-734's exact-record answer). None when no batch
+    /// carries a timestamp (empty log, or only -1 timestamps).
+    pub fn max_timestamp(&self) -> Option<(i64, i64)> {
+        let mut best: Option<(i64, i64)> = None;
+        for s in &self.segments {
+            let better = match best {
+                Some((_, t)) => s.max_timestamp > t,
+                None => true,
+            };
+            if s.offset_of_max_timestamp >= 0 && better {
+                best = Some((s.offset_of_max_timestamp, s.max_timestamp));
+            }
+        }
+        best
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Durability
+    // ---------------------------------------------------------------------------------
+
+    /// Bytes were appended (or a segment rolled) since the last sync was started.
+    pub fn is_dirty(&self) -> bool {
+        self.active_dirty || self.dir_dirty || !self.unsynced.is_empty()
+    }
+
+    /// The highest log end offset that a completed or in-flight sync covers.
+    pub fn sync_requested_offset(&self) -> i64 {
+        self.sync_requested_offset
+    }
+
+    /// Whether `flush.messages` / `flush.ms` ask for a sync now.
+    pub fn flush_due(&self, now: i64) -> bool {
+        self.is_dirty()
+            && (self.messages_since_sync >= self.config.flush_messages
+                || self.first_unsynced_ms.is_some_and(|t| {
+                    now.saturating_sub(t) >= self.config.flush_ms.min(i64::MAX as u64) as i64
+                }))
+    }
+
+    /// Takes everything written since the last sync into a job (None if nothing is).
+    /// Run it with `SyncJob::run` (no borrow of the log needed), then `finish_sync`.
+    pub fn begin_sync(&mut self) -> Option<SyncJob> {
+        if !self.is_dirty() || self.failed.is_some() {
+            return None;
+        }
+        let mut files = mem::take(&mut self.unsynced);
+        if self.active_dirty {
+            files.push(self.active().file.clone());
+        }
+        let target = self.log_end_offset();
+        let job = SyncJob {
+            files,
+            dir: self.dir_dirty.then(|| self.dir.clone()),
+            target,
+            checkpoint: Checkpoint {
+                next_offset: target,
+                segment_base: self.active().base_offset,
+                position: self.active().size,
+            },
+        };
+        self.active_dirty = false;
+        self.dir_dirty = false;
+        self.sync_requested_offset = self.sync_requested_offset.max(target);
+        self.messages_since_sync = 0;
+        self.first_unsynced_ms = None;
+        Some(job)
+    }
+
+    /// Records the outcome of a job from `begin_sync`: moves the durable offset and the
+    /// recovery point, or marks the log failed (after a failed fdatasync the kernel may have
+    /// dropped the dirty pages, so nothing written before can be trusted to be on disk).
+    pub fn finish_sync(&mut self, job: SyncJob, result: io::Result<()>) -> Result<(), LogError> {
+        match result {
+            Ok(()) => {
+                self.syncs_completed += 1;
+                if job.target > self.durable_offset {
+                    self.durable_offset = job.target;
+                }
+                if self
+                    .segments
+                    .iter()
+                    .any(|s| s.base_offset == job.checkpoint.segment_base)
+                {
+                    self.write_checkpoint(job.checkpoint)?;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(dir = %self.dir.display(), error = %e, "fdatasync failed; log marked failed");
+                self.failed = Some(format!("fdatasync: {e}"));
+                Err(LogError::io("fdatasync", &self.dir, e))
+            }
+        }
+    }
+
+    fn write_checkpoint(&mut self, cp: Checkpoint) -> Result<(), LogError> {
+        if self
+            .last_checkpoint
+            .is_some_and(|old| old.next_offset > cp.next_offset)
+        {
+            return Ok(()); // a later sync already moved it further
+        }
+        self.checkpoint
+            .write(&cp)
+            .map_err(|e| LogError::io("write", self.checkpoint.path(), e))?;
+        self.last_checkpoint = Some(cp);
+        Ok(())
+    }
+
+    /// fdatasync of everything written so far (every segment written since the last sync,
+    /// rolled ones included, and their indexes), then the recovery point.
+    pub async fn sync(&mut self) -> Result<(), LogError> {
+        if let Some(e) = self.failure() {
+            return Err(e);
+        }
+        match self.begin_sync() {
+            None => Ok(()),
+            Some(job) => {
+                let r = job.run().await;
+                self.finish_sync(job, r)
+            }
+        }
+    }
+
+    /// Clean shutdown: final time-index entry and trimmed indexes on the active segment,
+    /// everything synced, recovery point at the end, then the clean-shutdown marker (durable).
+    pub async fn close(mut self) -> Result<(), LogError> {
+        if let Some(e) = self.failure() {
+            return Err(e);
+        }
+        let active = self.active_mut();
+        active.make_inactive()?;
+        let (index, time) = (
+            active.index.inner.file().clone(),
+            active.time_index.inner.file().clone(),
+        );
+        self.unsynced.push(index);
+        self.unsynced.push(time);
+        self.active_dirty = true;
+        self.sync().await?;
+        let cp = Checkpoint {
+            next_offset: self.log_end_offset(),
+            segment_base: self.active().base_offset,
+            position: self.active().size,
+        };
+        self.write_checkpoint(cp)?;
+        let marker = checkpoint::clean_marker(&self.dir);
+        std::fs::File::create(&marker).map_err(|e| LogError::io("create", &marker, e))?;
+        checkpoint::sync_dir(&self.dir)
+            .await
+            .map_err(|e| LogError::io("sync dir", &self.dir, e))?;
+        Ok(())
+    }
+
+    /// Removes the partition directory (DeleteTopics). Reads still in flight keep their fds
+    /// and finish on the unlinked files.
+    pub async fn delete(self) -> Result<(), LogError> {
+        let dir = self.dir.clone();
+        drop(self);
+        std::fs::remove_dir_all(&dir).map_err(|e| LogError::io("remove dir", &dir, e))
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Retention
+    // ---------------------------------------------------------------------------------
+
+    /// Deletes whole inactive segments from the front that break `retention.ms` (by the
+    /// segment's max timestamp, or its creation time when it has none) or `retention.bytes`
+    /// (while the log without the segment is still at least that large), as Kafka does.
+    /// The active segment is never deleted. Returns the number of segments deleted.
+    pub fn apply_retention(&mut self, now: i64) -> Result<usize, LogError> {
+        let mut total = self.size_bytes() as i64;
+        let mut deleted = 0;
+        while self.segments.len() > 1 {
+            let s = &self.segments[0];
+            let ts = if s.max_timestamp >= 0 {
+                s.max_timestamp
+            } else {
+                s.created_ms
+            };
+            let by_time =
+                self.config.retention_ms >= 0 && now.saturating_sub(ts) > self.config.retention_ms;
+            let by_size = self.config.retention_bytes >= 0
+                && total - s.size as i64 >= self.config.retention_bytes;
+            if !(by_time || by_size) {
+                break;
+            }
+            let s = self.segments.remove(0);
+            total -= s.size as i64;
+            remove_segment_files(&self.dir, s.base_offset)?;
+            deleted += 1;
+        }
+        if deleted > 0 {
+            self.log_start_offset = self.log_start_offset.max(self.segments[0].base_offset);
+        }
+        Ok(deleted)
+    }
+}
+
+/// The async half of `read`: locate the batch containing `offset` in the first segment (walk
+/// headers from the index floor), then take whole batches while they fit.
+async fn read_planned(
+    segs: Vec<SegRef>,
+    offset: i64,
+    max_bytes: usize,
+    limit_offset: i64,
+    chunk: usize,
+) -> Result<Bytes, LogError> {
+    let mut pieces: Vec<Vec<u8>> = Vec::new();
+    let mut taken = 0usize;
+    for seg in segs {
+        let path = &seg.path;
+        let ioe = |e| LogError::io("read", path, e);
+        // Locate: first batch whose last offset is >= `offset` (later segments: their first).
+        let mut pos = seg.start;
+        let mut walker = Walker::new(seg.file.clone(), seg.size, chunk);
+        while pos < seg.size {
+            let b = walker
+                .bytes(pos, PEEK_BYTES)
+                .await
+                .map_err(ioe)?
+                .ok_or_else(|| corrupt(path, pos, "partial batch header"))?;
+            let p = batch::peek(b).map_err(|r| corrupt(path, pos, r))?;
+            if p.last_offset >= offset {
+                break;
+            }
+            pos += p.total as u64;
+        }
+        if pos >= seg.size {
+            continue; // `offset` is past this segment's last batch (only possible in the first)
+        }
+        drop(walker);
+        // Collect: one read of the budget, cut at the last whole batch.
+        let first = taken == 0;
+        let budget = max_bytes.saturating_sub(taken);
+        let left = seg.size - pos;
+        let want = (if first {
+            budget.max(PEEK_BYTES)
+        } else {
+            budget
+        } as u64)
+            .min(left) as usize;
+        if want < PEEK_BYTES {
+            break;
+        }
+        let budget_limited = (want as u64) < left;
+        let mut buf = Vec::with_capacity(want);
+        read_exact_at(&seg.file, pos, want, &mut buf)
+            .await
+            .map_err(ioe)?;
+        let mut end = 0usize;
+        let mut stop = budget_limited;
+        while end + PEEK_BYTES <= buf.len() {
+            let p = batch::peek(&buf[end..]).map_err(|r| corrupt(path, pos + end as u64, r))?;
+            if p.last_offset >= limit_offset {
+                stop = true;
+                break;
+            }
+            if end + p.total <= buf.len() {
+                end += p.total;
+                continue;
+            }
+            if taken == 0 && end == 0 {
+                // The first batch is larger than max_bytes: return it whole anyway.
+                let more = p.total - buf.len();
+                if (p.total as u64) > left {
+                    return Err(corrupt(path, pos, "batch runs past the end of the segment"));
+                }
+                read_exact_at(&seg.file, pos + buf.len() as u64, more, &mut buf)
+                    .await
+                    .map_err(ioe)?;
+                end = p.total;
+            }
+            stop = true;
+            break;
+        }
+        if end < buf.len() {
+            stop = true;
+        }
+        buf.truncate(end);
+        if end > 0 {
+            taken += end;
+            pieces.push(buf);
+        }
+        if stop {
+            break;
+        }
+    }
+    Ok(match pieces.len() {
+        0 => Bytes::new(),
+        1 => Bytes::from(pieces.pop().unwrap()),
+        _ => Bytes::from(pieces.concat()),
+    })
+}
+
+/// Base offsets of the `.log` files in `dir`, sorted. Index files whose `.log` is missing are
+/// removed (left behind by a crash during a roll or a deletion).
+fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
+    let mut logs = Vec::new();
+    let mut indexes = Vec::new();
+    let rd = std::fs::read_dir(dir).map_err(|e| LogError::io("read dir", dir, e))?;
+    for entry in rd {
+        let entry = entry.map_err(|e| LogError::io("read dir", dir, e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some((stem, ext)) = name.split_once('.') else {
+            continue;
+        };
+        let Some(base) = parse_stem(stem) else {
+            continue;
+        };
+        match ext {
+            "log" => logs.push(base),
+            "index" | "timeindex" => indexes.push((base, entry.path())),
+            _ => {}
+        }
+    }
+    logs.sort_unstable();
+    for (base, path) in indexes {
+        if logs.binary_search(&base).is_err() {
+            std::fs::remove_file(&path).map_err(|e| LogError::io("remove", &path, e))?;
+        }
+    }
+    Ok(logs)
+}
+
+fn remove_segment_files(dir: &Path, base: i64) -> Result<(), LogError> {
+    let (log, index, time) = segment_paths(dir, base);
+    for p in [log, index, time] {
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(LogError::io("remove", &p, e)),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::test_util::{batch, run, tmp};
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+    use wire::record_batch::validate_batch;
+
+    fn small_config() -> LogConfig {
+        LogConfig {
+            segment_index_bytes: 4096,
+            index_interval_bytes: 256,
+            ..LogConfig::default()
+        }
+    }
+
+    /// What the test wrote: (base offset, last offset, bytes as the log stores them).
+    #[derive(Clone)]
+    struct Written {
+        base: i64,
+        last: i64,
+        bytes: Bytes,
+    }
+
+    fn append(log: &mut PartitionLog, records: usize, value_len: usize, ts: i64) -> Written {
+        let (b, h) = batch(records, value_len, ts);
+        let info = log.append(&b, &h, 7).unwrap();
+        let mut stored = b.to_vec();
+        stored[..16].copy_from_slice(&patched_prefix(&b, info.base_offset, 7));
+        Written {
+            base: info.base_offset,
+            last: info.last_offset,
+            bytes: Bytes::from(stored),
+        }
+    }
+
+    /// What `read(offset, max_bytes, limit)` must return, from the model.
+    fn expected(model: &[Written], offset: i64, max_bytes: usize, limit: i64) -> Vec<u8> {
+        let mut out = Vec::new();
+        for w in model.iter().filter(|w| w.last >= offset) {
+            if w.last >= limit || (!out.is_empty() && out.len() + w.bytes.len() > max_bytes) {
+                break;
+            }
+            if out.is_empty() || out.len() + w.bytes.len() <= max_bytes {
+                out.extend_from_slice(&w.bytes);
+            }
+            if out.len() >= max_bytes {
+                break;
+            }
+        }
+        out
+    }
+
+    fn concat(model: &[Written]) -> Vec<u8> {
+        model.iter().flat_map(|w| w.bytes.iter().copied()).collect()
+    }
+
+    fn log_files(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".log"))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn append_read_round_trip() {
+        run(async {
+            let d = tmp();
+            let mut log = PartitionLog::open(d.path().join("t-0"), small_config())
+                .await
+                .unwrap();
+            assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 0));
+            let w1 = append(&mut log, 3, 10, 1000);
+            let w2 = append(&mut log, 2, 10, 2000);
+            assert_eq!((w1.base, w1.last, w2.base, w2.last), (0, 2, 3, 4));
+            assert_eq!(log.log_end_offset(), 5);
+            let got = log.read(0, 1 << 20, i64::MAX).await.unwrap();
+            assert_eq!(&got[..], &concat(&[w1.clone(), w2.clone()])[..]);
+            // The stored batch is still valid (patches are outside the CRC) and carries the
+            // assigned offset and epoch.
+            let h = validate_batch(&got).unwrap();
+            assert_eq!((h.base_offset, h.partition_leader_epoch), (0, 7));
+            assert_eq!(
+                validate_batch(&got[w1.bytes.len()..]).unwrap().base_offset,
+                3
+            );
+            log.close().await.unwrap();
+        });
+    }
+
+    #[test]
+    fn read_inside_batch_and_small_max_bytes() {
+        run(async {
+            let d = tmp();
+            let mut log = PartitionLog::open(d.path().join("t-0"), small_config())
+                .await
+                .unwrap();
+            let model: Vec<Written> = (0..5).map(|_| append(&mut log, 5, 20, 1)).collect();
+            // Offset 7 is inside the second batch [5, 9]: that whole batch comes back.
+            let got = log.read(7, model[1].bytes.len(), i64::MAX).await.unwrap();
+            assert_eq!(&got[..], &model[1].bytes[..]);
+            // max_bytes smaller than a batch: still the whole first batch, only it.
+            let got = log.read(0, 10, i64::MAX).await.unwrap();
+            assert_eq!(&got[..], &model[0].bytes[..]);
+            let got = log.read(0, 0, i64::MAX).await.unwrap();
+            assert_eq!(&got[..], &model[0].bytes[..]);
+            // Just under two batches: one.
+            let got = log
+                .read(0, model[0].bytes.len() * 2 - 1, i64::MAX)
+                .await
+                .unwrap();
+            assert_eq!(got.len(), model[0].bytes.len());
+            // Limit (high watermark) 10: batches up to offset 9 only.
+            let got = log.read(0, 1 << 20, 10).await.unwrap();
+            assert_eq!(&got[..], &concat(&model[..2])[..]);
+            assert!(log.read(12, 1 << 20, 10).await.unwrap().is_empty());
+        });
+    }
+
+    #[test]
+    fn out_of_range() {
+        run(async {
+            let d = tmp();
+            let mut log = PartitionLog::open(d.path().join("t-0"), small_config())
+                .await
+                .unwrap();
+            assert!(log.read(0, 100, i64::MAX).await.unwrap().is_empty());
+            append(&mut log, 3, 1, 1);
+            assert!(log.read(3, 100, i64::MAX).await.unwrap().is_empty());
+            for bad in [4, 100, -1] {
+                match log.read(bad, 100, i64::MAX).await {
+                    Err(LogError::OffsetOutOfRange {
+                        offset,
+                        log_start: 0,
+                        log_end: 3,
+                    }) => assert_eq!(offset, bad),
+                    other => panic!("{bad}: {other:?}"),
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        run(async {
+            let d = tmp();
+            let cfg = LogConfig {
+                max_message_bytes: 200,
+                ..small_config()
+            };
+            let mut log = PartitionLog::open(d.path().join("t-0"), cfg).await.unwrap();
+            let (b, h) = batch(1, 500, 1);
+            assert!(matches!(
+                log.append(&b, &h, 0),
+                Err(LogError::RecordTooLarge { .. })
+            ));
+            let (b, h) = batch(1, 5, 1);
+            assert!(matches!(
+                log.append(&b[..b.len() - 1], &h, 0),
+                Err(LogError::InvalidBatch(_))
+            ));
+            assert_eq!(log.log_end_offset(), 0);
+        });
+    }
+
+    #[test]
+    fn roll_by_size_and_read_across_segments() {
+        run(async {
+            let d = tmp();
+            let dir = d.path().join("t-3");
+            let cfg = LogConfig {
+                segment_bytes: 1000,
+                ..small_config()
+            };
+            let mut log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+            let model: Vec<Written> = (0..40)
+                .map(|i| append(&mut log, 1 + i % 3, 60, 1000 + i as i64))
+                .collect();
+            assert!(log.segment_count() > 5, "{}", log.segment_count());
+            let files = log_files(&dir);
+            assert_eq!(files.len(), log.segment_count());
+            assert_eq!(files[0], "00000000000000000000.log");
+            for f in &files {
+                assert_eq!(f.len(), 24, "{f}");
+                let size = std::fs::metadata(dir.join(f)).unwrap().len();
+                assert!(size <= 1000, "{f}: {size}");
+                let base: i64 = f[..20].parse().unwrap();
+                assert!(
+                    model.iter().any(|w| w.base == base),
+                    "{f} not at a batch boundary"
+                );
+            }
+            // Inactive segments' indexes are trimmed to their entries.
+            let idx = std::fs::metadata(dir.join(files[0].replace(".log", ".index")))
+                .unwrap()
+                .len();
+            assert!(idx < 4096, "{idx}");
+            assert_eq!(idx % 8, 0);
+            let tidx = std::fs::metadata(dir.join(files[0].replace(".log", ".timeindex")))
+                .unwrap()
+                .len();
+            assert!(tidx < 4096 && tidx > 0, "{tidx}");
+            assert_eq!(tidx % 12, 0);
+            // Everything, across every segment, in one read.
+            let all = log.read(0, 1 << 20, i64::MAX).await.unwrap();
+            assert_eq!(&all[..], &concat(&model)[..]);
+            for o in 0..log.log_end_offset() {
+                let got = log.read(o, 1, i64::MAX).await.unwrap();
+                let w = model.iter().find(|w| w.base <= o && o <= w.last).unwrap();
+                assert_eq!(&got[..], &w.bytes[..], "offset {o}");
+            }
+        });
+    }
+
+    #[test]
+    fn roll_by_time() {
+        run(async {
+            let d = tmp();
+            let cfg = LogConfig {
+                segment_ms: 1000,
+                ..small_config()
+            };
+            let mut log = PartitionLog::open(d.path().join("t-0"), cfg).await.unwrap();
+            let (b, h) = batch(1, 1, 1);
+            log.append_at(&b, &h, 0, 10_000).unwrap();
+            log.append_at(&b, &h, 0, 10_500).unwrap();
+            assert_eq!(log.segment_count(), 1);
+            log.append_at(&b, &h, 0, 11_000).unwrap();
+            assert_eq!(log.segment_count(), 2);
+            assert_eq!(log.segments[1].base_offset, 2);
+        });
+    }
+
+    /// Property: for random batch sizes, segment sizes and index densities, every read agrees
+    /// with a linear scan of the model (which batch contains the offset, how many fit).
+    #[test]
+    fn index_lookup_matches_linear_scan() {
+        for seed in 0..12u64 {
+            run(async move {
+                let mut rng = StdRng::seed_from_u64(seed);
+                let d = tmp();
+                let cfg = LogConfig {
+                    segment_bytes: rng.gen_range(2_000..20_000),
+                    index_interval_bytes: rng.gen_range(1..600),
+                    segment_index_bytes: rng.gen_range(64..2048),
+                    ..LogConfig::default()
+                };
+                let mut log = PartitionLog::open(d.path().join("p-0"), cfg).await.unwrap();
+                let mut model = Vec::new();
+                for _ in 0..rng.gen_range(50..250) {
+                    let (n, len) = (rng.gen_range(1..8), rng.gen_range(0..400));
+                    model.push(append(&mut log, n, len, rng.gen_range(0..1000)));
+                }
+                let end = log.log_end_offset();
+                assert_eq!(end, model.last().unwrap().last + 1);
+                for _ in 0..300 {
+                    let offset = rng.gen_range(0..end);
+                    let max_bytes = rng.gen_range(0..5_000);
+                    let limit = if rng.gen_bool(0.3) {
+                        rng.gen_range(0..=end)
+                    } else {
+                        i64::MAX
+                    };
+                    let got = log.read(offset, max_bytes, limit).await.unwrap();
+                    let want = if offset >= limit {
+                        Vec::new()
+                    } else {
+                        expected(&model, offset, max_bytes, limit)
+                    };
+                    assert_eq!(
+                        got.len(),
+                        want.len(),
+                        "seed {seed} offset {offset} max {max_bytes} limit {limit}"
+                    );
+                    assert!(got[..] == want[..], "seed {seed} offset {offset}");
+                }
+            });
+        }
+    }
+
+    #[test]
+    fn restart_after_clean_close_keeps_everything() {
+        run(async {
+            let d = tmp();
+            let dir = d.path().join("t-0");
+            let cfg = LogConfig {
+                segment_bytes: 3000,
+                ..small_config()
+            };
+            let mut log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+            let mut model: Vec<Written> = (0..30)
+                .map(|i| append(&mut log, 2, 90, 100 * i as i64))
+                .collect();
+            let (end, segs, max_ts) = (
+                log.log_end_offset(),
+                log.segment_count(),
+                log.max_timestamp(),
+            );
+            log.close().await.unwrap();
+            assert!(dir.join(".clean_shutdown").exists());
+
+            let mut log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+            assert!(!dir.join(".clean_shutdown").exists());
+            assert_eq!(
+                (
+                    log.log_end_offset(),
+                    log.segment_count(),
+                    log.max_timestamp()
+                ),
+                (end, segs, max_ts)
+            );
+            assert_eq!(log.durable_offset(), end);
+            assert_eq!(
+                &log.read(0, 1 << 20, i64::MAX).await.unwrap()[..],
+                &concat(&model)[..]
+            );
+            for o in [0, 1, 17, 33, end - 1] {
+                let w = model.iter().find(|w| w.base <= o && o <= w.last).unwrap();
+                assert_eq!(&log.read(o, 1, i64::MAX).await.unwrap()[..], &w.bytes[..]);
+            }
+            model.push(append(&mut log, 1, 5, 99_999));
+            assert_eq!(model.last().unwrap().base, end);
+            log.close().await.unwrap();
+            let log = PartitionLog::open(dir, cfg).await.unwrap();
+            assert_eq!(
+                &log.read(0, 1 << 20, i64::MAX).await.unwrap()[..],
+                &concat(&model)[..]
+            );
+            assert_eq!(log.max_timestamp(), Some((end, 99_999)));
+        });
+    }
+
+    /// Crash (no close), then the active segments are cut at a random byte and/or get random
+    /// garbage appended; recovery keeps exactly the batches wholly before the cut.
+    #[test]
+    fn recovery_after_random_cut() {
+        for seed in 0..120u64 {
+            run(async move { recovery_case(seed).await });
+        }
+    }
+
+    async fn recovery_case(seed: u64) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let d = tmp();
+        let dir = d.path().join("t-0");
+        let cfg = LogConfig {
+            segment_bytes: rng.gen_range(1_500..6_000),
+            index_interval_bytes: rng.gen_range(1..500),
+            segment_index_bytes: 1024,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+        let mut model = Vec::new();
+        let n = rng.gen_range(1..60);
+        let sync_at = rng.gen_range(0..=n);
+        // Segment base and position of each batch, to know where a cut falls.
+        let mut placed: Vec<(i64, u64)> = Vec::new();
+        for i in 0..n {
+            if i == sync_at {
+                log.sync().await.unwrap();
+            }
+            let w = append(
+                &mut log,
+                rng.gen_range(1..5),
+                rng.gen_range(0..300),
+                rng.gen_range(0..1_000),
+            );
+            let a = log.active();
+            placed.push((a.base_offset, a.size - w.bytes.len() as u64));
+            model.push(w);
+        }
+        let cp_segment = log.last_checkpoint.map_or(0, |c| c.segment_base);
+        drop(log); // kill -9: no close, no marker
+
+        // Cut a segment at or after the recovery point's (earlier ones are trusted by design).
+        let files = log_files(&dir);
+        let cuttable: Vec<&String> = files
+            .iter()
+            .filter(|f| f[..20].parse::<i64>().unwrap() >= cp_segment)
+            .collect();
+        let victim = cuttable[rng.gen_range(0..cuttable.len())].clone();
+        let victim_base: i64 = victim[..20].parse().unwrap();
+        let path = dir.join(&victim);
+        let len = std::fs::metadata(&path).unwrap().len();
+        let cut = if rng.gen_bool(0.2) {
+            len
+        } else {
+            rng.gen_range(0..=len)
+        };
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(cut).unwrap();
+        let garbage = rng.gen_bool(0.5);
+        if garbage {
+            let garbage: Vec<u8> = (0..rng.gen_range(1..200)).map(|_| rng.gen()).collect();
+            std::os::unix::fs::FileExt::write_all_at(&f, &garbage, cut).unwrap();
+        }
+        drop(f);
+
+        let keep: Vec<Written> = model
+            .iter()
+            .zip(&placed)
+            .filter(|(w, (seg, pos))| {
+                let untouched = cut == len && !garbage; // then later segments survive too
+                untouched
+                    || *seg < victim_base
+                    || (*seg == victim_base && pos + w.bytes.len() as u64 <= cut)
+            })
+            .map(|(w, _)| w.clone())
+            .collect();
+        let want_end = keep.last().map_or(0, |w| w.last + 1);
+
+        let mut log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+        assert_eq!(
+            log.log_end_offset(),
+            want_end,
+            "seed {seed}: cut {victim} at {cut}/{len}"
+        );
+        assert_eq!(log.durable_offset(), want_end);
+        let all = log.read(0, 1 << 24, i64::MAX).await.unwrap();
+        assert!(all[..] == concat(&keep)[..], "seed {seed}: content");
+        assert!(log_files(&dir)
+            .iter()
+            .all(|f| f[..20].parse::<i64>().unwrap() <= victim_base.max(want_end)));
+        // Appends continue at the right offset, and survive another crash + recovery.
+        let w = append(&mut log, 2, 10, 5);
+        assert_eq!(w.base, want_end);
+        log.sync().await.unwrap();
+        drop(log);
+        let log = PartitionLog::open(dir, cfg).await.unwrap();
+        assert_eq!(log.log_end_offset(), want_end + 2);
+        let got = log.read(want_end, 1, i64::MAX).await.unwrap();
+        assert_eq!(&got[..], &w.bytes[..]);
+    }
+
+    #[test]
+    fn flipped_byte_in_last_batch_truncates_there() {
+        run(async {
+            let d = tmp();
+            let dir = d.path().join("t-0");
+            let mut log = PartitionLog::open(dir.clone(), small_config())
+                .await
+                .unwrap();
+            let model: Vec<Written> = (0..10).map(|_| append(&mut log, 3, 50, 1)).collect();
+            log.sync().await.unwrap(); // even synced bytes are re-validated in the recovery point's segment
+            let last_pos: u64 = model[..9].iter().map(|w| w.bytes.len() as u64).sum();
+            drop(log);
+            let path = dir.join("00000000000000000000.log");
+            let mut bytes = std::fs::read(&path).unwrap();
+            bytes[last_pos as usize + 70] ^= 0x40;
+            std::fs::write(&path, &bytes).unwrap();
+            let log = PartitionLog::open(dir.clone(), small_config())
+                .await
+                .unwrap();
+            assert_eq!(log.log_end_offset(), model[9].base);
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), last_pos);
+            assert_eq!(
+                &log.read(0, 1 << 20, i64::MAX).await.unwrap()[..],
+                &concat(&model[..9])[..]
+            );
+        });
+    }
+
+    #[test]
+    fn offset_for_timestamp_and_max_timestamp() {
+        run(async {
+            let d = tmp();
+            let dir = d.path().join("t-0");
+            let cfg = LogConfig {
+                segment_bytes: 600,
+                index_interval_bytes: 1,
+                ..small_config()
+            };
+            let mut log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+            assert_eq!(log.max_timestamp(), None);
+            assert_eq!(log.offset_for_timestamp(0).await.unwrap(), None);
+            let ts = [100, 200, 200, 300, 150, 400, 50, 400, 500];
+            let model: Vec<Written> = ts.iter().map(|&t| append(&mut log, 2, 100, t)).collect();
+            assert!(log.segment_count() > 2);
+            let check = |log: &PartitionLog| {
+                let cases = [
+                    (0, Some(0)),
+                    (100, Some(0)),
+                    (101, Some(1)),
+                    (200, Some(1)),
+                    (250, Some(3)),
+                    (301, Some(5)),
+                    (450, Some(8)),
+                    (501, None),
+                ];
+                let futs: Vec<_> = cases
+                    .iter()
+                    .map(|&(t, _)| log.offset_for_timestamp(t))
+                    .collect();
+                (cases, futs)
+            };
+            for round in 0..2 {
+                let (cases, futs) = check(&log);
+                for ((t, want), f) in cases.into_iter().zip(futs) {
+                    let got = f.await.unwrap();
+                    let want = want.map(|i: usize| (model[i].base, ts[i]));
+                    assert_eq!(got, want, "round {round} ts {t}");
+                }
+                // Largest timestamp 500 is the last batch; ties (400) resolve to the first.
+                assert_eq!(log.max_timestamp(), Some((model[8].last, 500)));
+                if round == 0 {
+                    log.close().await.unwrap();
+                    log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn retention_and_delete() {
+        run(async {
+            let d = tmp();
+            let dir = d.path().join("t-0");
+            let cfg = LogConfig {
+                segment_bytes: 500,
+                retention_bytes: 1000,
+                retention_ms: -1,
+                ..small_config()
+            };
+            let mut log = PartitionLog::open(dir.clone(), cfg).await.unwrap();
+            let model: Vec<Written> = (0..20).map(|_| append(&mut log, 1, 100, 1)).collect();
+            let before = log.segment_count();
+            let deleted = log.apply_retention(now_ms()).unwrap();
+            assert!(deleted > 0 && log.segment_count() == before - deleted);
+            assert!(
+                log.size_bytes() >= 1000 && log.size_bytes() < 1500,
+                "{}",
+                log.size_bytes()
+            );
+            let start = log.log_start_offset();
+            assert_eq!(start, log.segments[0].base_offset);
+            assert_eq!(log_files(&dir).len(), log.segment_count());
+            assert!(matches!(
+                log.read(start - 1, 1, i64::MAX).await,
+                Err(LogError::OffsetOutOfRange { .. })
+            ));
+            let w = model.iter().find(|w| w.base == start).unwrap();
+            assert_eq!(
+                &log.read(start, 1, i64::MAX).await.unwrap()[..],
+                &w.bytes[..]
+            );
+            log.delete().await.unwrap();
+            assert!(!dir.exists());
+        });
+    }
+}

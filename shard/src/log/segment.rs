@@ -1,0 +1,431 @@
+//! One segment: the `.log` file (record batches exactly as stored) and its two indexes, plus
+//! the in-memory facts the log needs about it (size, next offset, max timestamp).
+//!
+//! Owns: writing batches (one vectored pwritev per batch, synchronous page-cache write),
+//! maintaining the indexes as Kafka's `LogSegment.append` does, becoming inactive (final
+//! time-index entry + trimmed indexes), and recovery of one segment (full re-validation with
+//! wire's `validate_batch`, truncating at the first bad byte, indexes rebuilt). Reading for
+//! fetches lives in `partition_log`, which only needs the fd (`file`) and the indexes.
+//!
+//! Bounds: positions are u32 (the log caps segment size below 2 GiB); relative offsets fit in
+//! i32 (the log rolls before they would not).
+
+use std::io;
+use std::os::unix::io::{AsRawFd, FromRawFd, IntoRawFd};
+use std::path::Path;
+use std::rc::Rc;
+
+use glommio::io::BufferedFile;
+use wire::record_batch::validate_batch;
+
+use super::batch::{self, BATCH_HEADER_BYTES, LOG_OVERHEAD, PEEK_BYTES};
+use super::index::OffsetIndex;
+use super::segment_paths;
+use super::time_index::TimeIndex;
+use super::LogError;
+
+/// Reads of the recovery scan: large, so a 1 GiB segment is a few hundred io_uring reads.
+const RECOVERY_CHUNK: usize = 4 << 20;
+
+pub(crate) struct Segment {
+    pub base_offset: i64,
+    pub log_path: Rc<Path>,
+    pub file: Rc<BufferedFile>,
+    /// Bytes of valid batches in the `.log`; appends go here.
+    pub size: u64,
+    pub index: OffsetIndex,
+    pub time_index: TimeIndex,
+    /// One past the last offset in this segment (`base_offset` while empty).
+    pub next_offset: i64,
+    /// Log bytes appended since the last index entry (Kafka's `bytesSinceLastIndexEntry`).
+    pub bytes_since_index: u64,
+    /// Largest batch max timestamp so far (-1: none) and the last offset of the first batch
+    /// that reached it (Kafka's shallow "offset of max timestamp").
+    pub max_timestamp: i64,
+    pub offset_of_max_timestamp: i64,
+    /// Wall-clock ms the segment started counting for `segment.ms` (creation, or open).
+    pub created_ms: i64,
+}
+
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> LogError + 'a {
+    move |e| LogError::io(op, path, e)
+}
+
+impl Segment {
+    /// Opens (creating if missing) the three files of the segment at `base_offset`.
+    /// `index_capacity`: preallocate both indexes to this many bytes (active or being
+    /// recovered); `None` maps them as they are (inactive, trusted). `size` and `next_offset`
+    /// are provisional until `recover` / `load_tail` or the caller set them.
+    pub(crate) fn open(
+        dir: &Path,
+        base_offset: i64,
+        index_capacity: Option<u64>,
+        now_ms: i64,
+    ) -> Result<Segment, LogError> {
+        let (log_path, index_path, time_path) = segment_paths(dir, base_offset);
+        let std_file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&log_path)
+            .map_err(io_err("open", &log_path))?;
+        let size = std_file
+            .metadata()
+            .map_err(io_err("stat", &log_path))?
+            .len();
+        // One fd for everything: pwritev (sync) and read_at / fdatasync through io_uring.
+        let file = Rc::new(unsafe { BufferedFile::from_raw_fd(std_file.into_raw_fd()) });
+        let index = OffsetIndex::open(&index_path, base_offset, index_capacity)
+            .map_err(io_err("open index", &index_path))?;
+        let time_index = TimeIndex::open(&time_path, base_offset, index_capacity)
+            .map_err(io_err("open time index", &time_path))?;
+        Ok(Segment {
+            base_offset,
+            log_path: Rc::from(log_path.as_path()),
+            file,
+            size,
+            index,
+            time_index,
+            next_offset: base_offset,
+            bytes_since_index: 0,
+            max_timestamp: -1,
+            offset_of_max_timestamp: -1,
+            created_ms: now_ms,
+        })
+    }
+
+    /// Whether appending a batch ending at `last_offset` needs a new segment first because an
+    /// index could not take it (full, or relative offset past i32 as in Kafka).
+    pub(crate) fn index_would_overflow(&self, last_offset: i64) -> bool {
+        last_offset - self.base_offset > i32::MAX as i64
+            || self.index.inner.is_full()
+            || self.time_index.inner.is_full()
+    }
+
+    /// Writes `prefix` + `rest` at the end of the `.log` with pwritev and updates the indexes.
+    /// On a write error the file is cut back to its previous size so no partial batch is left
+    /// for a reader (or a later append) to trip on.
+    pub(crate) fn append(
+        &mut self,
+        prefix: &[u8; 16],
+        rest: &[u8],
+        last_offset: i64,
+        max_timestamp: i64,
+        index_interval: u32,
+    ) -> Result<(), LogError> {
+        let position = self.size;
+        let total = (prefix.len() + rest.len()) as u64;
+        if let Err(e) = pwritev_all(self.file.as_raw_fd(), &[prefix, rest], position) {
+            // Best effort: if even this fails the log is marked failed by the caller.
+            unsafe { libc::ftruncate(self.file.as_raw_fd(), position as libc::off_t) };
+            return Err(LogError::io("write", &self.log_path, e));
+        }
+        self.size += total;
+        self.next_offset = last_offset + 1;
+        self.index_batch(position, last_offset, max_timestamp, total, index_interval);
+        Ok(())
+    }
+
+    /// Kafka's `LogSegment.append` index maintenance for the batch just written at
+    /// `position`. The first batch after an entry is not indexed (its position is found by
+    /// scanning from the entry), which keeps the index sparse.
+    fn index_batch(
+        &mut self,
+        position: u64,
+        last_offset: i64,
+        max_timestamp: i64,
+        total: u64,
+        interval: u32,
+    ) {
+        if max_timestamp > self.max_timestamp {
+            self.max_timestamp = max_timestamp;
+            self.offset_of_max_timestamp = last_offset;
+        }
+        if self.bytes_since_index > interval as u64 {
+            // Cannot fail: the caller rolled first if either index was full (recovery may
+            // find them full with a smaller configured size: the index is then only sparser).
+            let _ = self.index.append(last_offset, position as u32);
+            let _ = self
+                .time_index
+                .maybe_append(self.max_timestamp, self.offset_of_max_timestamp);
+            self.bytes_since_index = 0;
+        }
+        self.bytes_since_index += total;
+    }
+
+    /// The segment stops being the active one: final time-index entry (so its last entry is
+    /// the segment's max timestamp) and both indexes trimmed to their entries.
+    pub(crate) fn make_inactive(&mut self) -> Result<(), LogError> {
+        // A full time index drops the final entry; offset_for_timestamp then scans a little
+        // further, and max_timestamp after a restart may miss the last batches (rare: the
+        // index would need 870k entries).
+        let _ = self
+            .time_index
+            .maybe_append(self.max_timestamp, self.offset_of_max_timestamp);
+        self.index
+            .inner
+            .trim()
+            .map_err(io_err("trim index", self.index.inner.path()))?;
+        self.time_index
+            .inner
+            .trim()
+            .map_err(io_err("trim time index", self.time_index.inner.path()))?;
+        Ok(())
+    }
+
+    /// Becomes the active segment again (after a restart): indexes preallocated for appends.
+    pub(crate) fn make_active(&mut self, index_capacity: u64) -> Result<(), LogError> {
+        self.index
+            .inner
+            .resize(index_capacity)
+            .map_err(io_err("resize index", self.index.inner.path()))?;
+        self.time_index
+            .inner
+            .resize(index_capacity)
+            .map_err(io_err("resize time index", self.time_index.inner.path()))?;
+        Ok(())
+    }
+
+    /// Every fd that must be fdatasynced for this segment to be durable: the `.log` always;
+    /// the indexes too when the segment is inactive (recovery trusts them then).
+    pub(crate) fn files_to_sync(&self, with_indexes: bool) -> Vec<Rc<BufferedFile>> {
+        let mut v = vec![self.file.clone()];
+        if with_indexes {
+            v.push(self.index.inner.file().clone());
+            v.push(self.time_index.inner.file().clone());
+        }
+        v
+    }
+
+    /// Loads the facts of a segment whose indexes are trusted (before the recovery point, or
+    /// a clean shutdown): max timestamp from the last time-index entry (exact for an inactive
+    /// segment), and sanity-checks both indexes. False when they fail the check (the caller
+    /// then recovers the segment fully).
+    pub(crate) fn load_trusted(&mut self, next_offset: i64) -> bool {
+        self.next_offset = next_offset;
+        if let Some((t, o)) = self.time_index.last() {
+            self.max_timestamp = t;
+            self.offset_of_max_timestamp = o;
+        }
+        self.index.sane(self.size) && self.time_index.sane(next_offset.max(self.base_offset + 1))
+    }
+
+    /// For the last segment after a clean shutdown: walks the batch headers from the last
+    /// index entry to the end of the file to find the next offset. False when the chain does
+    /// not end exactly at the end of the file (then the marker lied: recover fully).
+    pub(crate) async fn load_tail(&mut self) -> Result<bool, LogError> {
+        let mut pos = self.index.last().map_or(0, |(_, p)| p as u64);
+        let mut next = self.index.last().map_or(self.base_offset, |(o, _)| o + 1);
+        let mut walker = Walker::new(self.file.clone(), self.size, 64 << 10);
+        while pos < self.size {
+            let Some(b) = walker
+                .bytes(pos, PEEK_BYTES)
+                .await
+                .map_err(io_err("read", &self.log_path))?
+            else {
+                return Ok(false);
+            };
+            let Ok(p) = batch::peek(b) else {
+                return Ok(false);
+            };
+            if p.base_offset < next || pos + p.total as u64 > self.size {
+                return Ok(false);
+            }
+            next = p.last_offset + 1;
+            pos += p.total as u64;
+        }
+        self.next_offset = next;
+        Ok(true)
+    }
+
+    /// Full recovery of this segment: re-validates every batch (lengths, CRC-32C, counts,
+    /// offsets contiguous from the segment's base offset), rebuilds both indexes, and
+    /// truncates the `.log` at the first bad byte. Returns the truncation position if it
+    /// truncated.
+    ///
+    /// Contiguity is required because this log never compacts: every batch starts where the
+    /// previous one ended, so a batch that does not is garbage that happens to checksum (or
+    /// a stale batch behind a torn region).
+    pub(crate) async fn recover(&mut self, index_interval: u32) -> Result<Option<u64>, LogError> {
+        let path = self.log_path.clone();
+        self.index.inner.truncate_entries(0);
+        self.time_index.inner.truncate_entries(0);
+        self.bytes_since_index = 0;
+        self.max_timestamp = -1;
+        self.offset_of_max_timestamp = -1;
+        let file_len = self.size;
+        let mut walker = Walker::new(self.file.clone(), file_len, RECOVERY_CHUNK);
+        let mut pos = 0u64;
+        let mut next = self.base_offset;
+        let mut bad: Option<String> = None;
+        while pos < file_len {
+            let remaining = file_len - pos;
+            if remaining < BATCH_HEADER_BYTES as u64 {
+                bad = Some(format!(
+                    "{remaining} trailing bytes, less than a batch header"
+                ));
+                break;
+            }
+            let head = walker
+                .bytes(pos, PEEK_BYTES)
+                .await
+                .map_err(io_err("read", &path))?
+                .expect("within file");
+            let len = i32::from_be_bytes(head[8..12].try_into().unwrap());
+            let total = LOG_OVERHEAD as u64 + len.max(0) as u64;
+            if len < (BATCH_HEADER_BYTES - LOG_OVERHEAD) as i32 || total > remaining {
+                bad = Some(format!("batch length {len} with {remaining} bytes left"));
+                break;
+            }
+            let bytes = walker
+                .bytes(pos, total as usize)
+                .await
+                .map_err(io_err("read", &path))?
+                .expect("within file");
+            let h = match validate_batch(bytes) {
+                Ok(h) => h,
+                Err(e) => {
+                    bad = Some(e.to_string());
+                    break;
+                }
+            };
+            if h.base_offset != next
+                || h.last_offset() - self.base_offset > i32::MAX as i64
+                || pos + total > i32::MAX as u64
+            {
+                bad = Some(format!(
+                    "batch offsets {}..={} not contiguous (expected base {next})",
+                    h.base_offset,
+                    h.last_offset()
+                ));
+                break;
+            }
+            self.index_batch(pos, h.last_offset(), h.max_timestamp, total, index_interval);
+            next = h.last_offset() + 1;
+            pos += total;
+        }
+        self.next_offset = next;
+        self.size = pos;
+        if let Some(reason) = bad {
+            tracing::warn!(path = %path.display(), position = pos, %reason, "truncating log segment at first invalid byte");
+            if unsafe { libc::ftruncate(self.file.as_raw_fd(), pos as libc::off_t) } != 0 {
+                return Err(LogError::io("truncate", &path, io::Error::last_os_error()));
+            }
+            return Ok(Some(pos));
+        }
+        Ok(None)
+    }
+}
+
+/// pwritev until every byte of `bufs` is written at `pos` (a short write only happens on
+/// ENOSPC-like conditions; retrying makes the error surface on the next call).
+fn pwritev_all(fd: i32, bufs: &[&[u8]], pos: u64) -> io::Result<()> {
+    let total: usize = bufs.iter().map(|b| b.len()).sum();
+    let mut done = 0usize;
+    while done < total {
+        let mut iov: Vec<libc::iovec> = Vec::with_capacity(bufs.len());
+        let mut skip = done;
+        for b in bufs {
+            if skip >= b.len() {
+                skip -= b.len();
+                continue;
+            }
+            let s = &b[skip..];
+            skip = 0;
+            iov.push(libc::iovec {
+                iov_base: s.as_ptr() as *mut libc::c_void,
+                iov_len: s.len(),
+            });
+        }
+        // Safety: every iovec points into a live slice of `bufs` for the duration of the call.
+        let n = unsafe {
+            libc::pwritev(
+                fd,
+                iov.as_ptr(),
+                iov.len() as libc::c_int,
+                (pos + done as u64) as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "pwritev wrote nothing",
+            ));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// Reads `[pos, pos + len)` with io_uring reads (looping over short reads); fewer bytes only
+/// at end of file.
+pub(crate) async fn read_exact_at(
+    file: &BufferedFile,
+    pos: u64,
+    len: usize,
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    let start = out.len();
+    while out.len() - start < len {
+        let got = out.len() - start;
+        let r = file.read_at(pos + got as u64, len - got).await?;
+        if r.is_empty() {
+            break;
+        }
+        out.extend_from_slice(&r);
+    }
+    Ok(())
+}
+
+/// Sequential reader of byte ranges of one file through a window of `chunk` bytes, for walking
+/// batch headers without one read per header.
+pub(crate) struct Walker {
+    file: Rc<BufferedFile>,
+    end: u64,
+    chunk: usize,
+    buf: Vec<u8>,
+    buf_start: u64,
+}
+
+impl Walker {
+    pub(crate) fn new(file: Rc<BufferedFile>, end: u64, chunk: usize) -> Walker {
+        Walker {
+            file,
+            end,
+            chunk,
+            buf: Vec::new(),
+            buf_start: 0,
+        }
+    }
+
+    /// Bytes `[pos, pos + len)`, or `None` if that passes `end`.
+    pub(crate) async fn bytes(&mut self, pos: u64, len: usize) -> io::Result<Option<&[u8]>> {
+        if pos + len as u64 > self.end {
+            return Ok(None);
+        }
+        let have =
+            pos >= self.buf_start && pos + len as u64 <= self.buf_start + self.buf.len() as u64;
+        if !have {
+            let want = (len.max(self.chunk) as u64).min(self.end - pos) as usize;
+            self.buf.clear();
+            self.buf_start = pos;
+            read_exact_at(&self.file, pos, want, &mut self.buf).await?;
+            if self.buf.len() < len {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "log shorter than its recorded size",
+                ));
+            }
+        }
+        let at = (pos - self.buf_start) as usize;
+        Ok(Some(&self.buf[at..at + len]))
+    }
+}
