@@ -180,6 +180,7 @@ impl Shard {
                 shards,
                 validate_only,
             );
+            tracing::debug!(topic = %spec.name, ok = result.is_ok(), "create_topic done");
             let num_partitions =
                 if spec.num_partitions == -1 { self.config.num_partitions } else { spec.num_partitions };
             outcomes.push(match result {
@@ -229,6 +230,7 @@ impl Shard {
     /// Sends the controller's current image to every shard and waits until each applied it.
     async fn publish_image(self: &Rc<Self>) {
         let image = self.controller.as_ref().expect("metadata core").borrow().image();
+        tracing::debug!(shards = self.shard_count(), "publishing image");
         let calls = (0..self.shard_count()).map(|target| self.call(target, Request::ImageUpdate(image.clone())));
         futures::future::join_all(calls).await;
     }
@@ -236,7 +238,8 @@ impl Shard {
     /// Opens the logs of partitions this shard now owns, deletes those of removed topics, then
     /// adopts the image. Also used at start-up with the replayed image.
     pub async fn apply_image(self: &Rc<Self>, image: Arc<Image>) {
-        let _serial = self.image_update.acquire(1).await;
+        let _serial = self.image_update.acquire_permit(1).await;
+        tracing::debug!(shard = self.id, topics = image.topics_by_id.len(), "applying metadata image");
         let mut wanted: Vec<(Arc<TopicImage>, i32)> = Vec::new();
         for topic in image.topics_by_id.values() {
             for partition in &topic.partitions {
@@ -256,6 +259,7 @@ impl Shard {
                 }
             };
             let dir = self.partition_dir(&topic.name, partition_id);
+            tracing::debug!(shard = self.id, dir = %dir.display(), "opening partition log");
             match PartitionLog::open(dir.clone(), topic_config.to_log_config()).await {
                 Ok(log) => {
                     let log: LogHandle = Rc::new(RefCell::new(log));

@@ -1425,4 +1425,46 @@ mod tests {
             assert!(!dir.exists());
         });
     }
+
+    /// Indexes that fail the sanity check, and a clean-shutdown marker whose log tail is torn
+    /// anyway: both fall back to full recovery of the segment.
+    #[test]
+    fn bad_index_and_lying_marker_recover() {
+        run(async {
+            let d = tmp();
+            let dir = d.path().join("t-0");
+            let cfg = LogConfig {
+                segment_bytes: 2_000,
+                index_interval_bytes: 1,
+                ..small_config()
+            };
+            let mut log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+            let model: Vec<Written> = (0..30).map(|_| append(&mut log, 2, 60, 5)).collect();
+            log.close().await.unwrap();
+            let files = log_files(&dir);
+            let index = dir.join(files[0].replace(".log", ".index"));
+            let len = std::fs::metadata(&index).unwrap().len() as usize;
+            std::fs::write(&index, vec![0u8; len]).unwrap();
+            let last = dir.join(files.last().unwrap());
+            let last_len = std::fs::metadata(&last).unwrap().len();
+            let f = std::fs::OpenOptions::new().write(true).open(&last).unwrap();
+            f.set_len(last_len - 3).unwrap();
+            drop(f);
+            assert!(dir.join(".clean_shutdown").exists());
+
+            let log = PartitionLog::open(dir.clone(), cfg).await.unwrap();
+            let keep = &model[..model.len() - 1];
+            assert_eq!(log.log_end_offset(), keep.last().unwrap().last + 1);
+            assert_eq!(
+                &log.read(0, 1 << 20, i64::MAX).await.unwrap()[..],
+                &concat(keep)[..]
+            );
+            for w in keep {
+                assert_eq!(
+                    &log.read(w.last, 1, i64::MAX).await.unwrap()[..],
+                    &w.bytes[..]
+                );
+            }
+        });
+    }
 }

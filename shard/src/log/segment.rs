@@ -320,11 +320,17 @@ impl Segment {
 
 /// pwritev until every byte of `bufs` is written at `pos` (a short write only happens on
 /// ENOSPC-like conditions; retrying makes the error surface on the next call).
-fn pwritev_all(fd: i32, bufs: &[&[u8]], pos: u64) -> io::Result<()> {
+fn pwritev_all(fd: i32, bufs: &[&[u8]; 2], pos: u64) -> io::Result<()> {
     let total: usize = bufs.iter().map(|b| b.len()).sum();
     let mut done = 0usize;
     while done < total {
-        let mut iov: Vec<libc::iovec> = Vec::with_capacity(bufs.len());
+        // On the stack: the append path allocates nothing.
+        let empty = libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        };
+        let mut iov = [empty; 2];
+        let mut count = 0usize;
         let mut skip = done;
         for b in bufs {
             if skip >= b.len() {
@@ -333,17 +339,18 @@ fn pwritev_all(fd: i32, bufs: &[&[u8]], pos: u64) -> io::Result<()> {
             }
             let s = &b[skip..];
             skip = 0;
-            iov.push(libc::iovec {
+            iov[count] = libc::iovec {
                 iov_base: s.as_ptr() as *mut libc::c_void,
                 iov_len: s.len(),
-            });
+            };
+            count += 1;
         }
         // Safety: every iovec points into a live slice of `bufs` for the duration of the call.
         let n = unsafe {
             libc::pwritev(
                 fd,
                 iov.as_ptr(),
-                iov.len() as libc::c_int,
+                count as libc::c_int,
                 (pos + done as u64) as libc::off_t,
             )
         };
