@@ -4,15 +4,7 @@
 //! configuration, opens the metadata log, and starts one glommio shard per core (see
 //! `server`). Errors at start-up are reported with context and a non-zero exit.
 
-mod config;
-mod connection;
-mod forward;
-mod handlers;
-mod metadata;
-mod partition_ops;
-mod server;
-mod shard;
-
+use broker::{config, server};
 use std::path::PathBuf;
 
 use anyhow::Context;

@@ -23,6 +23,9 @@ static STOP: AtomicBool = AtomicBool::new(false);
 /// How often shards look at the stop flag (a signal handler may only set an atomic).
 const STOP_POLL: Duration = Duration::from_millis(50);
 
+/// Kafka's default `log.retention.check.interval.ms`.
+const RETENTION_CHECK_INTERVAL: Duration = Duration::from_secs(300);
+
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
@@ -119,6 +122,15 @@ async fn run_shard(
         }
     };
     let _ = ready.send(Ok(id));
+    let retained = Rc::downgrade(&shard);
+    glommio::spawn_local(async move {
+        loop {
+            glommio::timer::sleep(RETENTION_CHECK_INTERVAL).await;
+            let Some(shard) = retained.upgrade() else { return };
+            shard.apply_retention();
+        }
+    })
+    .detach();
     loop {
         let accept = listener.accept();
         let stop = async {

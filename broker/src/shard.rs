@@ -297,6 +297,23 @@ impl Shard {
         }
     }
 
+    /// Deletes old segments by `retention.ms` / `retention.bytes` on every partition of this
+    /// shard (Kafka checks every `log.retention.check.interval.ms`, 5 minutes by default).
+    pub fn apply_retention(&self) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_millis() as i64);
+        let partitions: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
+        for partition in partitions {
+            let result = partition.log.borrow_mut().apply_retention(now);
+            match result {
+                Ok(0) => {}
+                Ok(deleted) => tracing::info!(shard = self.id, deleted, "retention deleted old segments"),
+                Err(error) => tracing::warn!(shard = self.id, %error, "retention failed"),
+            }
+        }
+    }
+
     fn partition_dir(&self, topic: &str, partition: i32) -> PathBuf {
         self.config.data_dir().join(format!("{topic}-{partition}"))
     }

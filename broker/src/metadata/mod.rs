@@ -20,9 +20,9 @@ use std::sync::Arc;
 
 use crate::config::{self, BrokerConfig, ConfigError};
 
-pub use image::{Image, PartitionImage, TopicImage};
+use image::Image;
 pub use log::{LogError, MetadataLog};
-pub use records::{MetadataRecord, TopicId, RESOURCE_BROKER, RESOURCE_TOPIC};
+pub use records::{MetadataRecord, TopicId, RESOURCE_TOPIC};
 
 /// Records between automatic snapshots.
 pub const DEFAULT_SNAPSHOT_EVERY: u64 = 1000;

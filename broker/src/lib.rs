@@ -1,0 +1,11 @@
+//! The broker: configuration, start-up, connections, request handlers and the metadata log.
+//! `main.rs` is only the command line; everything else is here so that tests can use it.
+
+pub mod config;
+pub mod connection;
+pub mod forward;
+pub mod handlers;
+pub mod metadata;
+pub mod partition_ops;
+pub mod server;
+pub mod shard;
