@@ -9,7 +9,7 @@
 #
 # Environment:
 #   E2E_ONLY=1          skip `cargo test` (still builds the broker)
-#   PYTEST_ARGS="..."   extra arguments for pytest (e.g. "-k restart" or "-vv")
+#   PYTEST_ADDOPTS="..." extra pytest arguments (pytest's own variable), e.g. "-k restart -vv"
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -48,7 +48,6 @@ fi
 section "end-to-end tests (pytest tests/e2e)"
 export BROKER_BIN="$ROOT/target/release/broker"
 export PYTHONDONTWRITEBYTECODE=1
-# shellcheck disable=SC2086
-"$VENV/bin/python" -m pytest -x -q tests/e2e ${PYTEST_ARGS:-}
+"$VENV/bin/python" -m pytest -x -q tests/e2e
 
 section "done in $(( $(date +%s) - start_all )) s"

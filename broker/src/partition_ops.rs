@@ -145,34 +145,74 @@ pub async fn wait_for_data(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32
 }
 
 /// ListOffsets for a partition of this shard.
+///
+/// The log answers at batch granularity (its indexes hold batches); Kafka answers with the
+/// record: the first record at or after the timestamp, and the record holding the largest
+/// timestamp (KIP-734). So the batch the log names is read and its records scanned.
 pub async fn list_offsets(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32, timestamp: i64) -> OffsetResult {
     let Some(target) = shard.partition(topic_id, partition) else {
         return OffsetResult { error_code: ErrorCode::NotLeaderOrFollower.code(), timestamp: -1, offset: -1 };
     };
     let found = |offset: i64| OffsetResult { error_code: 0, timestamp: -1, offset };
-    let lookup = {
+    let not_found = OffsetResult { error_code: 0, timestamp: -1, offset: -1 };
+    let batch = {
         let log = target.log.borrow();
         match timestamp {
             LATEST_TIMESTAMP => return found(log.log_end_offset()),
             EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => return found(log.log_start_offset()),
-            MAX_TIMESTAMP => {
-                return match log.max_timestamp() {
-                    Some((offset, timestamp)) => OffsetResult { error_code: 0, timestamp, offset },
-                    None => OffsetResult { error_code: 0, timestamp: -1, offset: -1 },
-                }
-            }
+            MAX_TIMESTAMP => match log.max_timestamp() {
+                Some((offset, max_timestamp)) => Ok(Some((offset, max_timestamp))),
+                None => return not_found,
+            },
             timestamp if timestamp < 0 => {
                 return OffsetResult { error_code: ErrorCode::InvalidRequest.code(), timestamp: -1, offset: -1 }
             }
-            timestamp => log.offset_for_timestamp(timestamp),
+            timestamp => Err(log.offset_for_timestamp(timestamp)),
         }
     };
-    match lookup.await {
+    let (batch_offset, wanted): (i64, Box<dyn Fn(i64) -> bool>) = match batch {
+        Ok(Some((offset, max_timestamp))) => (offset, Box::new(move |ts| ts == max_timestamp)),
+        Ok(None) => return not_found,
+        Err(lookup) => match lookup.await {
+            Ok(Some((offset, _))) => (offset, Box::new(move |ts| ts >= timestamp)),
+            Ok(None) => return not_found,
+            Err(error) => {
+                tracing::error!(%error, "offset lookup by timestamp failed");
+                return OffsetResult { error_code: ErrorCode::KafkaStorageError.code(), timestamp: -1, offset: -1 };
+            }
+        },
+    };
+    match find_record(&target, batch_offset, &*wanted).await {
         Ok(Some((offset, timestamp))) => OffsetResult { error_code: 0, timestamp, offset },
-        Ok(None) => OffsetResult { error_code: 0, timestamp: -1, offset: -1 },
-        Err(error) => {
-            tracing::error!(%error, "offset lookup by timestamp failed");
+        Ok(None) => not_found,
+        Err(reason) => {
+            tracing::error!(%reason, "scanning a batch for a timestamp failed");
             OffsetResult { error_code: ErrorCode::KafkaStorageError.code(), timestamp: -1, offset: -1 }
         }
     }
+}
+
+/// The first record of the batch holding `offset` whose timestamp satisfies `wanted`.
+async fn find_record(
+    target: &crate::shard::Partition,
+    offset: i64,
+    wanted: &dyn Fn(i64) -> bool,
+) -> Result<Option<(i64, i64)>, String> {
+    let read = {
+        let log = target.log.borrow();
+        // max_bytes 1: the read still returns the whole batch holding `offset`, and only it.
+        log.read(offset, 1, log.log_end_offset())
+    };
+    let bytes = read.await.map_err(|error| error.to_string())?;
+    for batch in record_batch::batches(&bytes) {
+        let (_, raw) = batch.map_err(|error| error.to_string())?;
+        let records = record_batch::records(raw).map_err(|error| error.to_string())?;
+        for record in records.iter() {
+            let record = record.map_err(|error| error.to_string())?;
+            if wanted(record.timestamp) {
+                return Ok(Some((record.offset, record.timestamp)));
+            }
+        }
+    }
+    Ok(None)
 }

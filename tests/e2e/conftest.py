@@ -15,6 +15,7 @@ tail of each of its brokers' stderr is attached to the failure report.
 """
 
 import ctypes
+import gc
 import os
 import re
 import signal
@@ -239,6 +240,7 @@ def start_broker(request, tmp_path):
         return b
 
     yield _start
+    gc.collect()  # drop client objects a failed test left behind before their broker goes away
     for b in brokers:
         try:
             b.stop()

@@ -232,8 +232,12 @@ def kp_produce(producer, topic, messages, timeout=120):
 def kp_consumer(bootstrap, **conf):
     from kafka import KafkaConsumer
 
+    # kafka-python 2.3 refuses frames over receive_message_max_bytes (default 1 MB) although
+    # its own fetch_max_bytes (52 MB) and per-partition 1 MB let a broker answer with more:
+    # keep the frame limit above fetch_max_bytes.
     c = dict(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
-             auto_offset_reset="earliest", fetch_max_wait_ms=100)
+             auto_offset_reset="earliest", fetch_max_wait_ms=100,
+             fetch_max_bytes=16 * 1024 * 1024, receive_message_max_bytes=64 * 1024 * 1024)
     c.update(conf)
     return KafkaConsumer(**c)
 

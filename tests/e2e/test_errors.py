@@ -312,6 +312,8 @@ def test_describe_configs_topic(b):
     # ... and Kafka's own defaults
     assert entries["cleanup.policy"].value == "delete"
     assert source(entries["cleanup.policy"]) == ConfigSource.DEFAULT_CONFIG.value
+    assert entries["retention.bytes"].value == "-1"
+    assert source(entries["retention.bytes"]) == ConfigSource.DEFAULT_CONFIG.value
     assert entries["max.message.bytes"].value == str(MAX_MESSAGE)
     for name, e in entries.items():
         assert e.name == name

@@ -53,6 +53,8 @@ def test_kill9_during_produce(broker):
     assert left == 0, f"{left} records never resolved"
     acked = log.ok
     assert len(acked) >= acked_before_kill
+    print(f"sent {sent[0]}, acknowledged {acked_before_kill} before kill -9, "
+          f"{len(acked)} in all, {len(log.errors)} failed")
 
     # no two acknowledgements for the same (partition, offset)
     seen = {}

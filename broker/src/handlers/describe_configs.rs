@@ -53,7 +53,7 @@ pub async fn handle(shard: Rc<Shard>, request: DescribeConfigsRequest, ctx: Requ
                     configs: entries
                         .into_iter()
                         .filter(|entry| resource.configuration_keys.as_ref().map_or(true, |keys| keys.contains(&entry.name)))
-                        .map(|entry| describe(entry, request.include_synonyms, request.include_documentation))
+                        .map(|entry| describe(entry, ctx.api_version, request.include_synonyms, request.include_documentation))
                         .collect(),
                     ..Default::default()
                 },
@@ -64,7 +64,7 @@ pub async fn handle(shard: Rc<Shard>, request: DescribeConfigsRequest, ctx: Requ
     encode_response(&ctx, ctx.api_version, &response)
 }
 
-fn describe(entry: ConfigEntry, include_synonyms: bool, include_documentation: bool) -> DescribeConfigsResourceResult {
+fn describe(entry: ConfigEntry, version: i16, include_synonyms: bool, include_documentation: bool) -> DescribeConfigsResourceResult {
     let synonyms = if include_synonyms && entry.source != ConfigSource::Default {
         vec![DescribeConfigsSynonym {
             name: entry.name.clone(),
@@ -76,7 +76,8 @@ fn describe(entry: ConfigEntry, include_synonyms: bool, include_documentation: b
         Vec::new()
     };
     DescribeConfigsResourceResult {
-        is_default: entry.source == ConfigSource::Default,
+        // v0 only: later versions carry the source instead.
+        is_default: version == 0 && entry.source == ConfigSource::Default,
         config_source: entry.source as i8,
         name: entry.name,
         value: if entry.sensitive { None } else { entry.value },

@@ -75,7 +75,9 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
                 target,
                 partition: partition.partition,
                 offset: partition.fetch_offset,
-                max_bytes: partition.partition_max_bytes.max(0) as usize,
+                // The response limit bounds each partition's read too (one whole batch is
+                // still returned when it alone is larger).
+                max_bytes: partition.partition_max_bytes.min(request.max_bytes).max(0) as usize,
             });
         }
     }

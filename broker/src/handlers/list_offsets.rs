@@ -60,7 +60,8 @@ pub async fn handle(shard: Rc<Shard>, request: ListOffsetsRequest, ctx: RequestC
                         error_code: result.error_code,
                         timestamp: result.timestamp,
                         offset: result.offset,
-                        leader_epoch: if result.error_code == 0 { 0 } else { -1 },
+                        // v4+ only (not ignorable in older versions).
+                        leader_epoch: if result.error_code == 0 && ctx.api_version >= 4 { 0 } else { -1 },
                         ..Default::default()
                     }
                 })

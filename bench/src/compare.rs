@@ -1,0 +1,1013 @@
+//! `bench compare`: one workload against two brokers on the same machine, alternating
+//! A B A B for several rounds, then each metric's median and the ratio A/B as a Markdown
+//! table (and JSON, and a PNG figure).
+//!
+//! Workloads are TOML files (`bench/workloads/`, named after the OpenMessaging Benchmark
+//! ones); see [`Workload`]. Every round uses a fresh topic, deleted afterwards (best effort),
+//! so rounds do not read or grow each other's data.
+//!
+//! Metrics (see `crate::cpu` for the CPU definitions):
+//! - throughput: records/s and MiB/s of payload (record value bytes);
+//! - latency p50/p99/p99.9 in ms: produce workloads: intended send time to acknowledgement
+//!   (so a fixed-rate run counts queueing behind a slow broker); e2e workloads: intended
+//!   send time to consumption; consume workloads have none;
+//! - broker CPU s/GiB of payload and broker CPU µs/record; client CPU s/GiB.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use bytes::{BufMut, Bytes, BytesMut};
+use serde::{Deserialize, Serialize};
+
+use crate::cpu::{self, CpuSampler, CpuUsage};
+use crate::engine::{ClientKind, Props};
+use crate::perf::{self, LatencySummary};
+use crate::plot;
+
+/// What a workload measures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Produce the records; throughput and produce latency.
+    #[default]
+    Produce,
+    /// Produce the records (not measured), then consume them all (measured).
+    Consume,
+    /// Produce and consume at once; latency from intended send to consumption.
+    E2e,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Produce => "produce",
+            Mode::Consume => "consume",
+            Mode::E2e => "e2e",
+        }
+    }
+}
+
+/// A workload file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub mode: Mode,
+    /// Topics written at once (one producer thread each when more than one).
+    #[serde(default = "one_u32")]
+    pub topics: u32,
+    #[serde(default = "one_i32")]
+    pub partitions_per_topic: i32,
+    /// Value bytes of each record (no key).
+    pub record_size: usize,
+    /// Records of a run, over all topics. Either this or `duration_s` with a `rate`.
+    #[serde(default)]
+    pub num_records: Option<u64>,
+    /// Run length at the fixed `rate` (num_records = rate x duration_s).
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    /// Records/s over all topics; 0 = as fast as the client goes.
+    #[serde(default)]
+    pub rate: f64,
+    /// Client engine: "native" or "librdkafka".
+    #[serde(default = "native")]
+    pub client: ClientKind,
+    /// Also consume the records after producing them, as a second measured run (consume
+    /// throughput). `mode = "consume"` measures only that.
+    #[serde(default)]
+    pub consumer: bool,
+    /// Producer properties (Kafka names: acks, linger.ms, batch.size, compression.type...).
+    #[serde(default)]
+    pub producer: BTreeMap<String, toml::Value>,
+    /// Consumer properties.
+    #[serde(default, rename = "consumer-props")]
+    pub consumer_props: BTreeMap<String, toml::Value>,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+fn one_i32() -> i32 {
+    1
+}
+fn native() -> ClientKind {
+    ClientKind::Native
+}
+
+fn props_of(map: &BTreeMap<String, toml::Value>) -> Props {
+    map.iter()
+        .map(|(k, v)| {
+            let v = match v {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (k.clone(), v)
+        })
+        .collect()
+}
+
+impl Workload {
+    pub fn load(path: &Path) -> Result<Workload> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let workload: Workload =
+            toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        workload.num_records()?;
+        Ok(workload)
+    }
+
+    /// Records of a run.
+    pub fn num_records(&self) -> Result<u64> {
+        match (self.num_records, self.duration_s) {
+            (Some(n), _) => Ok(n),
+            (None, Some(d)) if self.rate > 0.0 => Ok((self.rate * d).round() as u64),
+            _ => bail!(
+                "workload {}: set num_records, or duration_s with a rate",
+                self.name
+            ),
+        }
+    }
+
+    pub fn producer_props(&self) -> Props {
+        props_of(&self.producer)
+    }
+
+    pub fn consumer_props(&self) -> Props {
+        props_of(&self.consumer_props)
+    }
+
+    /// Applies `--set key=value` (producer properties), `--records`, `--rate`, `--client`.
+    pub fn apply_overrides(&mut self, args: &CompareArgs) -> Result<()> {
+        for item in &args.set {
+            let (k, v) = item
+                .split_once('=')
+                .with_context(|| format!("--set {item}: expected key=value"))?;
+            self.producer.insert(
+                k.trim().to_string(),
+                toml::Value::String(v.trim().to_string()),
+            );
+        }
+        if let Some(n) = args.records {
+            self.num_records = Some(n);
+        }
+        if let Some(rate) = args.rate {
+            self.rate = rate;
+        }
+        if let Some(client) = args.client {
+            self.client = client;
+        }
+        if let Some(mode) = args.mode {
+            self.mode = mode;
+        }
+        Ok(())
+    }
+}
+
+/// `bench compare` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CompareArgs {
+    /// Bootstrap address of broker A.
+    #[arg(long)]
+    pub a: String,
+    /// Bootstrap address of broker B.
+    #[arg(long)]
+    pub b: String,
+    #[arg(long, default_value = "A")]
+    pub a_name: String,
+    #[arg(long, default_value = "B")]
+    pub b_name: String,
+    /// Pid of broker A (default: the process listening on A's port).
+    #[arg(long)]
+    pub a_pid: Option<u32>,
+    /// Pid of broker B (default: the process listening on B's port).
+    #[arg(long)]
+    pub b_pid: Option<u32>,
+    /// Workload file (TOML, see bench/workloads/).
+    #[arg(long)]
+    pub workload: PathBuf,
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u32,
+    /// Draw latency percentiles and throughput over time of both to this PNG.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Write every round's figures and the medians as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Override a producer property of the workload (repeatable): --set acks=all
+    #[arg(long)]
+    pub set: Vec<String>,
+    /// Override the workload's record count.
+    #[arg(long)]
+    pub records: Option<u64>,
+    /// Override the workload's rate (records/s, 0 = max).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Override the workload's client engine.
+    #[arg(long, value_enum)]
+    pub client: Option<ClientKind>,
+    /// Override the workload's mode.
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// Title of the table and figure (default: the workload's name and overrides).
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Print the perf tools' progress lines.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// The figures of one run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Metrics {
+    pub records: u64,
+    pub bytes: u64,
+    pub errors: u64,
+    pub elapsed_s: f64,
+    pub records_per_sec: f64,
+    pub mib_per_sec: f64,
+    pub latency_ms: Option<LatencySummary>,
+    pub broker_cpu_s: Option<f64>,
+    pub client_cpu_s: f64,
+    pub broker_cpu_s_per_gib: Option<f64>,
+    pub broker_cpu_us_per_record: Option<f64>,
+    pub client_cpu_s_per_gib: Option<f64>,
+    /// (seconds, records/s) per second of the run.
+    pub series: Vec<(f64, f64)>,
+}
+
+impl Metrics {
+    fn with_cpu(mut self, usage: &CpuUsage) -> Metrics {
+        self.broker_cpu_s = usage.broker_cpu_s;
+        self.client_cpu_s = usage.client_cpu_s;
+        self.broker_cpu_s_per_gib = usage.broker_cpu_s_per_gib(self.bytes);
+        self.broker_cpu_us_per_record = usage.broker_cpu_us_per_request(self.records);
+        self.client_cpu_s_per_gib = usage.client_cpu_s_per_gib(self.bytes);
+        self
+    }
+
+    /// Percentile points for a figure: (percentile, ms).
+    pub fn percentile_points(&self) -> Vec<(f64, f64)> {
+        match &self.latency_ms {
+            None => Vec::new(),
+            Some(l) => vec![
+                (50.0, l.p50),
+                (95.0, l.p95),
+                (99.0, l.p99),
+                (99.9, l.p99_9),
+                (99.99, l.p99_99),
+                (plot::TOP_PERCENTILE, l.max),
+            ],
+        }
+    }
+}
+
+/// A broker under test.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub name: String,
+    pub bootstrap: String,
+    pub broker: Option<u32>,
+}
+
+fn unique_topic(workload: &str, side: &str, round: u32) -> String {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let side: String = side
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    format!(
+        "bench-{workload}-{side}-r{round}-{}-{ms}",
+        std::process::id()
+    )
+}
+
+/// Runs one workload once against `bootstrap`, sampling `broker` CPU around the measured
+/// part. Topics are named after `topic_base` (`-<i>` appended when there are several).
+/// Returns the measured runs: one, or two when `workload.consumer` (produce, then consume).
+pub fn run_workload(
+    workload: &Workload,
+    bootstrap: &str,
+    broker: impl Into<cpu::BrokerCpu>,
+    topic_base: &str,
+    quiet: bool,
+) -> Result<Vec<(Mode, Metrics)>> {
+    let broker = broker.into();
+    let topics: Vec<String> = if workload.topics <= 1 {
+        vec![topic_base.to_string()]
+    } else {
+        (0..workload.topics)
+            .map(|i| format!("{topic_base}-{i}"))
+            .collect()
+    };
+    let total = workload.num_records()?;
+    let mut out = Vec::new();
+    match workload.mode {
+        Mode::Produce | Mode::Consume => {
+            let measure_produce = workload.mode == Mode::Produce;
+            let sampler = CpuSampler::start(broker.clone());
+            let produced = produce_topics(workload, bootstrap, &topics, total, quiet)?;
+            let usage = sampler.stop();
+            if measure_produce {
+                out.push((Mode::Produce, produced.with_cpu(&usage)));
+            }
+            if workload.consumer || workload.mode == Mode::Consume {
+                let sampler = CpuSampler::start(broker.clone());
+                let consumed = consume_topics(workload, bootstrap, &topics, total, quiet)?;
+                let usage = sampler.stop();
+                out.push((Mode::Consume, consumed.with_cpu(&usage)));
+            }
+        }
+        Mode::E2e => {
+            anyhow::ensure!(workload.topics <= 1, "e2e workloads use one topic");
+            let mut opts = perf::E2eOpts::new(
+                bootstrap,
+                &topics[0],
+                total,
+                workload.record_size,
+                workload.rate,
+            );
+            opts.producer_props = workload.producer_props();
+            opts.consumer_props = workload.consumer_props();
+            opts.client = workload.client;
+            opts.create_topic_partitions = workload.partitions_per_topic;
+            opts.quiet = quiet;
+            let sampler = CpuSampler::start(broker.clone());
+            let report = perf::run_e2e(&opts)?;
+            let usage = sampler.stop();
+            let metrics = Metrics {
+                records: report.records_received,
+                bytes: report.records_received * workload.record_size as u64,
+                errors: report.send_errors + u64::from(report.timed_out),
+                elapsed_s: report.elapsed_s,
+                records_per_sec: report.records_per_sec,
+                mib_per_sec: report.mb_per_sec,
+                latency_ms: Some(report.latency_ms.clone()),
+                series: report
+                    .series
+                    .iter()
+                    .map(|p| (p.t_s as f64 + 0.5, p.records_per_sec))
+                    .collect(),
+                ..Default::default()
+            };
+            out.push((Mode::E2e, metrics.with_cpu(&usage)));
+        }
+    }
+    for topic in &topics {
+        let _ = delete_topic(bootstrap, topic);
+    }
+    Ok(out)
+}
+
+fn produce_topics(
+    workload: &Workload,
+    bootstrap: &str,
+    topics: &[String],
+    total: u64,
+    quiet: bool,
+) -> Result<Metrics> {
+    let per_topic = total.div_ceil(topics.len() as u64).max(1);
+    let opts = |topic: &str| {
+        let mut opts = perf::ProducerOpts::new(bootstrap, topic, per_topic, workload.record_size);
+        opts.throughput = if workload.rate > 0.0 {
+            workload.rate / topics.len() as f64
+        } else {
+            -1.0
+        };
+        opts.props = workload.producer_props();
+        opts.client = workload.client;
+        opts.create_topic_partitions = Some(workload.partitions_per_topic);
+        opts.quiet = quiet || topics.len() > 1;
+        opts
+    };
+    let reports: Vec<perf::ProducerReport> = if topics.len() == 1 {
+        vec![perf::run_producer(&opts(&topics[0]))?]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = topics
+                .iter()
+                .map(|topic| {
+                    let opts = opts(topic);
+                    scope.spawn(move || perf::run_producer(&opts))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("producer thread panicked"))
+                .collect::<Result<Vec<_>>>()
+        })?
+    };
+    Ok(merge_producer_reports(&reports))
+}
+
+/// One topic's report as is; several topics': summed counts and series, throughput over the
+/// longest elapsed time, latency percentiles the worst topic's (an upper bound: the
+/// reports carry percentiles, not histograms).
+pub fn merge_producer_reports(reports: &[perf::ProducerReport]) -> Metrics {
+    let records: u64 = reports.iter().map(|r| r.records_sent).sum();
+    let bytes: u64 = reports.iter().map(|r| r.bytes).sum();
+    let elapsed_s = reports.iter().map(|r| r.elapsed_s).fold(0.0, f64::max);
+    let mut series: BTreeMap<u64, f64> = BTreeMap::new();
+    for r in reports {
+        for p in &r.series {
+            *series.entry(p.t_s).or_default() += p.records_per_sec;
+        }
+    }
+    let latency = if reports.len() == 1 {
+        reports[0].latency_ms.clone()
+    } else {
+        let max = |f: fn(&LatencySummary) -> f64| {
+            reports.iter().map(|r| f(&r.latency_ms)).fold(0.0, f64::max)
+        };
+        LatencySummary {
+            count: reports.iter().map(|r| r.latency_ms.count).sum(),
+            avg: max(|l| l.avg),
+            min: reports
+                .iter()
+                .map(|r| r.latency_ms.min)
+                .fold(f64::MAX, f64::min),
+            max: max(|l| l.max),
+            p50: max(|l| l.p50),
+            p95: max(|l| l.p95),
+            p99: max(|l| l.p99),
+            p99_9: max(|l| l.p99_9),
+            p99_99: max(|l| l.p99_99),
+        }
+    };
+    Metrics {
+        records,
+        bytes,
+        errors: reports.iter().map(|r| r.errors).sum(),
+        elapsed_s,
+        records_per_sec: if elapsed_s > 0.0 {
+            records as f64 / elapsed_s
+        } else {
+            0.0
+        },
+        mib_per_sec: if elapsed_s > 0.0 {
+            bytes as f64 / (1024.0 * 1024.0) / elapsed_s
+        } else {
+            0.0
+        },
+        latency_ms: Some(latency),
+        series: series
+            .into_iter()
+            .map(|(t, v)| (t as f64 + 0.5, v))
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn consume_topics(
+    workload: &Workload,
+    bootstrap: &str,
+    topics: &[String],
+    total: u64,
+    quiet: bool,
+) -> Result<Metrics> {
+    let per_topic = total.div_ceil(topics.len() as u64).max(1);
+    let opts = |topic: &str| {
+        let mut opts = perf::ConsumerOpts::new(bootstrap, topic, per_topic);
+        opts.props = workload.consumer_props();
+        opts.client = workload.client;
+        opts.quiet = quiet || topics.len() > 1;
+        opts.hide_header = true;
+        opts
+    };
+    let reports: Vec<perf::ConsumerReport> = if topics.len() == 1 {
+        vec![perf::run_consumer(&opts(&topics[0]))?]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = topics
+                .iter()
+                .map(|topic| {
+                    let opts = opts(topic);
+                    scope.spawn(move || perf::run_consumer(&opts))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("consumer thread panicked"))
+                .collect::<Result<Vec<_>>>()
+        })?
+    };
+    let records: u64 = reports.iter().map(|r| r.messages).sum();
+    let bytes: u64 = reports.iter().map(|r| r.bytes).sum();
+    let elapsed_s = reports.iter().map(|r| r.elapsed_s).fold(0.0, f64::max);
+    let mut series: BTreeMap<u64, f64> = BTreeMap::new();
+    for r in &reports {
+        for p in &r.series {
+            *series.entry(p.t_s).or_default() += p.records_per_sec;
+        }
+    }
+    Ok(Metrics {
+        records,
+        bytes,
+        errors: reports
+            .iter()
+            .map(|r| r.poll_errors + u64::from(r.timed_out))
+            .sum(),
+        elapsed_s,
+        records_per_sec: if elapsed_s > 0.0 {
+            records as f64 / elapsed_s
+        } else {
+            0.0
+        },
+        mib_per_sec: if elapsed_s > 0.0 {
+            bytes as f64 / (1024.0 * 1024.0) / elapsed_s
+        } else {
+            0.0
+        },
+        latency_ms: None,
+        series: series
+            .into_iter()
+            .map(|(t, v)| (t as f64 + 0.5, v))
+            .collect(),
+        ..Default::default()
+    })
+}
+
+/// Deletes a topic with one DeleteTopics v1 request (best effort: brokers without
+/// DeleteTopics just close the connection).
+pub fn delete_topic(bootstrap: &str, topic: &str) -> Result<()> {
+    use wire::generated::api::{self, ApiKey};
+    use wire::generated::delete_topics_request::DeleteTopicState;
+    use wire::generated::{
+        DeleteTopicsRequest, DeleteTopicsResponse, RequestHeader, ResponseHeader,
+    };
+    use wire::primitives::{Decodable, Encodable};
+    let addr = crate::native::parse_bootstrap(bootstrap)
+        .into_iter()
+        .next()
+        .context("empty bootstrap")?;
+    let mut stream = TcpStream::connect(&addr)?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let version = 1;
+    let key = ApiKey::DeleteTopics as i16;
+    let header = RequestHeader {
+        request_api_key: key,
+        request_api_version: version,
+        correlation_id: 1,
+        client_id: Some("bench-compare".into()),
+        ..Default::default()
+    };
+    let request = DeleteTopicsRequest {
+        topic_names: vec![topic.to_string()],
+        topics: Vec::<DeleteTopicState>::new(),
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    let mut body = BytesMut::new();
+    header.encode(&mut body, api::request_header_version(key, version))?;
+    request.encode(&mut body, version)?;
+    let mut frame = BytesMut::with_capacity(body.len() + 4);
+    frame.put_i32(body.len() as i32);
+    frame.extend_from_slice(&body);
+    stream.write_all(&frame)?;
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size)?;
+    let mut buf = vec![0u8; i32::from_be_bytes(size).max(0) as usize];
+    stream.read_exact(&mut buf)?;
+    let mut buf = Bytes::from(buf);
+    ResponseHeader::decode(&mut buf, api::response_header_version(key, version))?;
+    let response = DeleteTopicsResponse::decode(&mut buf, version)?;
+    match response.responses.first().map(|r| r.error_code) {
+        Some(0) => Ok(()),
+        other => bail!("DeleteTopics {topic}: {other:?}"),
+    }
+}
+
+/// Median of the values present (None when none is).
+pub fn median(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    let mut v: Vec<f64> = values
+        .into_iter()
+        .flatten()
+        .filter(|x| x.is_finite())
+        .collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// A metric row of the table: label and how to read it from a run.
+pub struct MetricRow {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub get: fn(&Metrics) -> Option<f64>,
+    /// Whether higher is better (for the reader; the ratio is always A/B).
+    pub higher_is_better: bool,
+}
+
+/// Every metric of the comparison table, in order.
+pub const METRICS: &[MetricRow] = &[
+    MetricRow {
+        key: "records_per_sec",
+        label: "throughput (records/s)",
+        get: |m| Some(m.records_per_sec),
+        higher_is_better: true,
+    },
+    MetricRow {
+        key: "mib_per_sec",
+        label: "throughput (MiB/s)",
+        get: |m| Some(m.mib_per_sec),
+        higher_is_better: true,
+    },
+    MetricRow {
+        key: "p50_ms",
+        label: "latency p50 (ms)",
+        get: |m| m.latency_ms.as_ref().map(|l| l.p50),
+        higher_is_better: false,
+    },
+    MetricRow {
+        key: "p99_ms",
+        label: "latency p99 (ms)",
+        get: |m| m.latency_ms.as_ref().map(|l| l.p99),
+        higher_is_better: false,
+    },
+    MetricRow {
+        key: "p99_9_ms",
+        label: "latency p99.9 (ms)",
+        get: |m| m.latency_ms.as_ref().map(|l| l.p99_9),
+        higher_is_better: false,
+    },
+    MetricRow {
+        key: "broker_cpu_s_per_gib",
+        label: "broker CPU (s/GiB)",
+        get: |m| m.broker_cpu_s_per_gib,
+        higher_is_better: false,
+    },
+    MetricRow {
+        key: "broker_cpu_us_per_record",
+        label: "broker CPU (µs/record)",
+        get: |m| m.broker_cpu_us_per_record,
+        higher_is_better: false,
+    },
+    MetricRow {
+        key: "client_cpu_s_per_gib",
+        label: "client CPU (s/GiB)",
+        get: |m| m.client_cpu_s_per_gib,
+        higher_is_better: false,
+    },
+];
+
+/// Medians of one side and of the other, and A/B, per metric.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub mode: Mode,
+    pub rows: Vec<SummaryRow>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SummaryRow {
+    pub key: String,
+    pub label: String,
+    pub a: Option<f64>,
+    pub b: Option<f64>,
+    /// A / B of the medians.
+    pub ratio: Option<f64>,
+}
+
+impl Summary {
+    pub fn get(&self, key: &str) -> Option<&SummaryRow> {
+        self.rows.iter().find(|r| r.key == key)
+    }
+}
+
+pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b != 0.0 && a.is_finite() && b.is_finite() => Some(a / b),
+        _ => None,
+    }
+}
+
+pub fn summarize(mode: Mode, a: &[Metrics], b: &[Metrics]) -> Summary {
+    let rows = METRICS
+        .iter()
+        .map(|row| {
+            let ma = median(a.iter().map(row.get));
+            let mb = median(b.iter().map(row.get));
+            SummaryRow {
+                key: row.key.into(),
+                label: row.label.into(),
+                a: ma,
+                b: mb,
+                ratio: ratio(ma, mb),
+            }
+        })
+        .collect();
+    Summary { mode, rows }
+}
+
+/// A number for a table: 3 significant digits, thousands without exponent.
+pub fn fmt_num(v: Option<f64>) -> String {
+    match v {
+        None => "n/a".into(),
+        Some(v) if !v.is_finite() => "n/a".into(),
+        Some(v) => {
+            let a = v.abs();
+            if a >= 1000.0 {
+                format!("{v:.0}")
+            } else if a >= 100.0 {
+                format!("{v:.1}")
+            } else if a >= 10.0 {
+                format!("{v:.2}")
+            } else if a >= 1.0 {
+                format!("{v:.3}")
+            } else if a == 0.0 {
+                "0".into()
+            } else {
+                format!("{v:.4}")
+            }
+        }
+    }
+}
+
+pub fn fmt_ratio(v: Option<f64>) -> String {
+    v.filter(|v| v.is_finite())
+        .map_or_else(|| "n/a".into(), |v| format!("{v:.2}"))
+}
+
+/// The Markdown table of a summary.
+pub fn markdown_table(summary: &Summary, a_name: &str, b_name: &str) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "| metric ({}) | {a_name} (median) | {b_name} (median) | {a_name}/{b_name} |\n",
+        summary.mode.name()
+    ));
+    out.push_str("|---|---:|---:|---:|\n");
+    for row in &summary.rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            row.label,
+            fmt_num(row.a),
+            fmt_num(row.b),
+            fmt_ratio(row.ratio)
+        ));
+    }
+    out
+}
+
+/// Everything `bench compare --json` writes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CompareReport {
+    pub title: String,
+    pub workload: Workload,
+    pub a_name: String,
+    pub b_name: String,
+    pub a_bootstrap: String,
+    pub b_bootstrap: String,
+    pub rounds: u32,
+    /// Per mode measured (produce, consume, e2e): the runs of A and of B, and the summary.
+    pub results: Vec<ModeResult>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModeResult {
+    pub mode: Mode,
+    pub a_runs: Vec<Metrics>,
+    pub b_runs: Vec<Metrics>,
+    pub summary: Summary,
+    pub table: String,
+}
+
+fn default_title(workload: &Workload, args: &CompareArgs) -> String {
+    let mut title = workload.name.clone();
+    for s in &args.set {
+        title.push_str(&format!(" {s}"));
+    }
+    title
+}
+
+/// Runs the comparison; prints the tables; writes --json and --plot.
+pub fn run(args: &CompareArgs) -> Result<CompareReport> {
+    let mut workload = Workload::load(&args.workload)?;
+    workload.apply_overrides(args)?;
+    let title = args
+        .title
+        .clone()
+        .unwrap_or_else(|| default_title(&workload, args));
+    let targets = [
+        Target {
+            name: args.a_name.clone(),
+            bootstrap: args.a.clone(),
+            broker: cpu::resolve_broker_pid(args.a_pid, &args.a),
+        },
+        Target {
+            name: args.b_name.clone(),
+            bootstrap: args.b.clone(),
+            broker: cpu::resolve_broker_pid(args.b_pid, &args.b),
+        },
+    ];
+    for t in &targets {
+        eprintln!(
+            "{}: {} (broker pid {})",
+            t.name,
+            t.bootstrap,
+            t.broker.map_or("not found".into(), |p| p.to_string())
+        );
+    }
+    let mut runs: [Vec<Vec<(Mode, Metrics)>>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..args.rounds.max(1) {
+        for (side, target) in targets.iter().enumerate() {
+            let topic = unique_topic(&workload.name, &target.name, round);
+            eprintln!(
+                "round {}/{}: {} on {} ...",
+                round + 1,
+                args.rounds.max(1),
+                workload.name,
+                target.name
+            );
+            let result = run_workload(
+                &workload,
+                &target.bootstrap,
+                target.broker,
+                &topic,
+                !args.verbose,
+            )
+            .with_context(|| {
+                format!(
+                    "{} against {} ({})",
+                    workload.name, target.name, target.bootstrap
+                )
+            })?;
+            for (mode, m) in &result {
+                eprintln!(
+                    "  {:?}: {} records/s, {} MiB/s, p99 {} ms, broker CPU {} s/GiB, errors {}",
+                    mode,
+                    fmt_num(Some(m.records_per_sec)),
+                    fmt_num(Some(m.mib_per_sec)),
+                    fmt_num(m.latency_ms.as_ref().map(|l| l.p99)),
+                    fmt_num(m.broker_cpu_s_per_gib),
+                    m.errors
+                );
+            }
+            runs[side].push(result);
+        }
+    }
+    let modes: Vec<Mode> = runs[0]
+        .first()
+        .map(|r| r.iter().map(|(m, _)| *m).collect())
+        .unwrap_or_default();
+    let mut results = Vec::new();
+    for (i, mode) in modes.iter().enumerate() {
+        let a_runs: Vec<Metrics> = runs[0]
+            .iter()
+            .filter_map(|r| r.get(i).map(|(_, m)| m.clone()))
+            .collect();
+        let b_runs: Vec<Metrics> = runs[1]
+            .iter()
+            .filter_map(|r| r.get(i).map(|(_, m)| m.clone()))
+            .collect();
+        let summary = summarize(*mode, &a_runs, &b_runs);
+        let table = markdown_table(&summary, &args.a_name, &args.b_name);
+        results.push(ModeResult {
+            mode: *mode,
+            a_runs,
+            b_runs,
+            summary,
+            table,
+        });
+    }
+    println!("## {title}\n");
+    for r in &results {
+        println!("{}", r.table);
+    }
+    if let Some(path) = &args.plot {
+        // The first measured mode with latency (else the first) is drawn.
+        if let Some(r) = results
+            .iter()
+            .find(|r| r.mode != Mode::Consume)
+            .or(results.first())
+        {
+            let series = [(&args.a_name, &r.a_runs), (&args.b_name, &r.b_runs)]
+                .into_iter()
+                .map(|(name, runs)| {
+                    let m = median_run(runs);
+                    plot::Series {
+                        name: name.clone(),
+                        percentiles: m.percentile_points(),
+                        throughput: m.series.clone(),
+                    }
+                })
+                .collect::<Vec<_>>();
+            plot::draw(
+                path,
+                &format!("{title} ({}, median-throughput round)", r.mode.name()),
+                &series,
+            )?;
+        }
+    }
+    let report = CompareReport {
+        title,
+        workload,
+        a_name: args.a_name.clone(),
+        b_name: args.b_name.clone(),
+        a_bootstrap: args.a.clone(),
+        b_bootstrap: args.b.clone(),
+        rounds: args.rounds.max(1),
+        results,
+    };
+    if let Some(path) = &args.json {
+        perf::output::write_json(path, &report)?;
+    }
+    Ok(report)
+}
+
+/// The run whose throughput is the median (the one drawn).
+pub fn median_run(runs: &[Metrics]) -> Metrics {
+    let mut sorted: Vec<&Metrics> = runs.iter().collect();
+    sorted.sort_by(|x, y| x.records_per_sec.total_cmp(&y.records_per_sec));
+    sorted
+        .get(sorted.len() / 2)
+        .map(|m| (*m).clone())
+        .unwrap_or_default()
+}
+
+/// The engine's properties as `key=value` (for reports).
+pub fn props_line(props: &Props) -> String {
+    props
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(rps: f64, p99: f64, cpu: Option<f64>) -> Metrics {
+        Metrics {
+            records_per_sec: rps,
+            mib_per_sec: rps / 1000.0,
+            latency_ms: Some(LatencySummary {
+                p99,
+                ..Default::default()
+            }),
+            broker_cpu_s_per_gib: cpu,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn medians_and_ratios() {
+        assert_eq!(median([Some(3.0), Some(1.0), Some(2.0)]), Some(2.0));
+        assert_eq!(median([Some(3.0), None, Some(1.0)]), Some(2.0));
+        assert_eq!(median([None, None]), None);
+        let s = summarize(
+            Mode::Produce,
+            &[
+                m(100.0, 2.0, Some(1.0)),
+                m(300.0, 4.0, Some(3.0)),
+                m(200.0, 3.0, None),
+            ],
+            &vec![m(100.0, 1.0, None); 3],
+        );
+        assert_eq!(s.get("records_per_sec").unwrap().ratio, Some(2.0));
+        assert_eq!(s.get("p99_ms").unwrap().ratio, Some(3.0));
+        assert_eq!(s.get("broker_cpu_s_per_gib").unwrap().a, Some(2.0));
+        assert_eq!(s.get("broker_cpu_s_per_gib").unwrap().ratio, None);
+        let table = markdown_table(&s, "ours", "tansu");
+        assert!(
+            table.contains("| throughput (records/s) | 200.0 | 100.0 | 2.00 |"),
+            "{table}"
+        );
+        assert!(
+            table.starts_with("| metric (produce) | ours (median) | tansu (median) | ours/tansu |"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn workload_files_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let w = Workload::load(&path).unwrap();
+                assert_eq!(
+                    format!("{}.toml", w.name),
+                    path.file_name().unwrap().to_str().unwrap()
+                );
+                n += 1;
+            }
+        }
+        assert!(n >= 4);
+    }
+}

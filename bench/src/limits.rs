@@ -1,0 +1,714 @@
+//! `bench limits`: this machine's floors and ceilings, measured in one run, so that a
+//! broker's figures can be read as a share of what the machine allows:
+//!
+//! - loopback TCP: one sender and one receiver thread moving 1 MiB writes over 127.0.0.1
+//!   (MiB/s; CPU s/GiB of each side: the receiver's is the floor of a broker's produce
+//!   ingest, the sender's of a copying fetch path);
+//! - fdatasync: 4 KiB appends each followed by fdatasync (p50/p99/p99.9, the floor of
+//!   acks=all with a flush before the answer), and large buffered writes + one fdatasync
+//!   (MiB/s);
+//! - AES-128-GCM: CPU s/GiB of sealing 64 KiB buffers (`aes-gcm`, AES-NI when present): what
+//!   TLS or encryption at rest would add;
+//! - sendfile: a file in the page cache to a loopback socket, receiver discarding (CPU s/GiB
+//!   of the sending thread: the floor of a zero-copy fetch path);
+//! - null broker: the native client (or librdkafka) producing to an in-process
+//!   [`crate::null_broker`] that stores nothing: max-rate 100 B records (records/s, MiB/s,
+//!   latency), 100 B at a fixed 50,000 records/s (p50/p99/p99.9), and consuming 1 KiB records
+//!   (MiB/s): the client's and protocol's ceilings, with no broker work behind them.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use aes_gcm::aead::{AeadInPlace, KeyInit};
+use aes_gcm::{Aes128Gcm, Nonce};
+use anyhow::{Context, Result};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::cpu::{self, thread_cpu_seconds, CpuSampler, GIB};
+use crate::engine::ClientKind;
+use crate::null_broker::{NullBroker, NullBrokerArgs};
+use crate::perf;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// `bench limits` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LimitsArgs {
+    /// Directory for the disk measurements (put it on the broker's log filesystem).
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// Also write the figures as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Tiny budgets (a second or two in all): for smoke tests, figures are rough.
+    #[arg(long)]
+    pub quick: bool,
+    /// Client engine of the null-broker runs (native falls back to librdkafka if unavailable).
+    #[arg(long, value_enum, default_value_t = ClientKind::Native)]
+    pub client: ClientKind,
+    /// Skip the null-broker runs.
+    #[arg(long)]
+    pub no_null_broker: bool,
+    /// Fixed rate of the null-broker latency run (records/s).
+    #[arg(long, default_value_t = 50_000.0)]
+    pub fixed_rate: f64,
+}
+
+impl Default for LimitsArgs {
+    fn default() -> Self {
+        LimitsArgs {
+            dir: ".".into(),
+            json: None,
+            quick: false,
+            client: ClientKind::Native,
+            no_null_broker: false,
+            fixed_rate: 50_000.0,
+        }
+    }
+}
+
+/// Every figure of `bench limits`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Limits {
+    pub quick: bool,
+    pub dir: String,
+    pub tcp_loopback_mib_s: f64,
+    pub tcp_send_cpu_s_per_gib: f64,
+    pub tcp_recv_cpu_s_per_gib: f64,
+    pub fdatasync_4k_p50_ms: f64,
+    pub fdatasync_4k_p99_ms: f64,
+    pub fdatasync_4k_p99_9_ms: f64,
+    pub fdatasync_4k_per_s: f64,
+    pub disk_write_mib_s: f64,
+    pub aes128gcm_cpu_s_per_gib: f64,
+    pub aes128gcm_mib_s: f64,
+    pub sendfile_mib_s: f64,
+    pub sendfile_cpu_s_per_gib: f64,
+    pub null: Option<NullFigures>,
+}
+
+/// The null-broker runs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct NullFigures {
+    pub client: ClientKind,
+    pub produce_100b_records_s: f64,
+    pub produce_100b_mib_s: f64,
+    pub produce_100b_p50_ms: f64,
+    pub produce_100b_p99_ms: f64,
+    pub produce_100b_broker_cpu_us_per_record: f64,
+    pub produce_100b_client_cpu_s_per_gib: f64,
+    pub produce_100b_records_per_request: f64,
+    pub fixed_rate: f64,
+    pub fixed_rate_p50_ms: f64,
+    pub fixed_rate_p99_ms: f64,
+    pub fixed_rate_p99_9_ms: f64,
+    pub fixed_rate_broker_cpu_us_per_request: f64,
+    pub fixed_rate_records_per_request: f64,
+    pub consume_1kb_mib_s: f64,
+    pub consume_1kb_client_cpu_s_per_gib: f64,
+}
+
+struct Budget {
+    seconds: f64,
+    bytes: u64,
+}
+
+impl Budget {
+    fn of(quick: bool) -> Budget {
+        if quick {
+            Budget {
+                seconds: 0.3,
+                bytes: 64 << 20,
+            }
+        } else {
+            Budget {
+                seconds: 3.0,
+                bytes: 1 << 30,
+            }
+        }
+    }
+}
+
+/// Loopback TCP: (MiB/s, sender CPU s/GiB, receiver CPU s/GiB).
+pub fn tcp_loopback(budget_bytes: u64, budget_s: f64) -> Result<(f64, f64, f64)> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    let receiver = std::thread::spawn(move || -> Result<(u64, f64)> {
+        let (mut stream, _) = listener.accept()?;
+        let cpu0 = thread_cpu_seconds();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut total = 0u64;
+        loop {
+            let n = stream.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+        Ok((total, thread_cpu_seconds() - cpu0))
+    });
+    let mut stream = TcpStream::connect(addr)?;
+    let buf = vec![7u8; 1 << 20];
+    let start = Instant::now();
+    let cpu0 = thread_cpu_seconds();
+    let mut sent = 0u64;
+    while sent < budget_bytes && start.elapsed().as_secs_f64() < budget_s {
+        stream.write_all(&buf)?;
+        sent += buf.len() as u64;
+    }
+    let send_cpu = thread_cpu_seconds() - cpu0;
+    drop(stream);
+    let (received, recv_cpu) = receiver.join().expect("receiver panicked")?;
+    let elapsed = start.elapsed().as_secs_f64();
+    let gib = received as f64 / GIB;
+    Ok((
+        received as f64 / MIB / elapsed,
+        send_cpu / gib,
+        recv_cpu / gib,
+    ))
+}
+
+/// 4 KiB appends each followed by fdatasync: (p50, p99, p99.9 in ms, syncs/s).
+pub fn fdatasync_latency(
+    dir: &Path,
+    max_count: u64,
+    budget_s: f64,
+) -> Result<(f64, f64, f64, f64)> {
+    let path = dir.join(format!("bench-limits-fdatasync-{}", std::process::id()));
+    let mut file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(&path)?;
+    let block = vec![0x5au8; 4096];
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
+    let start = Instant::now();
+    let mut count = 0;
+    while count < max_count && (count < 10 || start.elapsed().as_secs_f64() < budget_s) {
+        let t = Instant::now();
+        file.write_all(&block)?;
+        // SAFETY: fdatasync on an open descriptor.
+        let rc = unsafe { libc::fdatasync(file.as_raw_fd()) };
+        anyhow::ensure!(rc == 0, "fdatasync: {}", std::io::Error::last_os_error());
+        hist.saturating_record(t.elapsed().as_micros().max(1) as u64);
+        count += 1;
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    let ms = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
+    Ok((ms(0.5), ms(0.99), ms(0.999), count as f64 / elapsed))
+}
+
+/// Buffered 1 MiB writes of `bytes` then one fdatasync: MiB/s over the whole.
+pub fn disk_bandwidth(dir: &Path, bytes: u64) -> Result<f64> {
+    let path = dir.join(format!("bench-limits-bandwidth-{}", std::process::id()));
+    let mut file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(&path)?;
+    let buf = vec![0xa5u8; 1 << 20];
+    let start = Instant::now();
+    let mut written = 0u64;
+    while written < bytes {
+        file.write_all(&buf)?;
+        written += buf.len() as u64;
+    }
+    // SAFETY: fdatasync on an open descriptor.
+    let rc = unsafe { libc::fdatasync(file.as_raw_fd()) };
+    anyhow::ensure!(rc == 0, "fdatasync: {}", std::io::Error::last_os_error());
+    let elapsed = start.elapsed().as_secs_f64();
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    Ok(written as f64 / MIB / elapsed)
+}
+
+/// AES-128-GCM sealing of 64 KiB buffers: (CPU s/GiB, MiB/s).
+pub fn aes_gcm_cost(bytes: u64, budget_s: f64) -> Result<(f64, f64)> {
+    let cipher = Aes128Gcm::new_from_slice(&[0x42; 16]).expect("16-byte key");
+    let mut buf = vec![0x11u8; 64 * 1024];
+    let start = Instant::now();
+    let cpu0 = thread_cpu_seconds();
+    let mut done = 0u64;
+    let mut counter = 0u64;
+    while done < bytes && (done == 0 || start.elapsed().as_secs_f64() < budget_s) {
+        let mut nonce = [0u8; 12];
+        nonce[..8].copy_from_slice(&counter.to_be_bytes());
+        counter += 1;
+        let tag = cipher
+            .encrypt_in_place_detached(Nonce::from_slice(&nonce), b"", &mut buf)
+            .map_err(|_| anyhow::anyhow!("AES-GCM failed"))?;
+        std::hint::black_box(&tag);
+        done += buf.len() as u64;
+    }
+    let cpu = thread_cpu_seconds() - cpu0;
+    let elapsed = start.elapsed().as_secs_f64();
+    Ok((cpu / (done as f64 / GIB), done as f64 / MIB / elapsed))
+}
+
+/// sendfile from a page-cached file to a loopback socket: (MiB/s, sender CPU s/GiB).
+pub fn sendfile_cost(
+    dir: &Path,
+    file_bytes: u64,
+    budget_bytes: u64,
+    budget_s: f64,
+) -> Result<(f64, f64)> {
+    let path = dir.join(format!("bench-limits-sendfile-{}", std::process::id()));
+    {
+        let mut file = File::create(&path)?;
+        let buf = vec![0x3cu8; 1 << 20];
+        let mut written = 0;
+        while written < file_bytes {
+            file.write_all(&buf)?;
+            written += buf.len() as u64;
+        }
+    }
+    // Read it once so that it is in the page cache.
+    {
+        let mut file = File::open(&path)?;
+        let mut buf = vec![0u8; 1 << 20];
+        while file.read(&mut buf)? > 0 {}
+    }
+    let file = File::open(&path)?;
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    let receiver = std::thread::spawn(move || -> Result<u64> {
+        let (mut stream, _) = listener.accept()?;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut total = 0u64;
+        loop {
+            let n = stream.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+        Ok(total)
+    });
+    let stream = TcpStream::connect(addr)?;
+    let start = Instant::now();
+    let cpu0 = thread_cpu_seconds();
+    let mut sent = 0u64;
+    'outer: while sent < budget_bytes && start.elapsed().as_secs_f64() < budget_s {
+        let mut offset: libc::off_t = 0;
+        while (offset as u64) < file_bytes {
+            let left = (file_bytes - offset as u64).min(1 << 20) as usize;
+            // SAFETY: both descriptors are open; offset is a valid pointer.
+            let n =
+                unsafe { libc::sendfile(stream.as_raw_fd(), file.as_raw_fd(), &mut offset, left) };
+            if n < 0 {
+                let error = std::io::Error::last_os_error();
+                if error.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(error).context("sendfile");
+            }
+            if n == 0 {
+                break 'outer;
+            }
+            sent += n as u64;
+        }
+    }
+    let cpu = thread_cpu_seconds() - cpu0;
+    drop(stream);
+    let received = receiver.join().expect("receiver panicked")?;
+    let elapsed = start.elapsed().as_secs_f64();
+    let _ = std::fs::remove_file(&path);
+    Ok((received as f64 / MIB / elapsed, cpu / (sent as f64 / GIB)))
+}
+
+fn null_producer(
+    broker: &NullBroker,
+    client: ClientKind,
+    topic: &str,
+    records: u64,
+    size: usize,
+    rate: f64,
+) -> Result<(perf::ProducerReport, cpu::CpuUsage, u64)> {
+    let bootstrap = broker.addr().to_string();
+    let mut opts = perf::ProducerOpts::new(&bootstrap, topic, records, size);
+    opts.client = client;
+    opts.throughput = if rate > 0.0 { rate } else { -1.0 };
+    opts.props = vec![
+        ("acks".into(), "1".into()),
+        (
+            "linger.ms".into(),
+            if rate > 0.0 { "0" } else { "1" }.into(),
+        ),
+    ];
+    if rate <= 0.0 {
+        opts.props.push(("batch.size".into(), "131072".into()));
+    }
+    opts.create_topic_partitions = Some(1);
+    opts.quiet = true;
+    let requests0 = broker.counters().produce_requests.load(Ordering::Relaxed);
+    let sampler = CpuSampler::start(broker.cpu_source());
+    let report = perf::run_producer(&opts)?;
+    let usage = sampler.stop();
+    let requests = broker.counters().produce_requests.load(Ordering::Relaxed) - requests0;
+    Ok((report, usage, requests))
+}
+
+/// The null-broker runs with `client`.
+pub fn null_figures(client: ClientKind, quick: bool, fixed_rate: f64) -> Result<NullFigures> {
+    let mut broker = NullBroker::start(&NullBrokerArgs {
+        record_size: 1024,
+        ..Default::default()
+    })?;
+    let max_records = if quick { 20_000 } else { 1_000_000 };
+    let (report, usage, requests) =
+        null_producer(&broker, client, "limits-max", max_records, 100, 0.0)?;
+    let mut f = NullFigures {
+        client,
+        produce_100b_records_s: report.records_per_sec,
+        produce_100b_mib_s: report.mb_per_sec,
+        produce_100b_p50_ms: report.latency_ms.p50,
+        produce_100b_p99_ms: report.latency_ms.p99,
+        produce_100b_broker_cpu_us_per_record: usage
+            .broker_cpu_us_per_request(report.records_sent)
+            .unwrap_or(f64::NAN),
+        produce_100b_client_cpu_s_per_gib: usage
+            .client_cpu_s_per_gib(report.bytes)
+            .unwrap_or(f64::NAN),
+        produce_100b_records_per_request: report.records_sent as f64 / requests.max(1) as f64,
+        fixed_rate,
+        ..Default::default()
+    };
+    let fixed_records = if quick {
+        (fixed_rate * 0.2) as u64
+    } else {
+        (fixed_rate * 5.0) as u64
+    };
+    let (report, usage, requests) = null_producer(
+        &broker,
+        client,
+        "limits-fixed",
+        fixed_records.max(100),
+        100,
+        fixed_rate,
+    )?;
+    f.fixed_rate_p50_ms = report.latency_ms.p50;
+    f.fixed_rate_p99_ms = report.latency_ms.p99;
+    f.fixed_rate_p99_9_ms = report.latency_ms.p99_9;
+    f.fixed_rate_broker_cpu_us_per_request = usage
+        .broker_cpu_s
+        .map_or(f64::NAN, |s| s * 1e6 / requests.max(1) as f64);
+    f.fixed_rate_records_per_request = report.records_sent as f64 / requests.max(1) as f64;
+
+    let consume_records = if quick { 20_000 } else { 500_000 };
+    let mut opts = perf::ConsumerOpts::new(
+        &broker.addr().to_string(),
+        "limits-consume",
+        consume_records,
+    );
+    opts.client = client;
+    opts.quiet = true;
+    opts.hide_header = true;
+    let sampler = CpuSampler::start(broker.cpu_source());
+    let report = perf::run_consumer(&opts)?;
+    let usage = sampler.stop();
+    f.consume_1kb_mib_s = report.mb_per_sec;
+    f.consume_1kb_client_cpu_s_per_gib =
+        usage.client_cpu_s_per_gib(report.bytes).unwrap_or(f64::NAN);
+    broker.stop();
+    Ok(f)
+}
+
+/// Measures everything.
+pub fn measure(args: &LimitsArgs) -> Result<Limits> {
+    let budget = Budget::of(args.quick);
+    let dir = args
+        .dir
+        .join(format!("bench-limits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let result = (|| -> Result<Limits> {
+        let mut l = Limits {
+            quick: args.quick,
+            dir: args.dir.display().to_string(),
+            ..Default::default()
+        };
+        eprintln!("limits: loopback TCP ...");
+        (
+            l.tcp_loopback_mib_s,
+            l.tcp_send_cpu_s_per_gib,
+            l.tcp_recv_cpu_s_per_gib,
+        ) = tcp_loopback(budget.bytes, budget.seconds)?;
+        eprintln!("limits: fdatasync ...");
+        let max_syncs = if args.quick { 200 } else { 5000 };
+        (
+            l.fdatasync_4k_p50_ms,
+            l.fdatasync_4k_p99_ms,
+            l.fdatasync_4k_p99_9_ms,
+            l.fdatasync_4k_per_s,
+        ) = fdatasync_latency(&dir, max_syncs, budget.seconds)?;
+        l.disk_write_mib_s = disk_bandwidth(&dir, if args.quick { 16 << 20 } else { 512 << 20 })?;
+        eprintln!("limits: AES-128-GCM ...");
+        (l.aes128gcm_cpu_s_per_gib, l.aes128gcm_mib_s) =
+            aes_gcm_cost(budget.bytes, budget.seconds)?;
+        eprintln!("limits: sendfile ...");
+        let file_bytes = if args.quick { 8 << 20 } else { 256 << 20 };
+        (l.sendfile_mib_s, l.sendfile_cpu_s_per_gib) =
+            sendfile_cost(&dir, file_bytes, budget.bytes, budget.seconds)?;
+        if !args.no_null_broker {
+            eprintln!("limits: null broker ({}) ...", args.client);
+            l.null = Some(
+                match null_figures(args.client, args.quick, args.fixed_rate) {
+                    Ok(f) => f,
+                    Err(error) if args.client == ClientKind::Native => {
+                        eprintln!("limits: native client failed ({error:#}); using librdkafka");
+                        null_figures(ClientKind::Librdkafka, args.quick, args.fixed_rate)?
+                    }
+                    Err(error) => return Err(error),
+                },
+            );
+        }
+        Ok(l)
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// One row of the limits table.
+pub struct Row {
+    pub key: &'static str,
+    pub label: String,
+    pub value: f64,
+    pub unit: &'static str,
+}
+
+/// The table's rows, in order.
+pub fn rows(l: &Limits) -> Vec<Row> {
+    let row = |key, label: &str, value, unit| Row {
+        key,
+        label: label.to_string(),
+        value,
+        unit,
+    };
+    let mut rows = vec![
+        row(
+            "tcp_loopback_mib_s",
+            "loopback TCP throughput (1 stream)",
+            l.tcp_loopback_mib_s,
+            "MiB/s",
+        ),
+        row(
+            "tcp_send_cpu_s_per_gib",
+            "loopback TCP sender CPU",
+            l.tcp_send_cpu_s_per_gib,
+            "s/GiB",
+        ),
+        row(
+            "tcp_recv_cpu_s_per_gib",
+            "loopback TCP receiver CPU",
+            l.tcp_recv_cpu_s_per_gib,
+            "s/GiB",
+        ),
+        row(
+            "fdatasync_4k_p50_ms",
+            "4 KiB write + fdatasync p50",
+            l.fdatasync_4k_p50_ms,
+            "ms",
+        ),
+        row(
+            "fdatasync_4k_p99_ms",
+            "4 KiB write + fdatasync p99",
+            l.fdatasync_4k_p99_ms,
+            "ms",
+        ),
+        row(
+            "fdatasync_4k_p99_9_ms",
+            "4 KiB write + fdatasync p99.9",
+            l.fdatasync_4k_p99_9_ms,
+            "ms",
+        ),
+        row(
+            "fdatasync_4k_per_s",
+            "4 KiB write + fdatasync rate",
+            l.fdatasync_4k_per_s,
+            "syncs/s",
+        ),
+        row(
+            "disk_write_mib_s",
+            "buffered writes + 1 fdatasync",
+            l.disk_write_mib_s,
+            "MiB/s",
+        ),
+        row(
+            "aes128gcm_cpu_s_per_gib",
+            "AES-128-GCM seal CPU",
+            l.aes128gcm_cpu_s_per_gib,
+            "s/GiB",
+        ),
+        row(
+            "aes128gcm_mib_s",
+            "AES-128-GCM seal throughput (1 core)",
+            l.aes128gcm_mib_s,
+            "MiB/s",
+        ),
+        row(
+            "sendfile_mib_s",
+            "sendfile page cache -> loopback",
+            l.sendfile_mib_s,
+            "MiB/s",
+        ),
+        row(
+            "sendfile_cpu_s_per_gib",
+            "sendfile sender CPU",
+            l.sendfile_cpu_s_per_gib,
+            "s/GiB",
+        ),
+    ];
+    if let Some(n) = &l.null {
+        let c = n.client.name();
+        rows.extend([
+            row(
+                "null_produce_100b_records_s",
+                &format!("null broker produce 100 B, max rate ({c})"),
+                n.produce_100b_records_s,
+                "records/s",
+            ),
+            row(
+                "null_produce_100b_mib_s",
+                &format!("null broker produce 100 B, max rate ({c})"),
+                n.produce_100b_mib_s,
+                "MiB/s",
+            ),
+            row(
+                "null_produce_100b_p50_ms",
+                "null broker produce 100 B, max rate, p50",
+                n.produce_100b_p50_ms,
+                "ms",
+            ),
+            row(
+                "null_produce_100b_p99_ms",
+                "null broker produce 100 B, max rate, p99",
+                n.produce_100b_p99_ms,
+                "ms",
+            ),
+            row(
+                "null_produce_100b_broker_cpu_us_per_record",
+                "null broker CPU per record (max rate)",
+                n.produce_100b_broker_cpu_us_per_record,
+                "µs/record",
+            ),
+            row(
+                "null_produce_100b_client_cpu_s_per_gib",
+                &format!("{c} producer CPU (max rate)"),
+                n.produce_100b_client_cpu_s_per_gib,
+                "s/GiB",
+            ),
+            row(
+                "null_produce_100b_records_per_request",
+                "records per Produce request (max rate)",
+                n.produce_100b_records_per_request,
+                "records",
+            ),
+            row(
+                "null_fixed_rate_p50_ms",
+                &format!(
+                    "null broker produce 100 B at {} records/s, p50",
+                    n.fixed_rate
+                ),
+                n.fixed_rate_p50_ms,
+                "ms",
+            ),
+            row(
+                "null_fixed_rate_p99_ms",
+                &format!(
+                    "null broker produce 100 B at {} records/s, p99",
+                    n.fixed_rate
+                ),
+                n.fixed_rate_p99_ms,
+                "ms",
+            ),
+            row(
+                "null_fixed_rate_p99_9_ms",
+                &format!(
+                    "null broker produce 100 B at {} records/s, p99.9",
+                    n.fixed_rate
+                ),
+                n.fixed_rate_p99_9_ms,
+                "ms",
+            ),
+            row(
+                "null_fixed_rate_broker_cpu_us_per_request",
+                "null broker CPU per Produce request (fixed rate)",
+                n.fixed_rate_broker_cpu_us_per_request,
+                "µs/request",
+            ),
+            row(
+                "null_fixed_rate_records_per_request",
+                "records per Produce request (fixed rate)",
+                n.fixed_rate_records_per_request,
+                "records",
+            ),
+            row(
+                "null_consume_1kb_mib_s",
+                &format!("null broker consume 1 KiB ({c})"),
+                n.consume_1kb_mib_s,
+                "MiB/s",
+            ),
+            row(
+                "null_consume_1kb_client_cpu_s_per_gib",
+                &format!("{c} consumer CPU"),
+                n.consume_1kb_client_cpu_s_per_gib,
+                "s/GiB",
+            ),
+        ]);
+    }
+    rows
+}
+
+/// The Markdown table: `| key | measure | value | unit |`.
+pub fn markdown_table(l: &Limits) -> String {
+    let mut out = String::from("| key | measure | value | unit |\n|---|---|---:|---|\n");
+    for r in rows(l) {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            r.key,
+            r.label,
+            crate::compare::fmt_num(Some(r.value)),
+            r.unit
+        ));
+    }
+    out
+}
+
+/// `bench limits`.
+pub fn run(args: &LimitsArgs) -> Result<Limits> {
+    let limits = measure(args)?;
+    if args.quick {
+        println!("(--quick: tiny budgets, rough figures)\n");
+    }
+    println!("{}", markdown_table(&limits));
+    if let Some(path) = &args.json {
+        perf::output::write_json(path, &limits)?;
+    }
+    Ok(limits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micro_measurements_run() {
+        let (mib, send, recv) = tcp_loopback(8 << 20, 0.2).unwrap();
+        assert!(mib > 0.0 && send >= 0.0 && recv >= 0.0);
+        let dir = std::env::temp_dir();
+        let (p50, p99, p999, rate) = fdatasync_latency(&dir, 20, 0.2).unwrap();
+        assert!(p50 > 0.0 && p99 >= p50 && p999 >= p99 && rate > 0.0);
+        assert!(disk_bandwidth(&dir, 2 << 20).unwrap() > 0.0);
+        let (cpu, mib) = aes_gcm_cost(4 << 20, 0.2).unwrap();
+        assert!(cpu > 0.0 && mib > 0.0);
+        let (mib, cpu) = sendfile_cost(&dir, 2 << 20, 8 << 20, 0.2).unwrap();
+        assert!(mib > 0.0 && cpu >= 0.0);
+    }
+}

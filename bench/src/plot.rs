@@ -1,0 +1,251 @@
+//! PNG figures for `bench compare` (plotters, bitmap backend, no fontconfig).
+//!
+//! Left panel: latency by percentile on an HdrHistogram-style axis (x = log10(1/(1-p)), so
+//! 90%, 99%, 99.9%, 99.99% are evenly spaced; y logarithmic in ms). Right panel: throughput
+//! over time (records/s per second of the run). Text is drawn with DejaVu Sans, embedded
+//! from `bench/assets/` (Bitstream Vera licence, see `DejaVuSans-LICENSE.txt` there).
+
+use std::path::Path;
+use std::sync::Once;
+
+use anyhow::{anyhow, Result};
+use plotters::prelude::*;
+
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+static REGISTER: Once = Once::new();
+
+fn register_font() {
+    REGISTER.call_once(|| {
+        // Registration fails only on a malformed font file, which the embedded one is not.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+}
+
+/// One broker's (or run's) data for a figure.
+#[derive(Debug, Clone, Default)]
+pub struct Series {
+    pub name: String,
+    /// (percentile in 0..100, latency in ms), ascending percentiles.
+    pub percentiles: Vec<(f64, f64)>,
+    /// (seconds since start, records/s).
+    pub throughput: Vec<(f64, f64)>,
+}
+
+/// The highest percentile the x axis shows (the max is drawn there).
+pub const TOP_PERCENTILE: f64 = 99.999;
+
+/// x position of a percentile: log10(1 / (1 - p/100)), capped at [`TOP_PERCENTILE`].
+pub fn percentile_x(p: f64) -> f64 {
+    let p = p.clamp(0.0, TOP_PERCENTILE);
+    (1.0 / (1.0 - p / 100.0)).log10()
+}
+
+fn percentile_label(x: f64) -> String {
+    let p = 100.0 - 100.0 / 10f64.powf(x);
+    if (x - x.round()).abs() > 1e-6 {
+        return String::new();
+    }
+    let s = format!("{p:.5}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}%")
+}
+
+const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+/// Draws the two-panel figure to `path` (PNG, 1400x560).
+pub fn draw(path: &Path, title: &str, series: &[Series]) -> Result<()> {
+    register_font();
+    let root = BitMapBackend::new(path, (1400, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let root = root.titled(title, ("sans-serif", 22)).map_err(err)?;
+    let (left, right) = root.split_horizontally(700);
+    draw_percentiles(&left, series)?;
+    draw_throughput(&right, series)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("plot: {e:?}")
+}
+
+fn draw_percentiles(
+    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    series: &[Series],
+) -> Result<()> {
+    let values = series
+        .iter()
+        .flat_map(|s| s.percentiles.iter().map(|&(_, v)| v))
+        .filter(|v| *v > 0.0);
+    let (lo, hi) = values.fold((f64::MAX, 0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = if hi <= 0.0 {
+        (0.01, 1.0)
+    } else {
+        (lo / 1.5, hi * 1.5)
+    };
+    let x_max = percentile_x(TOP_PERCENTILE);
+    let mut chart = ChartBuilder::on(area)
+        .caption("latency by percentile", ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..x_max, (lo..hi).log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_labels(6)
+        .x_label_formatter(&|x| percentile_label(*x))
+        .y_label_formatter(&|y| format_ms(*y))
+        .x_desc("percentile")
+        .y_desc("latency (ms)")
+        .draw()
+        .map_err(err)?;
+    for (i, s) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let points: Vec<(f64, f64)> = s
+            .percentiles
+            .iter()
+            .filter(|(_, v)| *v > 0.0)
+            .map(|&(p, v)| (percentile_x(p), v))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+            .map_err(err)?
+            .label(s.name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(
+                points
+                    .into_iter()
+                    .map(|p| Circle::new(p, 3, color.filled())),
+            )
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    Ok(())
+}
+
+fn draw_throughput(
+    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    series: &[Series],
+) -> Result<()> {
+    let t_max = series
+        .iter()
+        .flat_map(|s| s.throughput.iter().map(|&(t, _)| t))
+        .fold(1f64, f64::max);
+    let y_max = series
+        .iter()
+        .flat_map(|s| s.throughput.iter().map(|&(_, v)| v))
+        .fold(1f64, f64::max)
+        * 1.15;
+    let mut chart = ChartBuilder::on(area)
+        .caption("throughput over time", ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..t_max, 0f64..y_max)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds")
+        .y_desc("records/s")
+        .y_label_formatter(&|y| format_si(*y))
+        .draw()
+        .map_err(err)?;
+    for (i, s) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(s.throughput.clone(), color.stroke_width(2)))
+            .map_err(err)?
+            .label(s.name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    Ok(())
+}
+
+fn format_ms(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}")
+    } else if v >= 0.1 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// 1234567 -> "1.23M".
+pub fn format_si(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.2}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_axis() {
+        assert!((percentile_x(90.0) - 1.0).abs() < 1e-9);
+        assert!((percentile_x(99.9) - 3.0).abs() < 1e-9);
+        assert_eq!(percentile_label(0.0), "0%");
+        assert_eq!(percentile_label(2.0), "99%");
+        assert_eq!(percentile_label(4.0), "99.99%");
+        assert_eq!(percentile_label(1.5), "");
+    }
+
+    #[test]
+    fn draws_a_png() {
+        let dir = std::env::temp_dir().join(format!("plot-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("x.png");
+        let s = |name: &str, k: f64| Series {
+            name: name.into(),
+            percentiles: vec![
+                (50.0, 0.2 * k),
+                (99.0, 0.9 * k),
+                (99.9, 2.0 * k),
+                (99.99, 5.0 * k),
+                (100.0, 9.0 * k),
+            ],
+            throughput: (0..10)
+                .map(|t| (t as f64, 1e5 * k + t as f64 * 1e3))
+                .collect(),
+        };
+        draw(&path, "test", &[s("a", 1.0), s("b", 2.0)]).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,400 @@
+//! The native client against the real broker binary: produce with keys to a
+//! 3-partition topic (acks=all / 1 / 0, every compression codec), check that the delivery
+//! reports are unique, dense per partition and keyed like the Java client, then consume
+//! everything back with the native consumer and check counts, offsets and values.
+//!
+//! The broker is `BROKER_BIN`, else `target/{release,debug}/broker`, else built with
+//! `cargo build -p broker`.
+
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bench::engine::{ConsumedRecord, DeliveryInfo, Props, SendError};
+use bench::native::batch::partition_for_key;
+use bench::native::MetaClient;
+
+const PARTITIONS: i32 = 3;
+
+struct Broker {
+    child: Child,
+    bootstrap: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("bench has a parent")
+        .to_path_buf()
+}
+
+fn broker_bin() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Ok(bin) = std::env::var("BROKER_BIN") {
+            return PathBuf::from(bin);
+        }
+        let root = workspace_root();
+        let mut targets: Vec<PathBuf> = std::env::var("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .into_iter()
+            .collect();
+        targets.push(root.join("target"));
+        for target in &targets {
+            for profile in ["release", "debug"] {
+                let bin = target.join(profile).join("broker");
+                if bin.exists() {
+                    return bin;
+                }
+            }
+        }
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "-p", "broker"])
+            .current_dir(&root)
+            .status()
+            .expect("running cargo build -p broker");
+        assert!(status.success(), "cargo build -p broker failed");
+        targets[0].join("debug").join("broker")
+    })
+    .clone()
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_broker() -> Broker {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let child = Command::new(broker_bin())
+        .arg("start")
+        .args([
+            "--override",
+            &format!("listeners=PLAINTEXT://127.0.0.1:{port}"),
+        ])
+        .args(["--override", &format!("log.dirs={}", dir.path().display())])
+        .args(["--override", "num.shards=2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting the broker");
+    let broker = Broker {
+        child,
+        bootstrap: format!("127.0.0.1:{port}"),
+        _dir: dir,
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut meta = MetaClient::new(&broker.bootstrap, "native-test", Duration::from_secs(5));
+        if meta.metadata(&[], false).is_ok() {
+            return broker;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "broker did not come up on {}",
+            broker.bootstrap
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn create_topic(broker: &Broker, topic: &str) {
+    MetaClient::new(&broker.bootstrap, "native-test", Duration::from_secs(30))
+        .create_topic(topic, PARTITIONS, 1, &[])
+        .unwrap_or_else(|e| panic!("creating {topic}: {e}"));
+}
+
+fn props(kv: &[(&str, &str)]) -> Props {
+    kv.iter()
+        .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+        .collect()
+}
+
+fn key_of(i: usize) -> Vec<u8> {
+    format!("key-{i}").into_bytes()
+}
+
+fn value_of(i: usize) -> Vec<u8> {
+    let mut v = format!("value-{i:010}-").into_bytes();
+    v.resize(100, b'x');
+    v
+}
+
+type Reports = Arc<Mutex<Vec<(usize, Result<DeliveryInfo, String>)>>>;
+
+/// Produces `n` keyed records; returns the delivery reports by record index.
+fn produce(bootstrap: &str, topic: &str, n: usize, p: &Props) -> Vec<Result<DeliveryInfo, String>> {
+    let mut producer = bench::engine::native::producer(bootstrap, p).expect("producer");
+    let reports: Reports = Arc::new(Mutex::new(Vec::with_capacity(n)));
+    let started = Instant::now();
+    for i in 0..n {
+        let key = key_of(i);
+        let value = value_of(i);
+        loop {
+            let sink = reports.clone();
+            let cb =
+                Box::new(move |r: Result<DeliveryInfo, String>| sink.lock().unwrap().push((i, r)));
+            match producer.send(
+                topic,
+                None,
+                Some(&key),
+                &value,
+                1_700_000_000_000 + i as i64,
+                cb,
+            ) {
+                Ok(()) => break,
+                Err(SendError::QueueFull) => producer.poll(Duration::from_millis(10)),
+                Err(SendError::Other(e)) => panic!("send {i}: {e}"),
+            }
+        }
+        if i % 1000 == 0 {
+            producer.poll(Duration::ZERO);
+        }
+    }
+    producer.flush(Duration::from_secs(60)).expect("flush");
+    let elapsed = started.elapsed();
+    eprintln!(
+        "{topic}: produced {n} records in {:?} ({:.0} rec/s)",
+        elapsed,
+        n as f64 / elapsed.as_secs_f64()
+    );
+    let mut got = std::mem::take(&mut *reports.lock().unwrap());
+    assert_eq!(got.len(), n, "every callback ran exactly once");
+    got.sort_by_key(|(i, _)| *i);
+    got.into_iter()
+        .enumerate()
+        .map(|(k, (i, r))| {
+            assert_eq!(k, i, "one callback per record");
+            r
+        })
+        .collect()
+}
+
+/// Checks the reports: no error, keyed partitioning, offsets unique and dense from 0.
+fn check_reports(reports: &[Result<DeliveryInfo, String>]) -> HashMap<(i32, i64), usize> {
+    let mut by_offset = HashMap::new();
+    let mut per_partition: HashMap<i32, Vec<i64>> = HashMap::new();
+    for (i, r) in reports.iter().enumerate() {
+        let info = r
+            .as_ref()
+            .unwrap_or_else(|e| panic!("record {i} failed: {e}"));
+        assert_eq!(
+            info.partition,
+            partition_for_key(&key_of(i), PARTITIONS as usize),
+            "record {i}"
+        );
+        assert!(
+            by_offset.insert((info.partition, info.offset), i).is_none(),
+            "duplicate {info:?}"
+        );
+        per_partition
+            .entry(info.partition)
+            .or_default()
+            .push(info.offset);
+    }
+    for (p, mut offsets) in per_partition {
+        offsets.sort_unstable();
+        let dense: Vec<i64> = (0..offsets.len() as i64).collect();
+        assert_eq!(offsets, dense, "partition {p} offsets are dense from 0");
+    }
+    by_offset
+}
+
+/// Consumes until `n` records came back; checks offsets are unique and dense and each
+/// value prefix is the one produced there (when `expected` is given).
+fn consume_and_check(
+    bootstrap: &str,
+    topic: &str,
+    n: usize,
+    expected: Option<&HashMap<(i32, i64), usize>>,
+) {
+    let mut consumer = bench::engine::native::consumer(bootstrap, &props(&[])).expect("consumer");
+    let mut partitions = consumer.assign_all(topic).expect("assign_all");
+    partitions.sort_unstable();
+    assert_eq!(partitions, vec![0, 1, 2]);
+    let mut out: Vec<ConsumedRecord> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while out.len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {n} records consumed",
+            out.len()
+        );
+        consumer
+            .poll_into(&mut out, Duration::from_millis(200))
+            .expect("poll_into");
+    }
+    // Nothing more than what was produced arrives.
+    consumer
+        .poll_into(&mut out, Duration::from_millis(300))
+        .expect("poll_into");
+    assert_eq!(out.len(), n);
+    let mut next: HashMap<i32, i64> = HashMap::new();
+    let mut seen_values = vec![false; n];
+    for rec in &out {
+        let want = next.entry(rec.partition).or_insert(0);
+        assert_eq!(
+            rec.offset, *want,
+            "partition {} in order and dense",
+            rec.partition
+        );
+        *want += 1;
+        assert_eq!(rec.value_len, 100);
+        let prefix = std::str::from_utf8(&rec.value_prefix).unwrap();
+        let i: usize = prefix["value-".len()..].parse().unwrap();
+        assert!(!seen_values[i], "record {i} consumed twice");
+        seen_values[i] = true;
+        assert_eq!(rec.key_len, key_of(i).len());
+        assert_eq!(rec.value_prefix[..], value_of(i)[..16]);
+        assert_eq!(rec.timestamp_ms, 1_700_000_000_000 + i as i64);
+        assert_eq!(
+            rec.partition,
+            partition_for_key(&key_of(i), PARTITIONS as usize)
+        );
+        if let Some(expected) = expected {
+            assert_eq!(
+                expected.get(&(rec.partition, rec.offset)),
+                Some(&i),
+                "{}@{}",
+                rec.partition,
+                rec.offset
+            );
+        }
+    }
+    assert_eq!(next.values().sum::<i64>(), n as i64);
+}
+
+#[test]
+fn acks_all_round_trip_50k_keyed_records() {
+    let broker = start_broker();
+    create_topic(&broker, "native-all");
+    let reports = produce(
+        &broker.bootstrap,
+        "native-all",
+        50_000,
+        &props(&[("acks", "all")]),
+    );
+    let by_offset = check_reports(&reports);
+    consume_and_check(&broker.bootstrap, "native-all", 50_000, Some(&by_offset));
+}
+
+#[test]
+fn compressed_round_trips() {
+    let broker = start_broker();
+    for codec in ["gzip", "lz4", "zstd", "snappy"] {
+        let topic = format!("native-{codec}");
+        create_topic(&broker, &topic);
+        let p = props(&[
+            ("acks", "all"),
+            ("compression.type", codec),
+            ("linger.ms", "10"),
+        ]);
+        let reports = produce(&broker.bootstrap, &topic, 50_000, &p);
+        let by_offset = check_reports(&reports);
+        consume_and_check(&broker.bootstrap, &topic, 50_000, Some(&by_offset));
+    }
+}
+
+#[test]
+fn acks_one_and_zero() {
+    let broker = start_broker();
+    create_topic(&broker, "native-acks1");
+    let reports = produce(
+        &broker.bootstrap,
+        "native-acks1",
+        20_000,
+        &props(&[("acks", "1"), ("batch.size", "65536")]),
+    );
+    let by_offset = check_reports(&reports);
+    consume_and_check(&broker.bootstrap, "native-acks1", 20_000, Some(&by_offset));
+
+    create_topic(&broker, "native-acks0");
+    let reports = produce(
+        &broker.bootstrap,
+        "native-acks0",
+        20_000,
+        &props(&[("acks", "0")]),
+    );
+    for (i, r) in reports.iter().enumerate() {
+        let info = r
+            .as_ref()
+            .unwrap_or_else(|e| panic!("record {i} failed: {e}"));
+        assert_eq!(info.offset, -1, "acks=0 reports no offset");
+        assert_eq!(
+            info.partition,
+            partition_for_key(&key_of(i), PARTITIONS as usize)
+        );
+    }
+    consume_and_check(&broker.bootstrap, "native-acks0", 20_000, None);
+}
+
+#[test]
+fn unkeyed_records_spread_per_batch_and_explicit_partitions_are_honoured() {
+    let broker = start_broker();
+    create_topic(&broker, "native-unkeyed");
+    let mut producer = bench::engine::native::producer(
+        &broker.bootstrap,
+        &props(&[("batch.size", "2048"), ("linger.ms", "0")]),
+    )
+    .unwrap();
+    let reports: Reports = Arc::new(Mutex::new(Vec::new()));
+    for i in 0..3000usize {
+        let sink = reports.clone();
+        let partition = (i >= 2000).then_some(1);
+        producer
+            .send(
+                "native-unkeyed",
+                partition,
+                None,
+                &[b'u'; 50],
+                -1,
+                Box::new(move |r| sink.lock().unwrap().push((i, r))),
+            )
+            .map_err(|e| e.to_string())
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+    let got = reports.lock().unwrap();
+    assert_eq!(got.len(), 3000);
+    let mut counts = [0usize; 3];
+    for (i, r) in got.iter() {
+        let info = r.as_ref().unwrap();
+        if *i >= 2000 {
+            assert_eq!(info.partition, 1);
+        } else {
+            counts[info.partition as usize] += 1;
+        }
+    }
+    assert!(
+        counts.iter().all(|&c| c > 0),
+        "round robin per batch reached every partition: {counts:?}"
+    );
+}
+
+#[test]
+fn unknown_partition_and_unreachable_broker_are_errors() {
+    let broker = start_broker();
+    create_topic(&broker, "native-errors");
+    let mut producer = bench::engine::native::producer(&broker.bootstrap, &props(&[])).unwrap();
+    let err = producer.send("native-errors", Some(7), None, b"x", -1, Box::new(|_| {}));
+    assert!(matches!(err, Err(SendError::Other(_))));
+    drop(broker);
+    let port = free_port();
+    assert!(bench::engine::native::producer(&format!("127.0.0.1:{port}"), &props(&[])).is_err());
+    assert!(bench::engine::native::consumer(&format!("127.0.0.1:{port}"), &props(&[])).is_err());
+}
