@@ -77,6 +77,26 @@ def test_api_versions_unsupported_version(b):
         assert kproto.parse_api_versions_v0(r)[0] == 0
 
 
+def test_produce_version_not_served(b):
+    """Produce v2 (message format v1 era) is a version Kafka defines but we do not serve:
+    every partition gets UNSUPPORTED_VERSION, nothing is stored, the connection stays usable."""
+    topic = one_partition_topic(b.bootstrap)
+    batch = kproto.record_batch([(b"k", b"v")])
+    body = (
+        kproto.i16(-1)
+        + kproto.i32(10000)
+        + kproto.array([kproto.string(topic) + kproto.array([kproto.i32(0) + kproto.i32(len(batch)) + batch])])
+    )
+    request = kproto.frame(kproto.request_header_v1(kproto.PRODUCE, 2, 51) + body)
+    with kproto.connect(b.bootstrap) as s:
+        r = kproto.roundtrip(s, request, 51)
+        results = kproto.parse_produce_v3(r)  # v2's response has v3's shape
+        assert results == {(topic, 0): (kproto.UNSUPPORTED_VERSION, -1, -1)}, results
+        r = kproto.roundtrip(s, kproto.api_versions(52, version=0), 52)
+        assert kproto.parse_api_versions_v0(r)[0] == 0
+    assert fetch_hw(b.bootstrap, topic) == 0
+
+
 # ---------------------------------------------------------------------------------------------
 # Produce errors (raw Produce v3 with a hand-built RecordBatch v2)
 def test_produce_invalid_required_acks(b):

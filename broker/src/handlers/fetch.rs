@@ -55,6 +55,31 @@ async fn read_all(shard: &Rc<Shard>, wanted: &[Wanted]) -> Vec<FetchResult> {
     futures::future::join_all(reads).await
 }
 
+/// Fetch at a version we do not serve (v0-3, message formats 0 and 1): every partition gets
+/// UNSUPPORTED_VERSION.
+pub fn unsupported_version(request: FetchRequest, ctx: &RequestContext) -> Option<BytesMut> {
+    let responses = request
+        .topics
+        .iter()
+        .map(|topic| FetchableTopicResponse {
+            topic: topic.topic.clone(),
+            partitions: topic
+                .partitions
+                .iter()
+                .map(|partition| PartitionData {
+                    partition_index: partition.partition,
+                    error_code: ErrorCode::UnsupportedVersion.code(),
+                    high_watermark: -1,
+                    records: Some(Default::default()),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    encode_response(ctx, ctx.api_version, &FetchResponse { responses, ..Default::default() })
+}
+
 pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext) -> Option<BytesMut> {
     let image = shard.image();
     let shard_count = shard.shard_count();

@@ -19,6 +19,29 @@ fn failed(code: ErrorCode) -> OffsetResult {
     OffsetResult { error_code: code.code(), timestamp: -1, offset: -1 }
 }
 
+/// ListOffsets v0 (the pre-KIP-79 offsets list), which we do not serve: every partition gets
+/// UNSUPPORTED_VERSION.
+pub fn unsupported_version(request: ListOffsetsRequest, ctx: &RequestContext) -> Option<BytesMut> {
+    let topics = request
+        .topics
+        .iter()
+        .map(|topic| ListOffsetsTopicResponse {
+            name: topic.name.clone(),
+            partitions: topic
+                .partitions
+                .iter()
+                .map(|partition| ListOffsetsPartitionResponse {
+                    partition_index: partition.partition_index,
+                    error_code: ErrorCode::UnsupportedVersion.code(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    encode_response(ctx, ctx.api_version, &ListOffsetsResponse { topics, ..Default::default() })
+}
+
 pub async fn handle(shard: Rc<Shard>, request: ListOffsetsRequest, ctx: RequestContext) -> Option<BytesMut> {
     let image = shard.image();
     let shard_count = shard.shard_count();

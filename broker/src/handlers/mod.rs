@@ -66,7 +66,21 @@ pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Task<Option<Bytes
             let response = api_versions::unsupported_version_response();
             return Ok(ready(encode_response(&ctx, 0, &response)));
         }
-        return Err(format!("unsupported version {api_version} of API key {api_key}"));
+        // A version Kafka defines but we do not serve (old message formats): every partition
+        // gets UNSUPPORTED_VERSION. Versions nobody defines cannot be parsed: close.
+        let known = api::supported_range(api_key).is_some_and(|(low, high)| (low..=high).contains(&api_version));
+        if !known {
+            return Err(format!("unknown version {api_version} of API key {api_key}"));
+        }
+        let header_version = api::request_header_version(api_key, api_version);
+        RequestHeader::decode(&mut frame, header_version).map_err(|error| format!("bad request header: {error}"))?;
+        let response = match ApiKey::from_i16(api_key) {
+            Some(ApiKey::Produce) => produce::unsupported_version(decode(&ctx, frame)?, &ctx),
+            Some(ApiKey::Fetch) => fetch::unsupported_version(decode(&ctx, frame)?, &ctx),
+            Some(ApiKey::ListOffsets) => list_offsets::unsupported_version(decode(&ctx, frame)?, &ctx),
+            _ => return Err(format!("unsupported version {api_version} of API key {api_key}")),
+        };
+        return Ok(ready(response));
     }
     let header_version = api::request_header_version(api_key, api_version);
     let _header = RequestHeader::decode(&mut frame, header_version)

@@ -19,6 +19,33 @@ fn failed(code: ErrorCode) -> ProduceResult {
     ProduceResult { error_code: code.code(), base_offset: -1, log_append_time_ms: -1, log_start_offset: -1 }
 }
 
+/// Produce at a version we do not serve (v0-2, message formats 0 and 1): every partition
+/// gets UNSUPPORTED_VERSION (nothing for acks=0).
+pub fn unsupported_version(request: ProduceRequest, ctx: &RequestContext) -> Option<BytesMut> {
+    if request.acks == 0 {
+        return None;
+    }
+    let responses = request
+        .topic_data
+        .iter()
+        .map(|topic| TopicProduceResponse {
+            name: topic.name.clone(),
+            partition_responses: topic
+                .partition_data
+                .iter()
+                .map(|partition| PartitionProduceResponse {
+                    index: partition.index,
+                    error_code: ErrorCode::UnsupportedVersion.code(),
+                    base_offset: -1,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    encode_response(ctx, ctx.api_version, &ProduceResponse { responses, ..Default::default() })
+}
+
 pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestContext) -> Option<BytesMut> {
     let acks = request.acks;
     let valid_acks = matches!(acks, -1..=1);
