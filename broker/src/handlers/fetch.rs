@@ -58,26 +58,42 @@ async fn read_all(shard: &Rc<Shard>, wanted: &[Wanted]) -> Vec<FetchResult> {
 /// Fetch at a version we do not serve (v0-3, message formats 0 and 1): every partition gets
 /// UNSUPPORTED_VERSION.
 pub fn unsupported_version(request: FetchRequest, ctx: &RequestContext) -> Option<BytesMut> {
+    let response = build_response(&request, ctx, std::iter::repeat_with(|| failed(ErrorCode::UnsupportedVersion)));
+    encode_response(ctx, ctx.api_version, &response)
+}
+
+/// The response to `request`, taking one result per partition in request order.
+fn build_response(request: &FetchRequest, ctx: &RequestContext, mut results: impl Iterator<Item = FetchResult>) -> FetchResponse {
+    let by_id = ctx.api_version >= 13;
+    let read_committed = request.isolation_level == 1;
     let responses = request
         .topics
         .iter()
         .map(|topic| FetchableTopicResponse {
             topic: topic.topic.clone(),
+            topic_id: if by_id { topic.topic_id } else { Uuid::ZERO },
             partitions: topic
                 .partitions
                 .iter()
-                .map(|partition| PartitionData {
-                    partition_index: partition.partition,
-                    error_code: ErrorCode::UnsupportedVersion.code(),
-                    high_watermark: -1,
-                    records: Some(Default::default()),
-                    ..Default::default()
+                .map(|partition| {
+                    let result = results.next().expect("one result per partition");
+                    PartitionData {
+                        partition_index: partition.partition,
+                        error_code: result.error_code,
+                        high_watermark: result.high_watermark,
+                        last_stable_offset: result.high_watermark,
+                        log_start_offset: result.log_start_offset,
+                        aborted_transactions: read_committed.then(Vec::new),
+                        preferred_read_replica: -1,
+                        records: Some(result.records),
+                        ..Default::default()
+                    }
                 })
                 .collect(),
             ..Default::default()
         })
         .collect();
-    encode_response(ctx, ctx.api_version, &FetchResponse { responses, ..Default::default() })
+    FetchResponse { throttle_time_ms: 0, error_code: 0, session_id: 0, responses, ..Default::default() }
 }
 
 pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext) -> Option<BytesMut> {
@@ -128,35 +144,5 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
             results = read_all(&shard, &wanted).await;
         }
     }
-    let mut results = results.into_iter();
-    let read_committed = request.isolation_level == 1;
-    let responses = request
-        .topics
-        .iter()
-        .map(|topic| FetchableTopicResponse {
-            topic: topic.topic.clone(),
-            topic_id: if by_id { topic.topic_id } else { Uuid::ZERO },
-            partitions: topic
-                .partitions
-                .iter()
-                .map(|partition| {
-                    let result = results.next().expect("one result per partition");
-                    PartitionData {
-                        partition_index: partition.partition,
-                        error_code: result.error_code,
-                        high_watermark: result.high_watermark,
-                        last_stable_offset: result.high_watermark,
-                        log_start_offset: result.log_start_offset,
-                        aborted_transactions: read_committed.then(Vec::new),
-                        preferred_read_replica: -1,
-                        records: Some(result.records),
-                        ..Default::default()
-                    }
-                })
-                .collect(),
-            ..Default::default()
-        })
-        .collect();
-    let response = FetchResponse { throttle_time_ms: 0, error_code: 0, session_id: 0, responses, ..Default::default() };
-    encode_response(&ctx, ctx.api_version, &response)
+    encode_response(&ctx, ctx.api_version, &build_response(&request, &ctx, results.into_iter()))
 }

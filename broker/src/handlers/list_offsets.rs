@@ -22,6 +22,16 @@ fn failed(code: ErrorCode) -> OffsetResult {
 /// ListOffsets v0 (the pre-KIP-79 offsets list), which we do not serve: every partition gets
 /// UNSUPPORTED_VERSION.
 pub fn unsupported_version(request: ListOffsetsRequest, ctx: &RequestContext) -> Option<BytesMut> {
+    let response = build_response(&request, ctx, std::iter::repeat(failed(ErrorCode::UnsupportedVersion)));
+    encode_response(ctx, ctx.api_version, &response)
+}
+
+/// The response to `request`, taking one result per partition in request order.
+fn build_response(
+    request: &ListOffsetsRequest,
+    ctx: &RequestContext,
+    mut results: impl Iterator<Item = OffsetResult>,
+) -> ListOffsetsResponse {
     let topics = request
         .topics
         .iter()
@@ -30,16 +40,23 @@ pub fn unsupported_version(request: ListOffsetsRequest, ctx: &RequestContext) ->
             partitions: topic
                 .partitions
                 .iter()
-                .map(|partition| ListOffsetsPartitionResponse {
-                    partition_index: partition.partition_index,
-                    error_code: ErrorCode::UnsupportedVersion.code(),
-                    ..Default::default()
+                .map(|partition| {
+                    let result = results.next().expect("one result per partition");
+                    ListOffsetsPartitionResponse {
+                        partition_index: partition.partition_index,
+                        error_code: result.error_code,
+                        timestamp: result.timestamp,
+                        offset: result.offset,
+                        // v4+ only (not ignorable in older versions).
+                        leader_epoch: if result.error_code == 0 && ctx.api_version >= 4 { 0 } else { -1 },
+                        ..Default::default()
+                    }
                 })
                 .collect(),
             ..Default::default()
         })
         .collect();
-    encode_response(ctx, ctx.api_version, &ListOffsetsResponse { topics, ..Default::default() })
+    ListOffsetsResponse { throttle_time_ms: 0, topics, ..Default::default() }
 }
 
 pub async fn handle(shard: Rc<Shard>, request: ListOffsetsRequest, ctx: RequestContext) -> Option<BytesMut> {
@@ -67,31 +84,6 @@ pub async fn handle(shard: Rc<Shard>, request: ListOffsetsRequest, ctx: RequestC
             });
         }
     }
-    let mut results = futures::future::join_all(lookups).await.into_iter();
-    let topics = request
-        .topics
-        .iter()
-        .map(|topic| ListOffsetsTopicResponse {
-            name: topic.name.clone(),
-            partitions: topic
-                .partitions
-                .iter()
-                .map(|partition| {
-                    let result = results.next().expect("one result per partition");
-                    ListOffsetsPartitionResponse {
-                        partition_index: partition.partition_index,
-                        error_code: result.error_code,
-                        timestamp: result.timestamp,
-                        offset: result.offset,
-                        // v4+ only (not ignorable in older versions).
-                        leader_epoch: if result.error_code == 0 && ctx.api_version >= 4 { 0 } else { -1 },
-                        ..Default::default()
-                    }
-                })
-                .collect(),
-            ..Default::default()
-        })
-        .collect();
-    let response = ListOffsetsResponse { throttle_time_ms: 0, topics, ..Default::default() };
-    encode_response(&ctx, ctx.api_version, &response)
+    let results = futures::future::join_all(lookups).await;
+    encode_response(&ctx, ctx.api_version, &build_response(&request, &ctx, results.into_iter()))
 }

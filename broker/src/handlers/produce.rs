@@ -25,6 +25,12 @@ pub fn unsupported_version(request: ProduceRequest, ctx: &RequestContext) -> Opt
     if request.acks == 0 {
         return None;
     }
+    let response = build_response(&request, std::iter::repeat(failed(ErrorCode::UnsupportedVersion)));
+    encode_response(ctx, ctx.api_version, &response)
+}
+
+/// The response to `request`, taking one result per partition in request order.
+fn build_response(request: &ProduceRequest, mut results: impl Iterator<Item = ProduceResult>) -> ProduceResponse {
     let responses = request
         .topic_data
         .iter()
@@ -33,17 +39,22 @@ pub fn unsupported_version(request: ProduceRequest, ctx: &RequestContext) -> Opt
             partition_responses: topic
                 .partition_data
                 .iter()
-                .map(|partition| PartitionProduceResponse {
-                    index: partition.index,
-                    error_code: ErrorCode::UnsupportedVersion.code(),
-                    base_offset: -1,
-                    ..Default::default()
+                .map(|partition| {
+                    let result = results.next().expect("one result per partition");
+                    PartitionProduceResponse {
+                        index: partition.index,
+                        error_code: result.error_code,
+                        base_offset: result.base_offset,
+                        log_append_time_ms: result.log_append_time_ms,
+                        log_start_offset: result.log_start_offset,
+                        ..Default::default()
+                    }
                 })
                 .collect(),
             ..Default::default()
         })
         .collect();
-    encode_response(ctx, ctx.api_version, &ProduceResponse { responses, ..Default::default() })
+    ProduceResponse { responses, throttle_time_ms: 0, ..Default::default() }
 }
 
 pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestContext) -> Option<BytesMut> {
@@ -84,33 +95,9 @@ pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestConte
             results.push(result);
         }
     }
-    let mut results = futures::future::join_all(results).await.into_iter();
+    let results = futures::future::join_all(results).await;
     if acks == 0 {
         return None;
     }
-    let responses = request
-        .topic_data
-        .iter()
-        .map(|topic| TopicProduceResponse {
-            name: topic.name.clone(),
-            partition_responses: topic
-                .partition_data
-                .iter()
-                .map(|partition| {
-                    let result = results.next().expect("one result per partition");
-                    PartitionProduceResponse {
-                        index: partition.index,
-                        error_code: result.error_code,
-                        base_offset: result.base_offset,
-                        log_append_time_ms: result.log_append_time_ms,
-                        log_start_offset: result.log_start_offset,
-                        ..Default::default()
-                    }
-                })
-                .collect(),
-            ..Default::default()
-        })
-        .collect();
-    let response = ProduceResponse { responses, throttle_time_ms: 0, ..Default::default() };
-    encode_response(&ctx, ctx.api_version, &response)
+    encode_response(&ctx, ctx.api_version, &build_response(&request, results.into_iter()))
 }
