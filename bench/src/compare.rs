@@ -252,6 +252,22 @@ impl Metrics {
         self
     }
 
+    /// The throughput series without a last, partial second (which would read as a drop),
+    /// unless that is all there is.
+    pub fn full_seconds(&self) -> Vec<(f64, f64)> {
+        let full: Vec<(f64, f64)> = self
+            .series
+            .iter()
+            .copied()
+            .filter(|&(t, _)| t + 0.5 <= self.elapsed_s + 0.05)
+            .collect();
+        if full.is_empty() {
+            self.series.clone()
+        } else {
+            full
+        }
+    }
+
     /// Percentile points for a figure: (percentile, ms).
     pub fn percentile_points(&self) -> Vec<(f64, f64)> {
         match &self.latency_ms {
@@ -738,8 +754,11 @@ pub fn fmt_num(v: Option<f64>) -> String {
 }
 
 pub fn fmt_ratio(v: Option<f64>) -> String {
-    v.filter(|v| v.is_finite())
-        .map_or_else(|| "n/a".into(), |v| format!("{v:.2}"))
+    match v.filter(|v| v.is_finite()) {
+        None => "n/a".into(),
+        Some(v) if v.abs() < 0.1 && v != 0.0 => format!("{v:.3}"),
+        Some(v) => format!("{v:.2}"),
+    }
 }
 
 /// The Markdown table of a summary.
@@ -901,7 +920,7 @@ pub fn run(args: &CompareArgs) -> Result<CompareReport> {
                     plot::Series {
                         name: name.clone(),
                         percentiles: m.percentile_points(),
-                        throughput: m.series.clone(),
+                        throughput: m.full_seconds(),
                     }
                 })
                 .collect::<Vec<_>>();
@@ -1009,5 +1028,618 @@ mod tests {
             }
         }
         assert!(n >= 4);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// `bench results`: RESULTS.md from `bench limits --json` and `bench compare --json` files.
+
+/// `bench results` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ResultsArgs {
+    /// `bench limits --json` output.
+    #[arg(long)]
+    pub limits: PathBuf,
+    /// A `bench compare --json` output as KEY=FILE (repeatable). Known keys get their figures
+    /// set against the limits and the targets: produce-100b-acks1, produce-100b-acksall,
+    /// produce-1kb-acks1, produce-1kb-acksall, fixed-rate-acks1, fixed-rate-acksall,
+    /// consume-1kb, e2e. Others are listed as they are.
+    #[arg(long = "compare")]
+    pub compares: Vec<String>,
+    /// Markdown file to write.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// PNG file names (relative to the output's folder) as KEY=FILE, shown under each table.
+    #[arg(long = "figure")]
+    pub figures: Vec<String>,
+    /// Free text put under the title (how the brokers were run).
+    #[arg(long, default_value = "")]
+    pub setup: String,
+}
+
+fn kv(items: &[String]) -> Result<Vec<(String, String)>> {
+    items
+        .iter()
+        .map(|s| {
+            s.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .with_context(|| format!("{s}: expected KEY=VALUE"))
+        })
+        .collect()
+}
+
+/// A figure of the limits JSON by its path (`null.fixed_rate_p99_ms`); null/absent = None.
+fn limit(limits: &serde_json::Value, path: &str) -> Option<f64> {
+    path.split('.')
+        .try_fold(limits, |v, k| v.get(k))?
+        .as_f64()
+        .filter(|v| v.is_finite())
+}
+
+fn row_of(report: &CompareReport, mode: Mode, key: &str) -> Option<SummaryRow> {
+    report
+        .results
+        .iter()
+        .find(|r| r.mode == mode)?
+        .summary
+        .get(key)
+        .cloned()
+}
+
+fn pct(part: Option<f64>, whole: Option<f64>) -> String {
+    match (part, whole) {
+        (Some(p), Some(w)) if w > 0.0 => format!("{:.0}%", 100.0 * p / w),
+        _ => "n/a".into(),
+    }
+}
+
+fn times(part: Option<f64>, whole: Option<f64>) -> String {
+    match (part, whole) {
+        (Some(p), Some(w)) if w > 0.0 => format!("{:.2}x", p / w),
+        _ => "n/a".into(),
+    }
+}
+
+/// A target's verdict line.
+struct Verdict {
+    target: String,
+    measured: String,
+    ok: Option<bool>,
+    gap: String,
+}
+
+fn machine_info() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mem_gib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|k| k.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0 / 1024.0);
+    format!(
+        "{cpu}, {cores} cores available, {mem_gib:.0} GiB RAM, Linux {}",
+        kernel.trim()
+    )
+}
+
+/// Writes RESULTS.md.
+pub fn results(args: &ResultsArgs) -> Result<()> {
+    let limits: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&args.limits)
+            .with_context(|| format!("reading {}", args.limits.display()))?,
+    )?;
+    let mut reports: Vec<(String, CompareReport)> = Vec::new();
+    for (key, path) in kv(&args.compares)? {
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+        reports.push((
+            key,
+            serde_json::from_str(&text).with_context(|| format!("parsing {path}"))?,
+        ));
+    }
+    let figures = kv(&args.figures)?;
+    let get = |key: &str| reports.iter().find(|(k, _)| k == key).map(|(_, r)| r);
+    let (a_name, b_name) = reports
+        .first()
+        .map(|(_, r)| (r.a_name.clone(), r.b_name.clone()))
+        .unwrap_or_else(|| ("A".into(), "B".into()));
+    let b_is_tansu = b_name.to_lowercase().contains("tansu");
+
+    let mut md = String::new();
+    md.push_str("# Benchmark results\n\n");
+    md.push_str("Generated by `scripts/bench-results.sh` (do not edit by hand; rerun it).\n\n");
+    md.push_str(&format!("- Machine: {}\n", machine_info()));
+    md.push_str(&format!(
+        "- Date: {}\n",
+        perf::output::rfc3339(SystemTime::now())
+    ));
+    if !args.setup.is_empty() {
+        md.push_str(&format!("- Setup: {}\n", args.setup));
+    }
+    md.push_str(&format!(
+        "- Each comparison alternates {a_name} and {b_name} (A B A B ...) for {} rounds on this one machine; tables show each metric's median over the rounds and the ratio {a_name}/{b_name} of the medians.\n",
+        reports.first().map_or(0, |(_, r)| r.rounds)
+    ));
+    md.push_str("- Latency is from the record's intended send time to its acknowledgement (produce) or consumption (e2e), so queueing in the client counts. MiB = 2^20 bytes of record payload. Broker CPU is user+system time of the broker process (`/proc/<pid>/stat`) over the measured run; **µs/record** divides it by records, which equals µs per Produce request when requests carry one record (see the fixed-rate section for the measured records per request). Client CPU is the load generator's own.\n\n");
+
+    // Verdicts first: the reader's question.
+    let mut verdicts: Vec<Verdict> = Vec::new();
+    let vs_b = |key: &str,
+                mode: Mode,
+                metric: &str,
+                limit_ratio: f64,
+                higher_better: bool,
+                what: &str|
+     -> Verdict {
+        let row = get(key).and_then(|r| row_of(r, mode, metric));
+        let target = if higher_better {
+            format!("{what}: {a_name} at least {limit_ratio}x {b_name}")
+        } else {
+            format!("{what}: {a_name} at most {limit_ratio}x {b_name}")
+        };
+        match row.and_then(|r| r.ratio.map(|ratio| (r, ratio))) {
+            None => Verdict {
+                target,
+                measured: "not measured".into(),
+                ok: None,
+                gap: String::new(),
+            },
+            Some((r, ratio)) => {
+                let ok = if higher_better {
+                    ratio >= limit_ratio
+                } else {
+                    ratio <= limit_ratio
+                };
+                let gap = if ok {
+                    String::new()
+                } else if higher_better {
+                    format!(
+                        "short by {:.2}x (needs {:.0}% more)",
+                        limit_ratio / ratio,
+                        100.0 * (limit_ratio / ratio - 1.0)
+                    )
+                } else {
+                    format!(
+                        "over by {:.2}x (needs {:.0}% less)",
+                        ratio / limit_ratio,
+                        100.0 * (1.0 - limit_ratio / ratio)
+                    )
+                };
+                Verdict {
+                    target,
+                    measured: format!("{} vs {}: {:.2}x", fmt_num(r.a), fmt_num(r.b), ratio),
+                    ok: Some(ok),
+                    gap,
+                }
+            }
+        }
+    };
+    if b_is_tansu {
+        verdicts.push(vs_b(
+            "produce-100b-acks1",
+            Mode::Produce,
+            "broker_cpu_s_per_gib",
+            0.25,
+            false,
+            "broker CPU s/GiB produced (100 B, acks=1)",
+        ));
+        verdicts.push(vs_b(
+            "produce-1kb-acks1",
+            Mode::Produce,
+            "broker_cpu_s_per_gib",
+            0.25,
+            false,
+            "broker CPU s/GiB produced (1 KiB, acks=1)",
+        ));
+        verdicts.push(vs_b(
+            "consume-1kb",
+            Mode::Consume,
+            "broker_cpu_s_per_gib",
+            0.25,
+            false,
+            "broker CPU s/GiB fetched (1 KiB)",
+        ));
+        verdicts.push(vs_b(
+            "produce-100b-acks1",
+            Mode::Produce,
+            "records_per_sec",
+            1.5,
+            true,
+            "produce throughput (100 B, acks=1)",
+        ));
+        verdicts.push(vs_b(
+            "produce-1kb-acks1",
+            Mode::Produce,
+            "records_per_sec",
+            1.5,
+            true,
+            "produce throughput (1 KiB, acks=1)",
+        ));
+        verdicts.push(vs_b(
+            "produce-100b-acksall",
+            Mode::Produce,
+            "records_per_sec",
+            1.5,
+            true,
+            "produce throughput (100 B, acks=all)",
+        ));
+        verdicts.push(vs_b(
+            "produce-1kb-acksall",
+            Mode::Produce,
+            "records_per_sec",
+            1.5,
+            true,
+            "produce throughput (1 KiB, acks=all)",
+        ));
+        verdicts.push(vs_b(
+            "fixed-rate-acks1",
+            Mode::Produce,
+            "p99_ms",
+            0.5,
+            false,
+            "p99 produce latency at fixed rate (acks=1)",
+        ));
+    } else {
+        verdicts.push(Verdict {
+            target: "targets relative to Tansu (CPU/GiB <= 1/4, throughput >= 1.5x, fixed-rate p99 <= 1/2)".into(),
+            measured: format!("not measured: B was {b_name}, Tansu was not available"),
+            ok: None,
+            gap: String::new(),
+        });
+    }
+    {
+        let us = get("fixed-rate-acks1")
+            .and_then(|r| row_of(r, Mode::Produce, "broker_cpu_us_per_record"))
+            .and_then(|r| r.a);
+        let per_req = limit(&limits, "null.fixed_rate_records_per_request");
+        let target = "broker CPU per single-record request at most 10 µs (fixed-rate run, acks=1)"
+            .to_string();
+        verdicts.push(match us {
+            None => Verdict { target, measured: "not measured".into(), ok: None, gap: String::new() },
+            Some(us) => Verdict {
+                target,
+                measured: format!(
+                    "{:.1} µs/record; requests carried {} records each against the null broker with the same client and rate, so about {} µs/request (µs/record is a lower bound of a single-record request's cost)",
+                    us,
+                    fmt_num(per_req),
+                    fmt_num(per_req.map(|r| r.max(1.0) * us))
+                ),
+                ok: Some(us <= 10.0),
+                gap: if us <= 10.0 { String::new() } else { format!("over by {:.1} µs ({:.1}x)", us - 10.0, us / 10.0) },
+            },
+        });
+    }
+    {
+        let p99 = get("fixed-rate-acks1")
+            .and_then(|r| row_of(r, Mode::Produce, "p99_ms"))
+            .and_then(|r| r.a);
+        let null = limit(&limits, "null.fixed_rate_p99_ms");
+        let target =
+            "p99 produce latency at fixed rate (acks=1) within 150 µs of the null broker's"
+                .to_string();
+        verdicts.push(match (p99, null) {
+            (Some(p), Some(n)) => {
+                let over_us = (p - n) * 1000.0;
+                Verdict {
+                    target,
+                    measured: format!(
+                        "{} ms vs null broker {} ms: +{:.0} µs",
+                        fmt_num(Some(p)),
+                        fmt_num(Some(n)),
+                        over_us
+                    ),
+                    ok: Some(over_us <= 150.0),
+                    gap: if over_us <= 150.0 {
+                        String::new()
+                    } else {
+                        format!("over by {:.0} µs", over_us - 150.0)
+                    },
+                }
+            }
+            _ => Verdict {
+                target,
+                measured: "not measured".into(),
+                ok: None,
+                gap: String::new(),
+            },
+        });
+    }
+    for (key, what) in [
+        ("fixed-rate-acksall", "fixed rate"),
+        ("produce-100b-acksall", "max rate, 100 B"),
+    ] {
+        let p99 = get(key)
+            .and_then(|r| row_of(r, Mode::Produce, "p99_ms"))
+            .and_then(|r| r.a);
+        let sync = limit(&limits, "fdatasync_4k_p99_ms");
+        let target = format!("acks=all p99 ({what}) at most 1.5x the disk's 4 KiB fdatasync p99");
+        verdicts.push(match (p99, sync) {
+            (Some(p), Some(s)) => Verdict {
+                target,
+                measured: format!(
+                    "{} ms vs fdatasync p99 {} ms: {:.2}x",
+                    fmt_num(Some(p)),
+                    fmt_num(Some(s)),
+                    p / s
+                ),
+                ok: Some(p <= 1.5 * s),
+                gap: if p <= 1.5 * s {
+                    String::new()
+                } else {
+                    format!(
+                        "over by {} ms ({:.2}x the allowance)",
+                        fmt_num(Some(p - 1.5 * s)),
+                        p / (1.5 * s)
+                    )
+                },
+            },
+            _ => Verdict {
+                target,
+                measured: "not measured".into(),
+                ok: None,
+                gap: String::new(),
+            },
+        });
+    }
+    md.push_str("## Targets\n\n| target | measured | met? | shortfall |\n|---|---|---|---|\n");
+    for v in &verdicts {
+        let ok = match v.ok {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "n/a",
+        };
+        md.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            v.target, v.measured, ok, v.gap
+        ));
+    }
+    let failed: Vec<&Verdict> = verdicts.iter().filter(|v| v.ok == Some(false)).collect();
+    md.push_str("\n");
+    if failed.is_empty() {
+        md.push_str(&format!(
+            "Every measured target is met ({} not measured).\n\n",
+            verdicts.iter().filter(|v| v.ok.is_none()).count()
+        ));
+    } else {
+        md.push_str(&format!("**Where {a_name} falls short:**\n\n"));
+        for v in failed {
+            md.push_str(&format!("- {}: {}; {}.\n", v.target, v.measured, v.gap));
+        }
+        md.push('\n');
+    }
+
+    md.push_str("## This machine's limits (`bench limits`)\n\n");
+    md.push_str("| measure | value | unit |\n|---|---:|---|\n");
+    let limits_rows: Vec<(&str, &str, &str)> = vec![
+        ("tcp_loopback_mib_s", "loopback TCP, 1 stream", "MiB/s"),
+        ("tcp_send_cpu_s_per_gib", "loopback TCP sender CPU", "s/GiB"),
+        (
+            "tcp_recv_cpu_s_per_gib",
+            "loopback TCP receiver CPU",
+            "s/GiB",
+        ),
+        ("fdatasync_4k_p50_ms", "4 KiB write + fdatasync p50", "ms"),
+        ("fdatasync_4k_p99_ms", "4 KiB write + fdatasync p99", "ms"),
+        (
+            "fdatasync_4k_p99_9_ms",
+            "4 KiB write + fdatasync p99.9",
+            "ms",
+        ),
+        ("disk_write_mib_s", "buffered writes + 1 fdatasync", "MiB/s"),
+        ("aes128gcm_cpu_s_per_gib", "AES-128-GCM seal CPU", "s/GiB"),
+        ("sendfile_mib_s", "sendfile page cache -> loopback", "MiB/s"),
+        ("sendfile_cpu_s_per_gib", "sendfile sender CPU", "s/GiB"),
+        (
+            "null.produce_100b_records_s",
+            "null broker: produce 100 B, max rate",
+            "records/s",
+        ),
+        (
+            "null.produce_100b_mib_s",
+            "null broker: produce 100 B, max rate",
+            "MiB/s",
+        ),
+        (
+            "null.produce_100b_p99_ms",
+            "null broker: produce 100 B, max rate, p99",
+            "ms",
+        ),
+        (
+            "null.produce_100b_broker_cpu_us_per_record",
+            "null broker: CPU per record",
+            "µs/record",
+        ),
+        (
+            "null.produce_100b_client_cpu_s_per_gib",
+            "null broker: producer client CPU",
+            "s/GiB",
+        ),
+        (
+            "null.fixed_rate_p50_ms",
+            "null broker: produce 100 B at fixed rate, p50",
+            "ms",
+        ),
+        (
+            "null.fixed_rate_p99_ms",
+            "null broker: produce 100 B at fixed rate, p99",
+            "ms",
+        ),
+        (
+            "null.fixed_rate_p99_9_ms",
+            "null broker: produce 100 B at fixed rate, p99.9",
+            "ms",
+        ),
+        (
+            "null.fixed_rate_records_per_request",
+            "null broker: records per Produce request at fixed rate",
+            "records",
+        ),
+        (
+            "null.fixed_rate_broker_cpu_us_per_request",
+            "null broker: CPU per Produce request at fixed rate",
+            "µs/request",
+        ),
+        (
+            "null.consume_1kb_mib_s",
+            "null broker: consume 1 KiB",
+            "MiB/s",
+        ),
+        (
+            "null.consume_1kb_client_cpu_s_per_gib",
+            "null broker: consumer client CPU",
+            "s/GiB",
+        ),
+    ];
+    for (key, label, unit) in limits_rows {
+        md.push_str(&format!(
+            "| {label} | {} | {unit} |\n",
+            fmt_num(limit(&limits, key))
+        ));
+    }
+    let client = limits
+        .get("null")
+        .and_then(|n| n.get("client"))
+        .and_then(|c| c.as_str())
+        .unwrap_or("?");
+    let latency_client = limits
+        .get("null")
+        .and_then(|n| n.get("latency_client"))
+        .and_then(|c| c.as_str())
+        .unwrap_or(client);
+    let fixed_rate = limit(&limits, "null.fixed_rate").unwrap_or(0.0);
+    md.push_str(&format!(
+        "\nNull-broker runs use the {client} client (the fixed-rate run: {latency_client}), acks=1, one partition, linger.ms=0 at the fixed rate of {} records/s. `bench null-broker` stores nothing, so these are the client's and the protocol's ceilings on this machine. n/a: the run did not finish within its deadline.\n\n",
+        fmt_num(Some(fixed_rate))
+    ));
+
+    md.push_str("## Comparisons\n\n");
+    for (key, report) in &reports {
+        md.push_str(&format!("### {} (`{key}`)\n\n", report.title));
+        let w = &report.workload;
+        md.push_str(&format!(
+            "Workload `{}`: {} topic(s) x {} partition(s), {} B records, {} records/run, rate {}, client {}, producer {}.\n\n",
+            w.name,
+            w.topics,
+            w.partitions_per_topic,
+            w.record_size,
+            w.num_records().unwrap_or(0),
+            if w.rate > 0.0 { format!("{} records/s", fmt_num(Some(w.rate))) } else { "max".into() },
+            w.client,
+            props_line(&w.producer_props())
+        ));
+        for r in &report.results {
+            md.push_str(&r.table);
+            md.push('\n');
+            let errors: u64 = r.a_runs.iter().chain(&r.b_runs).map(|m| m.errors).sum();
+            if errors > 0 {
+                md.push_str(&format!("Errors over all rounds: {errors} (records failed, consumer timeouts or poll errors).\n\n"));
+            }
+            // Set against the limits.
+            let a = |metric: &str| r.summary.get(metric).and_then(|row| row.a);
+            let b = |metric: &str| r.summary.get(metric).and_then(|row| row.b);
+            let mut notes: Vec<String> = Vec::new();
+            match r.mode {
+                Mode::Produce => {
+                    if w.rate <= 0.0 {
+                        notes.push(format!(
+                            "MiB/s as a share of loopback TCP ({} MiB/s): {a_name} {}, {b_name} {}",
+                            fmt_num(limit(&limits, "tcp_loopback_mib_s")),
+                            pct(a("mib_per_sec"), limit(&limits, "tcp_loopback_mib_s")),
+                            pct(b("mib_per_sec"), limit(&limits, "tcp_loopback_mib_s"))
+                        ));
+                    }
+                    if w.record_size == 100 && w.rate <= 0.0 {
+                        notes.push(format!(
+                            "records/s as a share of the null broker's ({} records/s, 100 B, acks=1): {a_name} {}, {b_name} {}",
+                            fmt_num(limit(&limits, "null.produce_100b_records_s")),
+                            pct(a("records_per_sec"), limit(&limits, "null.produce_100b_records_s")),
+                            pct(b("records_per_sec"), limit(&limits, "null.produce_100b_records_s"))
+                        ));
+                    }
+                    if w.rate <= 0.0 {
+                        notes.push(format!(
+                            "broker CPU s/GiB vs loopback TCP receive ({} s/GiB): {a_name} {}, {b_name} {}",
+                            fmt_num(limit(&limits, "tcp_recv_cpu_s_per_gib")),
+                            times(a("broker_cpu_s_per_gib"), limit(&limits, "tcp_recv_cpu_s_per_gib")),
+                            times(b("broker_cpu_s_per_gib"), limit(&limits, "tcp_recv_cpu_s_per_gib"))
+                        ));
+                    }
+                    let acks_all = w
+                        .producer_props()
+                        .iter()
+                        .any(|(k, v)| k == "acks" && (v == "all" || v == "-1"));
+                    if acks_all {
+                        notes.push(format!(
+                            "p99 vs 4 KiB fdatasync p99 ({} ms): {a_name} {}, {b_name} {}",
+                            fmt_num(limit(&limits, "fdatasync_4k_p99_ms")),
+                            times(a("p99_ms"), limit(&limits, "fdatasync_4k_p99_ms")),
+                            times(b("p99_ms"), limit(&limits, "fdatasync_4k_p99_ms"))
+                        ));
+                    }
+                    if w.rate > 0.0 {
+                        notes.push(format!(
+                            "p99 vs the null broker's at {} records/s ({} ms): {a_name} {}, {b_name} {}",
+                            fmt_num(limit(&limits, "null.fixed_rate")),
+                            fmt_num(limit(&limits, "null.fixed_rate_p99_ms")),
+                            diff_us(a("p99_ms"), limit(&limits, "null.fixed_rate_p99_ms")),
+                            diff_us(b("p99_ms"), limit(&limits, "null.fixed_rate_p99_ms"))
+                        ));
+                    }
+                }
+                Mode::Consume => {
+                    notes.push(format!(
+                        "MiB/s as a share of loopback TCP ({} MiB/s): {a_name} {}, {b_name} {}; of the null broker's consume ({} MiB/s): {a_name} {}, {b_name} {}",
+                        fmt_num(limit(&limits, "tcp_loopback_mib_s")),
+                        pct(a("mib_per_sec"), limit(&limits, "tcp_loopback_mib_s")),
+                        pct(b("mib_per_sec"), limit(&limits, "tcp_loopback_mib_s")),
+                        fmt_num(limit(&limits, "null.consume_1kb_mib_s")),
+                        pct(a("mib_per_sec"), limit(&limits, "null.consume_1kb_mib_s")),
+                        pct(b("mib_per_sec"), limit(&limits, "null.consume_1kb_mib_s"))
+                    ));
+                    notes.push(format!(
+                        "broker CPU s/GiB fetched vs a bare sendfile ({} s/GiB) and a copying TCP send ({} s/GiB): {a_name} {} / {}, {b_name} {} / {}",
+                        fmt_num(limit(&limits, "sendfile_cpu_s_per_gib")),
+                        fmt_num(limit(&limits, "tcp_send_cpu_s_per_gib")),
+                        times(a("broker_cpu_s_per_gib"), limit(&limits, "sendfile_cpu_s_per_gib")),
+                        times(a("broker_cpu_s_per_gib"), limit(&limits, "tcp_send_cpu_s_per_gib")),
+                        times(b("broker_cpu_s_per_gib"), limit(&limits, "sendfile_cpu_s_per_gib")),
+                        times(b("broker_cpu_s_per_gib"), limit(&limits, "tcp_send_cpu_s_per_gib"))
+                    ));
+                }
+                Mode::E2e => {}
+            }
+            for n in notes {
+                md.push_str(&format!("- {n}\n"));
+            }
+            md.push('\n');
+        }
+        if let Some((_, file)) = figures.iter().find(|(k, _)| k == key) {
+            md.push_str(&format!("![{}]({file})\n\n", report.title));
+        }
+    }
+    if let Some(dir) = args.out.parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir)?;
+        }
+    }
+    std::fs::write(&args.out, md).with_context(|| format!("writing {}", args.out.display()))?;
+    Ok(())
+}
+
+fn diff_us(value_ms: Option<f64>, base_ms: Option<f64>) -> String {
+    match (value_ms, base_ms) {
+        (Some(v), Some(b)) => format!("{:+.0} µs", (v - b) * 1000.0),
+        _ => "n/a".into(),
     }
 }

@@ -22,7 +22,7 @@ use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use aes_gcm::aead::{AeadInPlace, KeyInit};
 use aes_gcm::{Aes128Gcm, Nonce};
@@ -55,6 +55,9 @@ pub struct LimitsArgs {
     /// Skip the null-broker runs.
     #[arg(long)]
     pub no_null_broker: bool,
+    /// Client engine of the fixed-rate null-broker run (default: --client).
+    #[arg(long, value_enum)]
+    pub latency_client: Option<ClientKind>,
     /// Fixed rate of the null-broker latency run (records/s).
     #[arg(long, default_value_t = 50_000.0)]
     pub fixed_rate: f64,
@@ -68,6 +71,7 @@ impl Default for LimitsArgs {
             quick: false,
             client: ClientKind::Native,
             no_null_broker: false,
+            latency_client: None,
             fixed_rate: 50_000.0,
         }
     }
@@ -104,6 +108,8 @@ pub struct NullFigures {
     pub produce_100b_broker_cpu_us_per_record: f64,
     pub produce_100b_client_cpu_s_per_gib: f64,
     pub produce_100b_records_per_request: f64,
+    /// Client of the fixed-rate run.
+    pub latency_client: ClientKind,
     pub fixed_rate: f64,
     pub fixed_rate_p50_ms: f64,
     pub fixed_rate_p99_ms: f64,
@@ -324,6 +330,22 @@ pub fn sendfile_cost(
     Ok((received as f64 / MIB / elapsed, cpu / (sent as f64 / GIB)))
 }
 
+/// Runs `f` on its own thread and waits at most `deadline` for it. A run that does not
+/// finish is left behind (it cannot be cancelled) and None is returned, so that one stuck
+/// client does not hang the whole measurement.
+fn with_deadline<T: Send + 'static>(
+    deadline: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(deadline).ok()
+}
+
+/// A produce run against the null broker: the report, the CPU used and the Produce
+/// requests the null broker received; None when it did not finish within `deadline`.
 fn null_producer(
     broker: &NullBroker,
     client: ClientKind,
@@ -331,7 +353,8 @@ fn null_producer(
     records: u64,
     size: usize,
     rate: f64,
-) -> Result<(perf::ProducerReport, cpu::CpuUsage, u64)> {
+    deadline: Duration,
+) -> Result<Option<(perf::ProducerReport, cpu::CpuUsage, u64)>> {
     let bootstrap = broker.addr().to_string();
     let mut opts = perf::ProducerOpts::new(&bootstrap, topic, records, size);
     opts.client = client;
@@ -350,57 +373,99 @@ fn null_producer(
     opts.quiet = true;
     let requests0 = broker.counters().produce_requests.load(Ordering::Relaxed);
     let sampler = CpuSampler::start(broker.cpu_source());
-    let report = perf::run_producer(&opts)?;
+    let Some(report) = with_deadline(deadline, move || perf::run_producer(&opts)) else {
+        eprintln!("limits: the {client} producer ({topic}) did not finish within {deadline:?}; its figures are n/a");
+        return Ok(None);
+    };
+    let report = report?;
     let usage = sampler.stop();
     let requests = broker.counters().produce_requests.load(Ordering::Relaxed) - requests0;
-    Ok((report, usage, requests))
+    Ok(Some((report, usage, requests)))
 }
 
-/// The null-broker runs with `client`.
-pub fn null_figures(client: ClientKind, quick: bool, fixed_rate: f64) -> Result<NullFigures> {
+/// The null-broker runs: max rate and consume with `client`, fixed rate with
+/// `latency_client`.
+pub fn null_figures(
+    client: ClientKind,
+    latency_client: ClientKind,
+    quick: bool,
+    fixed_rate: f64,
+) -> Result<NullFigures> {
     let mut broker = NullBroker::start(&NullBrokerArgs {
         record_size: 1024,
         ..Default::default()
     })?;
-    let max_records = if quick { 20_000 } else { 1_000_000 };
-    let (report, usage, requests) =
-        null_producer(&broker, client, "limits-max", max_records, 100, 0.0)?;
+    let nan = f64::NAN;
     let mut f = NullFigures {
         client,
-        produce_100b_records_s: report.records_per_sec,
-        produce_100b_mib_s: report.mb_per_sec,
-        produce_100b_p50_ms: report.latency_ms.p50,
-        produce_100b_p99_ms: report.latency_ms.p99,
-        produce_100b_broker_cpu_us_per_record: usage
-            .broker_cpu_us_per_request(report.records_sent)
-            .unwrap_or(f64::NAN),
-        produce_100b_client_cpu_s_per_gib: usage
-            .client_cpu_s_per_gib(report.bytes)
-            .unwrap_or(f64::NAN),
-        produce_100b_records_per_request: report.records_sent as f64 / requests.max(1) as f64,
+        latency_client,
         fixed_rate,
         ..Default::default()
     };
-    let fixed_records = if quick {
-        (fixed_rate * 0.2) as u64
-    } else {
-        (fixed_rate * 5.0) as u64
-    };
-    let (report, usage, requests) = null_producer(
+    let max_records = if quick { 20_000 } else { 1_000_000 };
+    let deadline = Duration::from_secs(if quick { 30 } else { 120 });
+    match null_producer(
         &broker,
         client,
+        "limits-max",
+        max_records,
+        100,
+        0.0,
+        deadline,
+    )? {
+        Some((report, usage, requests)) => {
+            f.produce_100b_records_s = report.records_per_sec;
+            f.produce_100b_mib_s = report.mb_per_sec;
+            f.produce_100b_p50_ms = report.latency_ms.p50;
+            f.produce_100b_p99_ms = report.latency_ms.p99;
+            f.produce_100b_broker_cpu_us_per_record = usage
+                .broker_cpu_us_per_request(report.records_sent)
+                .unwrap_or(nan);
+            f.produce_100b_client_cpu_s_per_gib =
+                usage.client_cpu_s_per_gib(report.bytes).unwrap_or(nan);
+            f.produce_100b_records_per_request =
+                report.records_sent as f64 / requests.max(1) as f64;
+        }
+        None => {
+            f.produce_100b_records_s = nan;
+            f.produce_100b_mib_s = nan;
+            f.produce_100b_p50_ms = nan;
+            f.produce_100b_p99_ms = nan;
+            f.produce_100b_broker_cpu_us_per_record = nan;
+            f.produce_100b_client_cpu_s_per_gib = nan;
+            f.produce_100b_records_per_request = nan;
+        }
+    }
+
+    let fixed_s = if quick { 0.5 } else { 5.0 };
+    let fixed_records = ((fixed_rate * fixed_s) as u64).max(100);
+    let deadline = Duration::from_secs_f64(fixed_s * 3.0 + 20.0);
+    match null_producer(
+        &broker,
+        latency_client,
         "limits-fixed",
-        fixed_records.max(100),
+        fixed_records,
         100,
         fixed_rate,
-    )?;
-    f.fixed_rate_p50_ms = report.latency_ms.p50;
-    f.fixed_rate_p99_ms = report.latency_ms.p99;
-    f.fixed_rate_p99_9_ms = report.latency_ms.p99_9;
-    f.fixed_rate_broker_cpu_us_per_request = usage
-        .broker_cpu_s
-        .map_or(f64::NAN, |s| s * 1e6 / requests.max(1) as f64);
-    f.fixed_rate_records_per_request = report.records_sent as f64 / requests.max(1) as f64;
+        deadline,
+    )? {
+        Some((report, usage, requests)) => {
+            f.fixed_rate_p50_ms = report.latency_ms.p50;
+            f.fixed_rate_p99_ms = report.latency_ms.p99;
+            f.fixed_rate_p99_9_ms = report.latency_ms.p99_9;
+            f.fixed_rate_broker_cpu_us_per_request = usage
+                .broker_cpu_s
+                .map_or(nan, |s| s * 1e6 / requests.max(1) as f64);
+            f.fixed_rate_records_per_request = report.records_sent as f64 / requests.max(1) as f64;
+        }
+        None => {
+            f.fixed_rate_p50_ms = nan;
+            f.fixed_rate_p99_ms = nan;
+            f.fixed_rate_p99_9_ms = nan;
+            f.fixed_rate_broker_cpu_us_per_request = nan;
+            f.fixed_rate_records_per_request = nan;
+        }
+    }
 
     let consume_records = if quick { 20_000 } else { 500_000 };
     let mut opts = perf::ConsumerOpts::new(
@@ -412,11 +477,24 @@ pub fn null_figures(client: ClientKind, quick: bool, fixed_rate: f64) -> Result<
     opts.quiet = true;
     opts.hide_header = true;
     let sampler = CpuSampler::start(broker.cpu_source());
-    let report = perf::run_consumer(&opts)?;
-    let usage = sampler.stop();
-    f.consume_1kb_mib_s = report.mb_per_sec;
-    f.consume_1kb_client_cpu_s_per_gib =
-        usage.client_cpu_s_per_gib(report.bytes).unwrap_or(f64::NAN);
+    // The null broker's partitions never end, so a consumer that drains whatever has
+    // arrived before returning could loop for ever: the deadline keeps that from hanging
+    // the whole run.
+    let deadline = Duration::from_secs(if quick { 20 } else { 60 });
+    match with_deadline(deadline, move || perf::run_consumer(&opts)) {
+        Some(report) => {
+            let report = report?;
+            let usage = sampler.stop();
+            f.consume_1kb_mib_s = report.mb_per_sec;
+            f.consume_1kb_client_cpu_s_per_gib =
+                usage.client_cpu_s_per_gib(report.bytes).unwrap_or(nan);
+        }
+        None => {
+            eprintln!("limits: the {client} consumer did not finish within {deadline:?}; consume figures n/a");
+            f.consume_1kb_mib_s = nan;
+            f.consume_1kb_client_cpu_s_per_gib = nan;
+        }
+    }
     broker.stop();
     Ok(f)
 }
@@ -458,12 +536,18 @@ pub fn measure(args: &LimitsArgs) -> Result<Limits> {
             sendfile_cost(&dir, file_bytes, budget.bytes, budget.seconds)?;
         if !args.no_null_broker {
             eprintln!("limits: null broker ({}) ...", args.client);
+            let latency_client = args.latency_client.unwrap_or(args.client);
             l.null = Some(
-                match null_figures(args.client, args.quick, args.fixed_rate) {
+                match null_figures(args.client, latency_client, args.quick, args.fixed_rate) {
                     Ok(f) => f,
                     Err(error) if args.client == ClientKind::Native => {
                         eprintln!("limits: native client failed ({error:#}); using librdkafka");
-                        null_figures(ClientKind::Librdkafka, args.quick, args.fixed_rate)?
+                        null_figures(
+                            ClientKind::Librdkafka,
+                            ClientKind::Librdkafka,
+                            args.quick,
+                            args.fixed_rate,
+                        )?
                     }
                     Err(error) => return Err(error),
                 },
@@ -613,8 +697,8 @@ pub fn rows(l: &Limits) -> Vec<Row> {
             row(
                 "null_fixed_rate_p50_ms",
                 &format!(
-                    "null broker produce 100 B at {} records/s, p50",
-                    n.fixed_rate
+                    "null broker produce 100 B at {} records/s, p50 ({})",
+                    n.fixed_rate, n.latency_client
                 ),
                 n.fixed_rate_p50_ms,
                 "ms",
@@ -622,8 +706,8 @@ pub fn rows(l: &Limits) -> Vec<Row> {
             row(
                 "null_fixed_rate_p99_ms",
                 &format!(
-                    "null broker produce 100 B at {} records/s, p99",
-                    n.fixed_rate
+                    "null broker produce 100 B at {} records/s, p99 ({})",
+                    n.fixed_rate, n.latency_client
                 ),
                 n.fixed_rate_p99_ms,
                 "ms",
@@ -631,8 +715,8 @@ pub fn rows(l: &Limits) -> Vec<Row> {
             row(
                 "null_fixed_rate_p99_9_ms",
                 &format!(
-                    "null broker produce 100 B at {} records/s, p99.9",
-                    n.fixed_rate
+                    "null broker produce 100 B at {} records/s, p99.9 ({})",
+                    n.fixed_rate, n.latency_client
                 ),
                 n.fixed_rate_p99_9_ms,
                 "ms",

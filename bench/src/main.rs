@@ -28,6 +28,8 @@ enum Command {
     Limits(bench::limits::LimitsArgs),
     /// A Kafka responder that stores nothing (client and protocol costs without a broker's).
     NullBroker(bench::null_broker::NullBrokerArgs),
+    /// Writes RESULTS.md from `limits --json` and `compare --json` outputs.
+    Results(bench::compare::ResultsArgs),
 }
 
 fn main() {
@@ -40,6 +42,7 @@ fn main() {
         Command::Compare(args) => bench::compare::run(&args).map(drop),
         Command::Limits(args) => bench::limits::run(&args).map(drop),
         Command::NullBroker(args) => bench::null_broker::run(&args),
+        Command::Results(args) => bench::compare::results(&args),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");

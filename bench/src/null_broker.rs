@@ -131,7 +131,8 @@ struct Shared {
     offsets: Mutex<HashMap<(String, i32), i64>>,
     counters: NullCounters,
     stop: AtomicBool,
-    conns: Mutex<Vec<TcpStream>>,
+    /// Clones of the open connections (to shut them down on stop), by connection number.
+    conns: Mutex<HashMap<u64, TcpStream>>,
     threads: ThreadCpu,
 }
 
@@ -254,7 +255,7 @@ impl NullBroker {
         }
         // Wake the accept loop.
         let _ = TcpStream::connect(self.addr);
-        for conn in self.shared.conns.lock().unwrap().drain(..) {
+        for (_, conn) in self.shared.conns.lock().unwrap().drain() {
             let _ = conn.shutdown(Shutdown::Both);
         }
         if let Some(accept) = self.accept.take() {
@@ -285,25 +286,38 @@ fn build_fetch_batch(record_size: usize, batch_bytes: usize) -> (Bytes, i64) {
 
 fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     shared.threads.enter();
-    for stream in listener.incoming() {
+    for (id, stream) in listener.incoming().enumerate() {
         if shared.stop.load(Ordering::SeqCst) {
             break;
         }
         let Ok(stream) = stream else { continue };
+        let id = id as u64;
         let _ = stream.set_nodelay(true);
         if let Ok(clone) = stream.try_clone() {
-            shared.conns.lock().unwrap().push(clone);
+            shared.conns.lock().unwrap().insert(id, clone);
         }
         let conn_shared = shared.clone();
         let _ = std::thread::Builder::new()
             .name("null-conn".into())
             .spawn(move || {
                 conn_shared.threads.enter();
-                let _ = serve(stream, &conn_shared);
+                if let Err(error) = serve(stream, &conn_shared) {
+                    if debug() {
+                        eprintln!("null broker: connection closed: {error:#}");
+                    }
+                }
+                // Dropping the clone closes the socket (else it would linger in CLOSE-WAIT).
+                conn_shared.conns.lock().unwrap().remove(&id);
                 conn_shared.threads.exit();
             });
     }
     shared.threads.exit();
+}
+
+/// `NULL_BROKER_DEBUG=1` prints every request's API key and version.
+fn debug() -> bool {
+    static DEBUG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DEBUG.get_or_init(|| std::env::var_os("NULL_BROKER_DEBUG").is_some())
 }
 
 fn serve(stream: TcpStream, shared: &Shared) -> Result<()> {
@@ -347,6 +361,9 @@ fn handle(shared: &Shared, mut frame: Bytes) -> Result<Option<BytesMut>> {
         api_version,
         correlation_id,
     };
+    if debug() {
+        eprintln!("null broker: api {api_key} v{api_version} correlation {correlation_id}");
+    }
     let Some(&(key, min, max)) = SUPPORTED.iter().find(|(k, _, _)| *k as i16 == api_key) else {
         anyhow::bail!("unsupported API key {api_key}");
     };
@@ -716,6 +733,13 @@ fn fetch(shared: &Shared, ctx: &Ctx, request: FetchRequest) -> FetchResponse {
                         let start = records.len();
                         records.extend_from_slice(batch);
                         patch_base_offset(&mut records[start..], offset + i as i64 * per_batch);
+                    }
+                    if debug() {
+                        eprintln!(
+                            "null broker: fetch partition {} offset {offset}: {copies} batches, {} bytes",
+                            partition.partition,
+                            records.len()
+                        );
                     }
                     shared
                         .counters

@@ -102,6 +102,7 @@ fn draw_percentiles(
         .configure_mesh()
         .x_labels(6)
         .x_label_formatter(&|x| percentile_label(*x))
+        .y_labels(12)
         .y_label_formatter(&|y| format_ms(*y))
         .x_desc("percentile")
         .y_desc("latency (ms)")
