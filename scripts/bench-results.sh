@@ -3,8 +3,9 @@
 #
 #   scripts/bench-results.sh
 #
-# Builds release, starts our broker (fresh data dir, port 19092) and Tansu (memory engine,
-# port 19192) when a `tansu` binary is found ($TANSU, then PATH, then ~/.cargo/bin, then
+# Builds release, starts our broker (fresh data dir, port 19092), the null broker (port
+# 19292: the fixed-rate latency reference) and Tansu (memory engine, port 19192) when a
+# `tansu` binary is found ($TANSU, then PATH, then ~/.cargo/bin, then
 # /work/tansu-install/bin; without one, B is the null broker and the Tansu targets are
 # reported as not measured), runs `bench limits` and one `bench compare` per scenario
 # (A B A B..., $ROUNDS rounds), and writes RESULTS.md with `bench results`.
@@ -12,7 +13,8 @@
 # Knobs (environment): ROUNDS (3), CLIENT (native | librdkafka), LATENCY_CLIENT (client of
 # the fixed-rate and e2e runs, default CLIENT), SCALE (1.0: multiplies
 # record counts), TANSU (path to the tansu binary), OUT (scratch folder,
-# target/bench-results). About 10-15 minutes on 2 cores.
+# target/bench-results), NOTE (a sentence added to the setup line of RESULTS.md). About
+# 10-15 minutes on 2 cores.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,6 +25,7 @@ CLIENT=${CLIENT:-native}
 LATENCY_CLIENT=${LATENCY_CLIENT:-$CLIENT}
 SCALE=${SCALE:-1.0}
 OUT=${OUT:-$ROOT/target/bench-results}
+NOTE=${NOTE:-}
 OURS_PORT=19092
 TANSU_PORT=19192
 NULL_PORT=19292
@@ -91,16 +94,25 @@ if [ -n "$TANSU_BIN" ]; then
     B_PID=$!
     TANSU_VERSION=$("$TANSU_BIN" --version 2>/dev/null | head -1 || echo "tansu")
     SETUP="ours: \`broker start\` (defaults: one shard per core, log.flush.policy=ack, data on the same disk as the limits' fdatasync test); B: ${TANSU_VERSION} \`tansu broker --storage-engine memory://tansu/\` (in memory: its acks=all does not touch the disk); client: $CLIENT (fixed-rate and e2e runs: $LATENCY_CLIENT); both brokers run at once, idle while the other is measured."
-else
+fi
+
+# The null broker: B when there is no Tansu, and the fixed-rate reference in any case.
+log "starting the null broker on $HOST:$NULL_PORT"
+"$BENCH" null-broker --listen "$HOST:$NULL_PORT" --record-size 1024 >"$OUT/null.log" 2>&1 &
+NULL_PID=$!
+PIDS+=("$NULL_PID")
+if [ -z "$TANSU_BIN" ]; then
     B_NAME=null
     B_PORT=$NULL_PORT
-    log "no tansu binary found: B is the null broker on $HOST:$NULL_PORT"
-    "$BENCH" null-broker --listen "$HOST:$NULL_PORT" --record-size 1024 >"$OUT/null.log" 2>&1 &
-    B_PID=$!
-    SETUP="ours: \`broker start\` (defaults); B: \`bench null-broker\` (no Tansu binary was found); client: $CLIENT."
+    B_PID=$NULL_PID
+    log "no tansu binary found: B is the null broker"
+    SETUP="ours: \`broker start\` (defaults); B: \`bench null-broker\` (no Tansu binary was found); client: $CLIENT (fixed-rate and e2e runs: $LATENCY_CLIENT)."
+else
+    PIDS+=("$B_PID")
 fi
-PIDS+=("$B_PID")
 wait_port $HOST $B_PORT 60
+wait_port $HOST $NULL_PORT 30
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
 log "bench limits"
 "$BENCH" limits --dir "$OUT/data" --json "$OUT/json/limits.json" --client "$CLIENT" --latency-client "$LATENCY_CLIENT" | tee "$OUT/limits.md"
@@ -115,10 +127,14 @@ FAILED=()
 compare() { # key workload client [extra compare flags...]
     local key=$1 workload=$2 client=$3
     shift 3
+    local b_addr=$HOST:$B_PORT b_name=$B_NAME b_pid=$B_PID
+    if [ "${VS_NULL:-}" = 1 ]; then
+        b_addr=$HOST:$NULL_PORT b_name=null b_pid=$NULL_PID
+    fi
     log "compare $key ($workload $*)"
     if ! timeout 900 "$BENCH" compare \
         --a "$HOST:$OURS_PORT" --a-name ours --a-pid "$OURS_PID" \
-        --b "$HOST:$B_PORT" --b-name "$B_NAME" --b-pid "$B_PID" \
+        --b "$b_addr" --b-name "$b_name" --b-pid "$b_pid" \
         --workload "bench/workloads/$workload.toml" \
         --rounds "$ROUNDS" --client "$client" \
         --plot "bench/results-$key.png" --json "$OUT/json/$key.json" \
@@ -132,16 +148,18 @@ compare() { # key workload client [extra compare flags...]
     FIGURES+=(--figure "$key=results-$key.png")
 }
 
-compare produce-100b-acks1 1-topic-1-partition-100b "$CLIENT" --records "$(records 1000000)" --set acks=1 \
+compare produce-100b-acks1 1-topic-1-partition-100b "$CLIENT" --records "$(records 4000000)" --set acks=1 \
     --title "max-rate produce, 100 B, acks=1"
-compare produce-100b-acksall 1-topic-1-partition-100b "$CLIENT" --records "$(records 1000000)" --set acks=all \
+compare produce-100b-acksall 1-topic-1-partition-100b "$CLIENT" --records "$(records 4000000)" --set acks=all \
     --title "max-rate produce, 100 B, acks=all"
-compare produce-1kb-acks1 1-topic-16-partitions-1kb "$CLIENT" --records "$(records 300000)" --set acks=1 \
+compare produce-1kb-acks1 1-topic-16-partitions-1kb "$CLIENT" --records "$(records 1000000)" --set acks=1 \
     --title "max-rate produce, 1 KiB, 16 partitions, acks=1"
-compare produce-1kb-acksall 1-topic-16-partitions-1kb "$CLIENT" --records "$(records 300000)" --set acks=all \
+compare produce-1kb-acksall 1-topic-16-partitions-1kb "$CLIENT" --records "$(records 1000000)" --set acks=all \
     --title "max-rate produce, 1 KiB, 16 partitions, acks=all"
 compare fixed-rate-acks1 1-topic-1-partition-100b-fixed-rate "$LATENCY_CLIENT" --records "$(records 500000)" --set acks=1 \
     --title "produce at 50,000 records/s, 100 B, acks=1"
+VS_NULL=1 compare fixed-rate-vs-null 1-topic-1-partition-100b-fixed-rate "$LATENCY_CLIENT" --records "$(records 500000)" --set acks=1 \
+    --title "produce at 50,000 records/s, 100 B, acks=1: ours against the null broker"
 compare fixed-rate-acksall 1-topic-1-partition-100b-fixed-rate "$LATENCY_CLIENT" --records "$(records 250000)" --set acks=all \
     --title "produce at 50,000 records/s, 100 B, acks=all"
 compare consume-1kb 1-topic-1-partition-1kb-consume "$CLIENT" --records "$(records 300000)" \
@@ -151,5 +169,5 @@ compare e2e 1-topic-1-partition-100b-e2e "$LATENCY_CLIENT" --records "$(records 
 
 log "writing bench/RESULTS.md"
 "$BENCH" results --limits "$OUT/json/limits.json" "${COMPARES[@]}" "${FIGURES[@]}" \
-    --setup "$SETUP${FAILED:+ Comparisons that failed and are missing: ${FAILED[*]}.}" --out bench/RESULTS.md
+    --setup "$SETUP${NOTE:+ $NOTE} Load average (1, 5, 15 min) at the start of the comparisons: $LOAD_START.${FAILED:+ Comparisons that failed and are missing: ${FAILED[*]}.}" --out bench/RESULTS.md
 log "done: bench/RESULTS.md, bench/results-*.png (raw JSON in $OUT/json)"

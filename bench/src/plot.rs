@@ -170,6 +170,14 @@ fn draw_throughput(
         .map_err(err)?;
     for (i, s) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
+        // Markers too: a run shorter than two seconds has a single point.
+        chart
+            .draw_series(
+                s.throughput
+                    .iter()
+                    .map(|&p| Circle::new(p, 3, color.filled())),
+            )
+            .map_err(err)?;
         chart
             .draw_series(LineSeries::new(s.throughput.clone(), color.stroke_width(2)))
             .map_err(err)?
