@@ -398,3 +398,113 @@ fn unknown_partition_and_unreachable_broker_are_errors() {
     assert!(bench::engine::native::producer(&format!("127.0.0.1:{port}"), &props(&[])).is_err());
     assert!(bench::engine::native::consumer(&format!("127.0.0.1:{port}"), &props(&[])).is_err());
 }
+
+/// linger.ms=0 at a fixed rate: records keep piling into the open batch while the
+/// connection is busy, so the producer keeps up instead of queueing one-record batches.
+#[test]
+fn linger_zero_fixed_rate_keeps_up() {
+    let broker = start_broker();
+    let topic = "linger-zero-rate";
+    create_topic(&broker, topic);
+    let p = props(&[("acks", "1"), ("linger.ms", "0")]);
+    let mut producer = bench::engine::native::producer(&broker.bootstrap, &p).expect("producer");
+    let n = 20_000usize;
+    let rate = 20_000.0;
+    let reports: Reports = Arc::new(Mutex::new(Vec::with_capacity(n)));
+    let started = Instant::now();
+    for i in 0..n {
+        let due = started + Duration::from_secs_f64(i as f64 / rate);
+        while Instant::now() < due {
+            producer.poll(Duration::ZERO);
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        loop {
+            let sink = reports.clone();
+            let cb =
+                Box::new(move |r: Result<DeliveryInfo, String>| sink.lock().unwrap().push((i, r)));
+            match producer.send(topic, None, Some(&key_of(i)), &value_of(i), -1, cb) {
+                Ok(()) => break,
+                Err(SendError::QueueFull) => producer.poll(Duration::from_millis(10)),
+                Err(SendError::Other(e)) => panic!("send {i}: {e}"),
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "fell behind: only {i} of {n} records sent in 10 s"
+        );
+    }
+    producer.flush(Duration::from_secs(10)).expect("flush");
+    let elapsed = started.elapsed();
+    eprintln!("{topic}: {n} records in {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_secs(4),
+        "{n} records at {rate}/s took {elapsed:?}"
+    );
+    let got = std::mem::take(&mut *reports.lock().unwrap());
+    assert_eq!(got.len(), n, "every record delivered once");
+    for (i, r) in &got {
+        assert!(r.is_ok(), "record {i}: {r:?}");
+    }
+}
+
+/// poll_into returns within (about) its timeout even while fetchers keep it fed.
+#[test]
+fn poll_into_returns_while_topic_is_fed() {
+    let broker = start_broker();
+    let topic = "poll-fed";
+    create_topic(&broker, topic);
+    // A backlog, plus a producer that keeps adding to it while we poll.
+    produce(
+        &broker.bootstrap,
+        topic,
+        100_000,
+        &props(&[("acks", "1"), ("linger.ms", "5")]),
+    );
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let feeder = {
+        let stop = stop.clone();
+        let bootstrap = broker.bootstrap.clone();
+        std::thread::spawn(move || {
+            let p = props(&[("acks", "1"), ("linger.ms", "5")]);
+            let mut producer = bench::engine::native::producer(&bootstrap, &p).expect("producer");
+            let mut i = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match producer.send(topic, None, None, &value_of(i), -1, Box::new(|_| {})) {
+                    Ok(()) => i += 1,
+                    Err(SendError::QueueFull) => producer.poll(Duration::from_millis(1)),
+                    Err(SendError::Other(e)) => panic!("send: {e}"),
+                }
+                if i % 1000 == 0 {
+                    producer.poll(Duration::ZERO);
+                }
+            }
+            let _ = producer.flush(Duration::from_secs(10));
+        })
+    };
+    let mut consumer =
+        bench::engine::native::consumer(&broker.bootstrap, &props(&[])).expect("consumer");
+    consumer.assign_all(topic).expect("assign_all");
+    let mut total = 0usize;
+    let test_start = Instant::now();
+    let mut result = Ok(());
+    while test_start.elapsed() < Duration::from_secs(3) {
+        let mut out: Vec<ConsumedRecord> = Vec::new();
+        let t = Instant::now();
+        consumer
+            .poll_into(&mut out, Duration::from_millis(100))
+            .expect("poll_into");
+        let took = t.elapsed();
+        total += out.len();
+        if took > Duration::from_millis(1500) {
+            result = Err(format!(
+                "poll_into(100 ms) took {took:?} ({} records)",
+                out.len()
+            ));
+            break;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    feeder.join().expect("feeder");
+    result.unwrap();
+    assert!(total > 0, "nothing consumed");
+}

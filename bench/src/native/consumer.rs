@@ -81,6 +81,10 @@ struct PartData {
     records: Bytes,
 }
 
+/// The most fetcher messages (fetch responses) one `poll_into` call drains after the
+/// first, so that a call returns promptly even while fetchers keep the channel fed.
+const MAX_DRAIN_PER_POLL: usize = 500;
+
 enum Msg {
     Data(Vec<PartData>),
     /// The fetcher gave up on a partition (its leader moved): re-assign it.
@@ -330,8 +334,18 @@ impl NativeConsumer {
             let before = out.len();
             if let Some(m) = first {
                 self.handle(m, out)?;
-                while let Ok(m) = self.rx.try_recv() {
-                    self.handle(m, out)?;
+                // Drain what is already queued, but bounded: a fetcher that keeps up
+                // would otherwise keep this loop going forever.
+                let mut budget = MAX_DRAIN_PER_POLL;
+                while budget > 0 {
+                    budget -= 1;
+                    match self.rx.try_recv() {
+                        Ok(m) => self.handle(m, out)?,
+                        Err(_) => break,
+                    }
+                    if Instant::now() >= deadline {
+                        break;
+                    }
                 }
             }
             if out.len() > before || Instant::now() >= deadline {

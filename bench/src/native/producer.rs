@@ -12,7 +12,7 @@
 //!   order) and reports deliveries back to the caller through a channel that
 //!   `poll`/`flush` drain, running the callbacks on the caller's thread.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{self, BufReader};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -165,8 +165,9 @@ struct TopicState {
 
 struct BrokerConn {
     tx: Sender<Job>,
-    /// Batches handed to the writer and not yet taken by it.
+    /// Batches handed to the writer and not yet written to the socket.
     queued: Arc<AtomicUsize>,
+    slots: Arc<Slots>,
     dead: Arc<AtomicBool>,
     stream: TcpStream,
 }
@@ -378,13 +379,11 @@ impl NativeProducer {
             st.sweeper_idle = false;
         }
         if !ready && st.cfg.linger.is_zero() {
-            // linger.ms=0: send now unless the leader's writer still has work queued
-            // (then the records pile up into this batch, as with the Java client).
+            // linger.ms=0: send now if the leader's connection can take another request;
+            // otherwise the records pile up into this batch (up to batch.size), as with
+            // librdkafka, and the sweeper sends it once the connection frees up.
             let leader = st.topics[ti].leaders[p];
-            ready = st
-                .conns
-                .get(&leader)
-                .is_none_or(|c| c.queued.load(Ordering::Acquire) == 0);
+            ready = st.conns.get(&leader).is_none_or(BrokerConn::can_send);
         }
         if ready {
             close_and_dispatch(&mut st, &self.shared, ti, p);
@@ -475,6 +474,16 @@ impl crate::engine::Producer for NativeProducer {
 
     fn flush(&mut self, timeout: Duration) -> Result<(), String> {
         self.flush_inner(timeout)
+    }
+}
+
+impl BrokerConn {
+    /// Nothing is waiting for the writer and a request slot is free (or the connection
+    /// is dead, so that the batch gets re-routed now).
+    fn can_send(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
+            || (self.queued.load(Ordering::Acquire) == 0
+                && self.slots.available.load(Ordering::Acquire) > 0)
     }
 }
 
@@ -631,7 +640,8 @@ fn connect_broker(st: &mut State, shared: &Arc<Shared>, node: i32) -> io::Result
             dead: dead.clone(),
             shared: shared.clone(),
             events,
-            slots,
+            slots: slots.clone(),
+            linger_zero: cfg.linger.is_zero(),
         };
         thread::Builder::new()
             .name(format!("native-r{node}"))
@@ -640,6 +650,7 @@ fn connect_broker(st: &mut State, shared: &Arc<Shared>, node: i32) -> io::Result
     Ok(BrokerConn {
         tx,
         queued,
+        slots,
         dead,
         stream,
     })
@@ -648,6 +659,8 @@ fn connect_broker(st: &mut State, shared: &Arc<Shared>, node: i32) -> io::Result
 /// Counting semaphore for in-flight requests.
 struct Slots {
     free: Mutex<usize>,
+    /// A lock-free copy of `free`, for senders deciding whether to send now.
+    available: AtomicUsize,
     cv: Condvar,
 }
 
@@ -655,6 +668,7 @@ impl Slots {
     fn new(n: usize) -> Slots {
         Slots {
             free: Mutex::new(n),
+            available: AtomicUsize::new(n),
             cv: Condvar::new(),
         }
     }
@@ -673,11 +687,15 @@ impl Slots {
                 .0;
         }
         *free -= 1;
+        self.available.store(*free, Ordering::Release);
         true
     }
 
     fn release(&self) {
-        *self.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        *free += 1;
+        self.available.store(*free, Ordering::Release);
+        drop(free);
         self.cv.notify_one();
     }
 }
@@ -703,80 +721,56 @@ struct Writer {
 
 impl Writer {
     fn run(mut self, rx: Receiver<Job>) {
+        // Batches taken off the channel and not yet sent, oldest first. They (and the
+        // batches of the request being built) still count in `queued` until written, so
+        // that linger.ms=0 senders keep filling their open batch meanwhile.
         let mut carry: VecDeque<Job> = VecDeque::new();
         let mut head = Vec::with_capacity(4096);
         let mut pieces: Vec<Piece> = Vec::new();
+        let mut seen: HashSet<(Arc<str>, i32)> = HashSet::new();
         loop {
-            // Gather: carried-over batches first, then whatever is queued, one batch per
-            // partition and at most max.request.size per request (the first always fits).
-            let max_request = self.cfg.max_request_size;
-            let mut jobs: Vec<Job> = Vec::new();
-            let mut size = 0usize;
-            let mut deferred: Vec<Job> = Vec::new();
-            let mut full = false;
-            let take = |job: Job,
-                        jobs: &mut Vec<Job>,
-                        size: &mut usize,
-                        deferred: &mut Vec<Job>|
-             -> bool {
-                let len = job.buf.len();
-                if !jobs.is_empty() && *size + len > max_request {
-                    deferred.push(job);
-                    return false;
-                }
-                if jobs
-                    .iter()
-                    .any(|j| j.partition == job.partition && j.topic == job.topic)
-                {
-                    deferred.push(job);
-                    return true;
-                }
-                *size += len;
-                jobs.push(job);
-                true
-            };
-            while let Some(job) = carry.pop_front() {
-                if !take(job, &mut jobs, &mut size, &mut deferred) {
-                    full = true;
-                    break;
-                }
-            }
-            if jobs.is_empty() {
+            if carry.is_empty() {
                 match rx.recv() {
-                    Ok(job) => {
-                        self.queued.fetch_sub(1, Ordering::AcqRel);
-                        take(job, &mut jobs, &mut size, &mut deferred);
-                    }
+                    Ok(job) => carry.push_back(job),
                     Err(_) => return,
                 }
             }
-            // Anything still carried is older than what the channel holds: only read the
-            // channel once the carried batches are all in.
-            while !full && carry.is_empty() {
-                match rx.try_recv() {
-                    Ok(job) => {
-                        self.queued.fetch_sub(1, Ordering::AcqRel);
-                        full = !take(job, &mut jobs, &mut size, &mut deferred);
-                    }
-                    Err(_) => break,
+            // Take a request slot first: batches handed over while max.in.flight requests
+            // are outstanding then join this request (or grow in the caller's open batch).
+            let slot = self.cfg.acks == 0 || self.slots.acquire(&self.dead);
+            carry.extend(rx.try_iter());
+            if !slot || self.dead.load(Ordering::Acquire) {
+                if slot && self.cfg.acks != 0 {
+                    self.slots.release();
                 }
-            }
-            // Keep per-partition order: deferred batches go before anything carried.
-            for job in deferred.into_iter().rev() {
-                carry.push_front(job);
-            }
-            if jobs.is_empty() {
-                continue;
-            }
-            if self.dead.load(Ordering::Acquire) {
-                jobs.extend(carry.drain(..));
-                for job in rx.try_iter() {
-                    self.queued.fetch_sub(1, Ordering::AcqRel);
-                    jobs.push(job);
-                }
+                let jobs: Vec<Job> = carry.drain(..).collect();
+                self.queued.fetch_sub(jobs.len(), Ordering::AcqRel);
                 self.shared.retry(jobs, "connection closed");
                 continue;
             }
+            // Gather: oldest first, one batch per partition and at most max.request.size
+            // per request (the first always fits); the rest stays carried, in order.
+            let max_request = self.cfg.max_request_size;
+            let mut jobs: Vec<Job> = Vec::new();
+            let mut size = 0usize;
+            seen.clear();
+            let mut rest: VecDeque<Job> = VecDeque::new();
+            while let Some(job) = carry.pop_front() {
+                let len = job.buf.len();
+                if !jobs.is_empty() && size + len > max_request {
+                    rest.push_back(job);
+                    break;
+                }
+                if !seen.insert((job.topic.clone(), job.partition)) {
+                    rest.push_back(job);
+                    continue;
+                }
+                size += len;
+                jobs.push(job);
+            }
+            rest.extend(carry.drain(..));
+            carry = rest;
+            let taken = jobs.len();
             // Close the batches (compression + CRC) off the caller's thread.
             let mut failed = Vec::new();
             jobs.retain_mut(|job| {
@@ -819,13 +813,13 @@ impl Writer {
                 });
             }
             if jobs.is_empty() {
+                if self.cfg.acks != 0 {
+                    self.slots.release();
+                }
+                self.queued.fetch_sub(taken, Ordering::AcqRel);
                 continue;
             }
             jobs.sort_by(|a, b| a.topic.cmp(&b.topic));
-            if self.cfg.acks != 0 && !self.slots.acquire(&self.dead) {
-                self.shared.retry(jobs, "connection closed");
-                continue;
-            }
             let correlation = self.correlation;
             self.correlation = self.correlation.wrapping_add(1) & 0x7fff_ffff;
             encode_produce(
@@ -867,6 +861,11 @@ impl Writer {
                     }
                     self.shared.retry(jobs, &e.to_string());
                 }
+            }
+            let left = self.queued.fetch_sub(taken, Ordering::AcqRel) - taken;
+            if left == 0 && self.cfg.linger.is_zero() {
+                // linger.ms=0 batches wait for the connection: tell the sweeper it is free.
+                self.shared.wake.notify_all();
             }
         }
     }
@@ -973,6 +972,8 @@ struct Reader {
     shared: Arc<Shared>,
     events: Sender<Report>,
     slots: Arc<Slots>,
+    /// linger.ms=0: wake the sweeper when a request slot frees up.
+    linger_zero: bool,
 }
 
 impl Reader {
@@ -987,6 +988,9 @@ impl Reader {
                 )
             });
             self.slots.release();
+            if self.linger_zero {
+                self.shared.wake.notify_all();
+            }
             match result {
                 Ok(resp) => self.complete(entry.jobs, &resp),
                 Err(e) => {
@@ -1051,6 +1055,11 @@ impl Reader {
 }
 
 /// Closes batches past `linger.ms` and re-routes due retries.
+fn leader_can_send(st: &State, ti: usize, p: usize) -> bool {
+    let leader = st.topics[ti].leaders[p];
+    st.conns.get(&leader).is_none_or(BrokerConn::can_send)
+}
+
 fn sweeper_loop(shared: &Arc<Shared>) {
     let mut st = shared.lock();
     let mut quiet_rounds = 0u32;
@@ -1075,6 +1084,13 @@ fn sweeper_loop(shared: &Arc<Shared>) {
                         Some((b, _)) => b.created + linger,
                         None => continue,
                     };
+                    if linger.is_zero() && !leader_can_send(&st, ti, p) {
+                        // Sent once the connection frees up (the writer or reader wakes
+                        // us); poll as a fallback.
+                        let due = now + Duration::from_millis(1);
+                        next = Some(next.map_or(due, |n| n.min(due)));
+                        continue;
+                    }
                     if due <= now {
                         close_and_dispatch(&mut st, shared, ti, p);
                     } else {
