@@ -756,7 +756,7 @@ pub fn fmt_num(v: Option<f64>) -> String {
 pub fn fmt_ratio(v: Option<f64>) -> String {
     match v.filter(|v| v.is_finite()) {
         None => "n/a".into(),
-        Some(v) if v == 0.0 => "0".into(),
+        Some(0.0) => "0".into(),
         // Two decimals, or three significant digits below 0.1.
         Some(v) => {
             let decimals = if v.abs() < 0.1 {
@@ -1446,7 +1446,7 @@ pub fn results(args: &ResultsArgs) -> Result<()> {
         ));
     }
     let failed: Vec<&Verdict> = verdicts.iter().filter(|v| v.ok == Some(false)).collect();
-    md.push_str("\n");
+    md.push('\n');
     if failed.is_empty() {
         md.push_str(&format!(
             "Every measured target is met ({} not measured).\n\n",

@@ -474,7 +474,7 @@ fn poll_into_returns_while_topic_is_fed() {
                     Err(SendError::QueueFull) => producer.poll(Duration::from_millis(1)),
                     Err(SendError::Other(e)) => panic!("send: {e}"),
                 }
-                if i % 1000 == 0 {
+                if i.is_multiple_of(1000) {
                     producer.poll(Duration::ZERO);
                 }
             }

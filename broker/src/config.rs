@@ -318,6 +318,13 @@ pub const BROKER_KEYS: &[Spec] = &[
         "Largest request size accepted on a socket.",
     ),
     spec(
+        "fetch.max.bytes",
+        T::Int,
+        Some("57671680"),
+        Check::AtLeast(1024),
+        "Most record bytes one Fetch response carries, whatever the request's max_bytes.",
+    ),
+    spec(
         "log.retention.ms",
         T::Long,
         None,
@@ -948,6 +955,8 @@ pub struct BrokerConfig {
     pub log_index_size_max_bytes: u32,
     pub message_max_bytes: u32,
     pub socket_request_max_bytes: u32,
+    /// Caps every Fetch request's `max_bytes` (Kafka's `fetch.max.bytes`).
+    pub fetch_max_bytes: u32,
     /// -1 = unlimited.
     pub log_retention_ms: i64,
     /// -1 = unlimited.
@@ -1112,6 +1121,7 @@ impl BrokerConfig {
                 "socket.request.max.bytes",
                 get("socket.request.max.bytes"),
             )?,
+            fetch_max_bytes: num("fetch.max.bytes", get("fetch.max.bytes"))?,
             log_retention_ms: if log_retention_ms < 0 {
                 -1
             } else {

@@ -35,11 +35,19 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
     let peer = stream.peer_addr().map(|addr| addr.to_string()).unwrap_or_else(|_| "unknown".into());
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.split();
-    let (responses, pending) = local_channel::new_bounded::<Task<Option<BytesMut>>>(MAX_IN_FLIGHT);
+    let (responses, pending) = local_channel::new_bounded::<Task<handlers::Response>>(MAX_IN_FLIGHT);
+    let writer_peer = peer.clone();
     let writer_task = glommio::spawn_local(async move {
         while let Some(task) = pending.recv().await {
-            if let Some(response) = task.await {
-                if writer.write_all(&response).await.is_err() {
+            match task.await {
+                Ok(Some(response)) => {
+                    if writer.write_all(&response).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(None) => {}
+                Err(reason) => {
+                    tracing::error!(peer = %writer_peer, %reason, "closing connection");
                     break;
                 }
             }

@@ -30,8 +30,9 @@ pub struct TopicSpec {
 pub enum Request {
     /// Append one batch to a partition this shard owns.
     Produce { topic_id: TopicId, partition: i32, acks: i16, records: Bytes },
-    /// Read whole batches from `offset`.
-    Fetch { topic_id: TopicId, partition: i32, offset: i64, max_bytes: usize },
+    /// Read whole batches from `offset`, at most `max_bytes` unless `min_one` (then at least
+    /// one whole batch).
+    Fetch { topic_id: TopicId, partition: i32, offset: i64, max_bytes: usize, min_one: bool },
     /// Resolve once the partition's log end passes `offset` or `wait_ms` elapses (long poll).
     WaitForData { topic_id: TopicId, partition: i32, offset: i64, wait_ms: u64 },
     /// ListOffsets for one partition.

@@ -89,8 +89,16 @@ pub async fn produce(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32, acks
     }
 }
 
-/// Reads whole batches from `offset` of a partition of this shard.
-pub async fn fetch(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32, offset: i64, max_bytes: usize) -> FetchResult {
+/// Reads whole batches from `offset` of a partition of this shard: at most `max_bytes`, or
+/// at least one whole batch when `min_one`.
+pub async fn fetch(
+    shard: &Rc<Shard>,
+    topic_id: &TopicId,
+    partition: i32,
+    offset: i64,
+    max_bytes: usize,
+    min_one: bool,
+) -> FetchResult {
     Stats::bump(&shard.stats.fetches);
     let Some(target) = shard.partition(topic_id, partition) else {
         return FetchResult {
@@ -104,7 +112,7 @@ pub async fn fetch(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32, offset
     let (read, high_watermark, log_start_offset) = {
         let log = target.log.borrow();
         let high_watermark = log.log_end_offset();
-        (log.read(offset, max_bytes, high_watermark), high_watermark, log.log_start_offset())
+        (log.read_bounded(offset, max_bytes, high_watermark, min_one), high_watermark, log.log_start_offset())
     };
     match read.await {
         Ok(records) => FetchResult { error_code: 0, high_watermark, log_start_offset, records },
@@ -144,6 +152,12 @@ pub async fn wait_for_data(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32
     }
 }
 
+/// Most bytes one ListOffsets-by-timestamp lookup decompresses to scan a batch's records.
+/// Produce validation bounds what a stored batch inflates to; a batch written before that
+/// (or by a larger `max.message.bytes`) that inflates past this is answered at batch
+/// granularity (its first offset) instead of costing the shard an unbounded decompression.
+const TIMESTAMP_SCAN_MAX_DECOMPRESSED_BYTES: usize = 16 << 20;
+
 /// ListOffsets for a partition of this shard.
 ///
 /// The log answers at batch granularity (its indexes hold batches); Kafka answers with the
@@ -182,7 +196,11 @@ pub async fn list_offsets(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32,
             }
         },
     };
-    match find_record(&target, batch_offset, &*wanted).await {
+    let found = find_record(&target, batch_offset, &*wanted).await;
+    // Each lookup decompresses at most one bounded batch; yielding between them keeps a
+    // request naming many partitions from holding the shard.
+    glommio::yield_if_needed().await;
+    match found {
         Ok(Some((offset, timestamp))) => OffsetResult { error_code: 0, timestamp, offset },
         Ok(None) => not_found,
         Err(reason) => {
@@ -205,8 +223,15 @@ async fn find_record(
     };
     let bytes = read.await.map_err(|error| error.to_string())?;
     for batch in record_batch::batches(&bytes) {
-        let (_, raw) = batch.map_err(|error| error.to_string())?;
-        let records = record_batch::records(raw).map_err(|error| error.to_string())?;
+        let (header, raw) = batch.map_err(|error| error.to_string())?;
+        let records = match record_batch::records_with_limit(raw, TIMESTAMP_SCAN_MAX_DECOMPRESSED_BYTES) {
+            Ok(records) => records,
+            Err(BatchError::Compression(error)) => {
+                tracing::warn!(%error, "batch too large to scan for a timestamp; answering with its first offset");
+                return Ok(Some((header.base_offset, header.max_timestamp)));
+            }
+            Err(error) => return Err(error.to_string()),
+        };
         for record in records.iter() {
             let record = record.map_err(|error| error.to_string())?;
             if wanted(record.timestamp) {

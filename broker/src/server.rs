@@ -39,9 +39,9 @@ fn install_signal_handlers() {
     }
 }
 
-pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
-    let data_dir = config.data_dir().to_path_buf();
-    std::fs::create_dir_all(&data_dir).with_context(|| format!("creating data directory {}", data_dir.display()))?;
+pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
+    let data_dir = resolve_data_dir(&mut config)?;
+    tracing::info!(data_dir = %data_dir.display(), "data directory");
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let shard_count = if config.num_shards == 0 { cpus } else { usize::from(config.num_shards) };
     let metadata_dir = metadata::default_dir(&data_dir);
@@ -97,6 +97,20 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Creates `log.dirs` and replaces it by its absolute, canonical path, once, before any shard
+/// starts: everything below (glommio's directory handles through io_uring among them) then
+/// sees one absolute path, whatever the working directory (a relative `./data` reached
+/// io_uring's directory open as an invalid descriptor and took every new partition offline).
+fn resolve_data_dir(config: &mut BrokerConfig) -> anyhow::Result<std::path::PathBuf> {
+    let configured = config.data_dir().to_path_buf();
+    std::fs::create_dir_all(&configured)
+        .with_context(|| format!("creating data directory {}", configured.display()))?;
+    let absolute = std::fs::canonicalize(&configured)
+        .with_context(|| format!("resolving data directory {}", configured.display()))?;
+    config.log_dirs[0] = absolute.clone();
+    Ok(absolute)
 }
 
 async fn run_shard(

@@ -147,8 +147,8 @@ impl Shard {
             Request::Produce { topic_id, partition, acks, records } => {
                 Reply::Produce(crate::partition_ops::produce(self, &topic_id, partition, acks, records).await)
             }
-            Request::Fetch { topic_id, partition, offset, max_bytes } => {
-                Reply::Fetch(crate::partition_ops::fetch(self, &topic_id, partition, offset, max_bytes).await)
+            Request::Fetch { topic_id, partition, offset, max_bytes, min_one } => {
+                Reply::Fetch(crate::partition_ops::fetch(self, &topic_id, partition, offset, max_bytes, min_one).await)
             }
             Request::WaitForData { topic_id, partition, offset, wait_ms } => {
                 crate::partition_ops::wait_for_data(self, &topic_id, partition, offset, wait_ms).await;

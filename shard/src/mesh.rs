@@ -235,7 +235,8 @@ mod tests {
     fn messages_cross_shards_in_order() {
         const COUNT: u64 = (RING_CAPACITY as u64) * 3;
         let endpoints = build::<u64>(2);
-        let received: Arc<Mutex<Vec<Vec<(usize, u64)>>>> =
+        type Received = Arc<Mutex<Vec<Vec<(usize, u64)>>>>;
+        let received: Received =
             Arc::new(Mutex::new(vec![vec![], vec![]]));
         let mut threads = Vec::new();
         for endpoint in endpoints {

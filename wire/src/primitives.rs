@@ -621,8 +621,7 @@ mod tests {
 
     #[test]
     fn encode_errors() {
-        let mut msg = MetadataRequest::default();
-        msg.topics = None;
+        let mut msg = MetadataRequest { topics: None, ..Default::default() };
         // Null topics are not allowed in v0.
         assert_eq!(
             msg.encode(&mut BytesMut::new(), 0),
@@ -668,7 +667,7 @@ mod tests {
             for _ in 0..len {
                 // Bias towards small bytes so lengths and counts are sometimes plausible.
                 let r = rng.next();
-                input.push(if r % 3 == 0 {
+                input.push(if r.is_multiple_of(3) {
                     (r >> 8) as u8
                 } else {
                     ((r >> 8) % 4) as u8

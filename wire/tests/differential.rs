@@ -134,7 +134,7 @@ macro_rules! differential {
 
 #[test]
 fn differential_against_kafka_protocol() {
-    let mut rng = StdRng::seed_from_u64(0x6b61_666b_61);
+    let mut rng = StdRng::seed_from_u64(0x006b_6166_6b61);
     let mut notes = Vec::new();
     let mut failures: Vec<String> = Vec::new();
     let mut total = 0usize;

@@ -4,19 +4,18 @@
 use std::collections::{BTreeMap, HashSet};
 use std::rc::Rc;
 
-use bytes::BytesMut;
 use wire::generated::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
 use wire::generated::delete_topics_response::DeletableTopicResult;
 use wire::generated::{CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse};
 use wire::primitives::Uuid;
 use wire::ErrorCode;
 
-use super::{encode_response, RequestContext};
+use super::{encode_response, RequestContext, Response};
 use crate::config;
 use crate::forward::{Reply, Request, TopicOutcome, TopicSpec};
 use crate::shard::Shard;
 
-pub async fn handle_create_topics(shard: Rc<Shard>, request: CreateTopicsRequest, ctx: RequestContext) -> Option<BytesMut> {
+pub async fn handle_create_topics(shard: Rc<Shard>, request: CreateTopicsRequest, ctx: RequestContext) -> Response {
     // Kafka refuses every copy of a topic named twice in one request.
     let mut seen = HashSet::new();
     let duplicated: HashSet<String> =
@@ -98,7 +97,7 @@ pub async fn handle_create_topics(shard: Rc<Shard>, request: CreateTopicsRequest
     encode_response(&ctx, ctx.api_version, &response)
 }
 
-pub async fn handle_delete_topics(shard: Rc<Shard>, request: DeleteTopicsRequest, ctx: RequestContext) -> Option<BytesMut> {
+pub async fn handle_delete_topics(shard: Rc<Shard>, request: DeleteTopicsRequest, ctx: RequestContext) -> Response {
     let image = shard.image();
     // v6 names topics by name or by id; older versions by name only.
     let wanted: Vec<(Option<String>, Uuid)> = if ctx.api_version >= 6 {

@@ -1,27 +1,25 @@
-//! ApiVersions: the APIs and versions this broker serves (`handlers::SUPPORTED`), and the
+//! ApiVersions: the APIs and versions this broker serves (`handlers::SUPPORTED`, with Produce
+//! advertised from v0 as Kafka 4.0 does: `handlers::ADVERTISED_BELOW_SERVED`), and the
 //! KIP-511 answer to a version we do not serve: error UNSUPPORTED_VERSION in a v0 body that
 //! still lists our ranges, so the client can retry at a version we do serve.
 
-use bytes::BytesMut;
 use wire::generated::api_versions_response::ApiVersion;
 use wire::generated::{ApiVersionsRequest, ApiVersionsResponse};
 use wire::ErrorCode;
 
-use super::{encode_response, RequestContext, SUPPORTED};
+use super::{encode_response, RequestContext, Response, SUPPORTED};
 
 fn api_keys() -> Vec<ApiVersion> {
     SUPPORTED
         .iter()
-        .map(|&(key, min_version, max_version)| ApiVersion {
-            api_key: key as i16,
-            min_version,
-            max_version,
-            ..Default::default()
+        .map(|&(key, min, max)| {
+            let (min_version, max_version) = super::advertised_range(key, min, max);
+            ApiVersion { api_key: key as i16, min_version, max_version, ..Default::default() }
         })
         .collect()
 }
 
-pub fn handle(ctx: &RequestContext, _request: ApiVersionsRequest) -> Option<BytesMut> {
+pub fn handle(ctx: &RequestContext, _request: ApiVersionsRequest) -> Response {
     let response = ApiVersionsResponse { error_code: 0, api_keys: api_keys(), ..Default::default() };
     encode_response(ctx, ctx.api_version, &response)
 }

@@ -4,23 +4,26 @@
 
 use std::rc::Rc;
 
-use bytes::BytesMut;
 use wire::generated::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym};
 use wire::generated::{DescribeConfigsRequest, DescribeConfigsResponse};
 use wire::ErrorCode;
 
-use super::{encode_response, RequestContext};
+use super::{encode_response, RequestContext, Response};
 use crate::config::{self, ConfigEntry, ConfigSource};
 use crate::shard::Shard;
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 
-pub async fn handle(shard: Rc<Shard>, request: DescribeConfigsRequest, ctx: RequestContext) -> Option<BytesMut> {
+pub async fn handle(shard: Rc<Shard>, request: DescribeConfigsRequest, ctx: RequestContext) -> Response {
     let image = shard.image();
+    // A resource listed more than once is described once (its first listing): each copy
+    // would otherwise add every config of the resource to the response.
+    let mut seen = std::collections::HashSet::new();
     let results = request
         .resources
         .iter()
+        .filter(|resource| seen.insert((resource.resource_type, resource.resource_name.as_str())))
         .map(|resource| {
             let entries: Result<Vec<ConfigEntry>, (ErrorCode, String)> = match resource.resource_type {
                 RESOURCE_TOPIC => match image.topic(&resource.resource_name) {
@@ -52,7 +55,7 @@ pub async fn handle(shard: Rc<Shard>, request: DescribeConfigsRequest, ctx: Requ
                     resource_name: resource.resource_name.clone(),
                     configs: entries
                         .into_iter()
-                        .filter(|entry| resource.configuration_keys.as_ref().map_or(true, |keys| keys.contains(&entry.name)))
+                        .filter(|entry| resource.configuration_keys.as_ref().is_none_or(|keys| keys.contains(&entry.name)))
                         .map(|entry| describe(entry, ctx.api_version, request.include_synonyms, request.include_documentation))
                         .collect(),
                     ..Default::default()

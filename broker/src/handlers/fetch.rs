@@ -5,9 +5,9 @@
 //! Plain read path: records are read into memory and copied into the response frame. The
 //! zero-copy (sendfile/splice) path is a later change.
 
+use std::collections::HashSet;
 use std::rc::Rc;
 
-use bytes::BytesMut;
 use futures::future::LocalBoxFuture;
 use futures::FutureExt;
 use wire::generated::fetch_response::{FetchableTopicResponse, PartitionData};
@@ -15,7 +15,7 @@ use wire::generated::{FetchRequest, FetchResponse};
 use wire::primitives::Uuid;
 use wire::ErrorCode;
 
-use super::{encode_response, RequestContext};
+use super::{encode_response, RequestContext, Response};
 use crate::forward::{FetchResult, Reply, Request};
 use crate::metadata::records::TopicId;
 use crate::shard::Shard;
@@ -26,6 +26,7 @@ struct Wanted {
     target: Result<(usize, TopicId), ErrorCode>,
     partition: i32,
     offset: i64,
+    /// The request's `partition_max_bytes` for this partition.
     max_bytes: usize,
 }
 
@@ -33,31 +34,96 @@ fn failed(code: ErrorCode) -> FetchResult {
     FetchResult { error_code: code.code(), high_watermark: -1, log_start_offset: -1, records: Default::default() }
 }
 
-async fn read_all(shard: &Rc<Shard>, wanted: &[Wanted]) -> Vec<FetchResult> {
-    let reads: Vec<LocalBoxFuture<'static, FetchResult>> = wanted
-        .iter()
-        .map(|want| match want.target {
-            Err(code) => futures::future::ready(failed(code)).boxed_local(),
-            Ok((target, topic_id)) => {
-                let shard = shard.clone();
-                let request =
-                    Request::Fetch { topic_id, partition: want.partition, offset: want.offset, max_bytes: want.max_bytes };
-                async move {
-                    match shard.call(target, request).await {
-                        Reply::Fetch(result) => result,
-                        _ => failed(ErrorCode::UnknownServerError),
-                    }
+/// Reads one partition on its owner: at most `max_bytes`, or at least one whole batch when
+/// `min_one`.
+fn read_one(shard: &Rc<Shard>, want: &Wanted, max_bytes: usize, min_one: bool) -> LocalBoxFuture<'static, FetchResult> {
+    match want.target {
+        Err(code) => futures::future::ready(failed(code)).boxed_local(),
+        Ok((target, topic_id)) => {
+            let shard = shard.clone();
+            let request =
+                Request::Fetch { topic_id, partition: want.partition, offset: want.offset, max_bytes, min_one };
+            async move {
+                match shard.call(target, request).await {
+                    Reply::Fetch(result) => result,
+                    _ => failed(ErrorCode::UnknownServerError),
                 }
-                .boxed_local()
             }
-        })
-        .collect();
-    futures::future::join_all(reads).await
+            .boxed_local()
+        }
+    }
+}
+
+/// Whether a read that came back empty left data behind because its first batch was larger
+/// than what it was allowed (a partition past its high watermark has nothing to give).
+fn held_back(want: &Wanted, result: &FetchResult) -> bool {
+    result.error_code == 0 && result.records.is_empty() && want.offset < result.high_watermark
+}
+
+/// Reads every partition in request order within the response budget, as Kafka does: the
+/// records of all partitions together stay within `budget` bytes and each partition's within
+/// its `partition_max_bytes`, except that the first batch of the first non-empty partition is
+/// returned whole even when larger (KIP-74), so a consumer always makes progress.
+///
+/// Partitions are read concurrently in waves: a wave takes partitions in order while their
+/// limits fit in what is left of the budget, so the bytes read at once never exceed the
+/// budget plus one batch, however many partitions the request names.
+async fn read_all(shard: &Rc<Shard>, wanted: &[Wanted], budget: usize) -> Vec<FetchResult> {
+    let mut results: Vec<FetchResult> = Vec::with_capacity(wanted.len());
+    let mut remaining = budget;
+    let mut any_returned = false;
+    while results.len() < wanted.len() {
+        let start = results.len();
+        let mut allotted = 0usize;
+        let mut wave = Vec::new();
+        for (index, want) in wanted.iter().enumerate().skip(start) {
+            let limit = want.max_bytes.min(remaining - allotted);
+            let min_one = index == start && !any_returned;
+            wave.push(read_one(shard, want, limit, min_one));
+            allotted += limit;
+            // Once the budget is spoken for, later partitions wait for the next wave, unless
+            // nothing is left at all: then they are all read at once for their offsets only.
+            if remaining > 0 && allotted >= remaining {
+                break;
+            }
+        }
+        let wave_results = futures::future::join_all(wave).await;
+        for (offset_in_wave, mut result) in wave_results.into_iter().enumerate() {
+            let want = &wanted[start + offset_in_wave];
+            if !any_returned && offset_in_wave > 0 && held_back(want, &result) {
+                // Its batch was too large while it was not yet known to be the first
+                // non-empty partition; it is, so it may return that batch whole.
+                result = read_one(shard, want, want.max_bytes.min(remaining), true).await;
+            }
+            if any_returned && result.records.len() > remaining {
+                result.records = trim_to_whole_batches(&result.records, remaining);
+            }
+            if !result.records.is_empty() {
+                any_returned = true;
+                remaining = remaining.saturating_sub(result.records.len());
+            }
+            results.push(result);
+        }
+    }
+    results
+}
+
+/// The longest prefix of `records` made of whole batches and at most `limit` bytes.
+fn trim_to_whole_batches(records: &bytes::Bytes, limit: usize) -> bytes::Bytes {
+    let mut end = 0usize;
+    while let Some(length) = records.get(end + 8..end + 12) {
+        let batch = wire::record_batch::LOG_OVERHEAD + i32::from_be_bytes(length.try_into().expect("4 bytes")).max(0) as usize;
+        if end + batch > limit || end + batch > records.len() {
+            break;
+        }
+        end += batch;
+    }
+    records.slice(..end)
 }
 
 /// Fetch at a version we do not serve (v0-3, message formats 0 and 1): every partition gets
 /// UNSUPPORTED_VERSION.
-pub fn unsupported_version(request: FetchRequest, ctx: &RequestContext) -> Option<BytesMut> {
+pub fn unsupported_version(request: FetchRequest, ctx: &RequestContext) -> Response {
     let response = build_response(&request, ctx, std::iter::repeat_with(|| failed(ErrorCode::UnsupportedVersion)));
     encode_response(ctx, ctx.api_version, &response)
 }
@@ -96,12 +162,30 @@ fn build_response(request: &FetchRequest, ctx: &RequestContext, mut results: imp
     FetchResponse { throttle_time_ms: 0, error_code: 0, session_id: 0, responses, ..Default::default() }
 }
 
-pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext) -> Option<BytesMut> {
+/// `request` with every partition listed after its first listing removed (and topics left
+/// with no partition dropped).
+fn dedupe(mut request: FetchRequest, by_id: bool, seen: &mut HashSet<(String, Uuid, i32)>) -> FetchRequest {
+    for topic in &mut request.topics {
+        let name = if by_id { String::new() } else { topic.topic.clone() };
+        let id = if by_id { topic.topic_id } else { Uuid::ZERO };
+        topic.partitions.retain(|partition| seen.insert((name.clone(), id, partition.partition)));
+    }
+    request.topics.retain(|topic| !topic.partitions.is_empty());
+    request
+}
+
+pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext) -> Response {
     let image = shard.image();
     let shard_count = shard.shard_count();
     let by_id = ctx.api_version >= 13;
     let unknown_topic = if by_id { ErrorCode::UnknownTopicId } else { ErrorCode::UnknownTopicOrPartition };
+    let budget = request.max_bytes.clamp(0, shard.config.fetch_max_bytes as i32) as usize;
     let mut wanted = Vec::new();
+    // A partition listed more than once is read and answered once (the first listing), as
+    // Kafka's fetch map keeps one entry per partition: otherwise every copy would get its
+    // own read and one small request could ask for the log many times over.
+    let mut seen = HashSet::new();
+    let request = dedupe(request, by_id, &mut seen);
     for topic in &request.topics {
         let topic_image = if by_id { image.topic_by_id(&topic.topic_id.0) } else { image.topic(&topic.topic) };
         for partition in &topic.partitions {
@@ -116,13 +200,11 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
                 target,
                 partition: partition.partition,
                 offset: partition.fetch_offset,
-                // The response limit bounds each partition's read too (one whole batch is
-                // still returned when it alone is larger).
-                max_bytes: partition.partition_max_bytes.min(request.max_bytes).max(0) as usize,
+                max_bytes: partition.partition_max_bytes.max(0) as usize,
             });
         }
     }
-    let mut results = read_all(&shard, &wanted).await;
+    let mut results = read_all(&shard, &wanted, budget).await;
     let bytes: usize = results.iter().map(|result| result.records.len()).sum();
     let any_error = results.iter().any(|result| result.error_code != 0);
     if bytes < request.min_bytes.max(1) as usize && request.max_wait_ms > 0 && !any_error && !wanted.is_empty() {
@@ -141,7 +223,7 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
             .collect();
         if !waits.is_empty() {
             futures::future::select_all(waits).await;
-            results = read_all(&shard, &wanted).await;
+            results = read_all(&shard, &wanted, budget).await;
         }
     }
     encode_response(&ctx, ctx.api_version, &build_response(&request, &ctx, results.into_iter()))

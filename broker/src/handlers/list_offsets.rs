@@ -2,16 +2,16 @@
 //! local (-4, the log start offset here: nothing is tiered) and by timestamp, each answered by
 //! the shard that owns the partition.
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
-use bytes::BytesMut;
 use futures::future::LocalBoxFuture;
 use futures::FutureExt;
 use wire::generated::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use wire::generated::{ListOffsetsRequest, ListOffsetsResponse};
 use wire::ErrorCode;
 
-use super::{encode_response, RequestContext};
+use super::{encode_response, RequestContext, Response};
 use crate::forward::{OffsetResult, Reply, Request};
 use crate::shard::Shard;
 
@@ -21,7 +21,7 @@ fn failed(code: ErrorCode) -> OffsetResult {
 
 /// ListOffsets v0 (the pre-KIP-79 offsets list), which we do not serve: every partition gets
 /// UNSUPPORTED_VERSION.
-pub fn unsupported_version(request: ListOffsetsRequest, ctx: &RequestContext) -> Option<BytesMut> {
+pub fn unsupported_version(request: ListOffsetsRequest, ctx: &RequestContext) -> Response {
     let response = build_response(&request, ctx, std::iter::repeat(failed(ErrorCode::UnsupportedVersion)));
     encode_response(ctx, ctx.api_version, &response)
 }
@@ -59,15 +59,25 @@ fn build_response(
     ListOffsetsResponse { throttle_time_ms: 0, topics, ..Default::default() }
 }
 
-pub async fn handle(shard: Rc<Shard>, request: ListOffsetsRequest, ctx: RequestContext) -> Option<BytesMut> {
+pub async fn handle(shard: Rc<Shard>, request: ListOffsetsRequest, ctx: RequestContext) -> Response {
     let image = shard.image();
     let shard_count = shard.shard_count();
     let mut lookups: Vec<LocalBoxFuture<'static, OffsetResult>> = Vec::new();
+    // As Kafka (ListOffsetsRequest.duplicatePartitions): a partition listed more than once is
+    // not looked up at all; each of its listings gets INVALID_REQUEST.
+    let mut listed: HashMap<(&str, i32), u32> = HashMap::new();
+    for topic in &request.topics {
+        for partition in &topic.partitions {
+            *listed.entry((topic.name.as_str(), partition.partition_index)).or_default() += 1;
+        }
+    }
     for topic in &request.topics {
         let topic_image = image.topic(&topic.name);
         for partition in &topic.partitions {
             let owner = topic_image.and_then(|t| t.partition(partition.partition_index).map(|p| (t.topic_id, p.shard)));
+            let duplicated = listed[&(topic.name.as_str(), partition.partition_index)] > 1;
             lookups.push(match owner {
+                _ if duplicated => futures::future::ready(failed(ErrorCode::InvalidRequest)).boxed_local(),
                 None => futures::future::ready(failed(ErrorCode::UnknownTopicOrPartition)).boxed_local(),
                 Some((topic_id, owner)) => {
                     let shard = shard.clone();

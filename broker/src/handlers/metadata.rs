@@ -4,13 +4,12 @@
 
 use std::rc::Rc;
 
-use bytes::BytesMut;
 use wire::generated::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
 use wire::generated::{MetadataRequest, MetadataResponse};
 use wire::primitives::Uuid;
 use wire::ErrorCode;
 
-use super::{encode_response, RequestContext};
+use super::{encode_response, RequestContext, Response};
 use crate::forward::{Request, TopicSpec};
 use crate::metadata::image::TopicImage;
 use crate::metadata::validate_topic_name;
@@ -19,14 +18,18 @@ use crate::shard::Shard;
 /// Cluster id reported when none is configured.
 const DEFAULT_CLUSTER_ID: &str = "kafka-tpc-single-node";
 
-pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestContext) -> Option<BytesMut> {
+pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestContext) -> Response {
     let config = &shard.config;
     // v0: an empty list means every topic; v1+: null means every topic.
     let all_topics = match &request.topics {
         None => true,
         Some(topics) => topics.is_empty() && ctx.api_version == 0,
     };
-    let requested = request.topics.unwrap_or_default();
+    // Kafka collects the requested names into a set: a name (or topic id) listed many times
+    // is answered once, so a request cannot multiply its response.
+    let mut requested = request.topics.unwrap_or_default();
+    let mut seen = std::collections::HashSet::with_capacity(requested.len());
+    requested.retain(|topic| seen.insert((topic.name.clone(), topic.topic_id)));
     let auto_create = config.auto_create_topics_enable && (ctx.api_version < 4 || request.allow_auto_topic_creation);
     if !all_topics && auto_create {
         let image = shard.image();

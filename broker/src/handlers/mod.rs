@@ -36,6 +36,22 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeConfigs, 0, 4),
 ];
 
+/// Versions advertised in ApiVersions below the served range, answered with
+/// UNSUPPORTED_VERSION on every partition. Apache Kafka 4.0 keeps advertising Produce from v0
+/// for this reason (KAFKA-18659): librdkafka decides which codecs a broker supports from the
+/// advertised Produce range (its "MsgVer1"/LZ4 features need v2 in it) and silently sends
+/// `compression.type=lz4` batches uncompressed to a broker whose range starts at v3.
+pub const ADVERTISED_BELOW_SERVED: &[(ApiKey, i16)] = &[(ApiKey::Produce, 0)];
+
+/// The range ApiVersions advertises for `key`, whose served range is `min..=max`.
+pub fn advertised_range(key: ApiKey, min: i16, max: i16) -> (i16, i16) {
+    let advertised_min = ADVERTISED_BELOW_SERVED
+        .iter()
+        .find(|(advertised, _)| *advertised == key)
+        .map_or(min, |&(_, low)| low.min(min));
+    (advertised_min, max)
+}
+
 fn served_range(api_key: i16) -> Option<(i16, i16)> {
     SUPPORTED.iter().find(|(key, _, _)| *key as i16 == api_key).map(|&(_, min, max)| (min, max))
 }
@@ -49,7 +65,7 @@ pub struct RequestContext {
 
 /// Routes one request frame (without its size prefix). `Err` carries the reason the
 /// connection must be closed (Kafka closes connections on requests it cannot parse).
-pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Task<Option<BytesMut>>, String> {
+pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Task<Response>, String> {
     if frame.len() < 8 {
         return Err(format!("request of {} bytes is shorter than a request header", frame.len()));
     }
@@ -102,11 +118,11 @@ pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Task<Option<Bytes
     Ok(task)
 }
 
-fn spawn(handler: impl std::future::Future<Output = Option<BytesMut>> + 'static) -> Task<Option<BytesMut>> {
+fn spawn(handler: impl std::future::Future<Output = Response> + 'static) -> Task<Response> {
     glommio::spawn_local(handler)
 }
 
-fn ready(response: Option<BytesMut>) -> Task<Option<BytesMut>> {
+fn ready(response: Response) -> Task<Response> {
     glommio::spawn_local(async move { response })
 }
 
@@ -117,11 +133,30 @@ fn decode<T: Decodable>(ctx: &RequestContext, mut body: Bytes) -> Result<T, Stri
     })
 }
 
+/// What a request's task produces: `Ok(Some(frame))` to write, `Ok(None)` for a request that
+/// gets no response (acks=0 produce), `Err(reason)` when the connection must be closed (a
+/// response that cannot be encoded: writing nothing would silently desynchronise the client's
+/// correlation ids, as if it were acks=0).
+pub type Response = Result<Option<BytesMut>, String>;
+
+/// Largest response frame ever built. A frame's size is an i32 on the wire; every API's own
+/// bounds (Fetch `max_bytes` capped by `fetch.max.bytes`, de-duplicated Metadata/ListOffsets/
+/// DescribeConfigs entries) keep real responses far below this, so reaching it means a bug
+/// or an abuse, and the connection is closed rather than the memory taken.
+pub const MAX_RESPONSE_BYTES: usize = 1 << 30;
+
 /// Encodes a whole response frame: size, response header, body.
-pub fn encode_response<T: Encodable>(ctx: &RequestContext, api_version: i16, response: &T) -> Option<BytesMut> {
+pub fn encode_response<T: Encodable>(ctx: &RequestContext, api_version: i16, response: &T) -> Response {
     let header_version = api::response_header_version(ctx.api_key, api_version);
     let header_len = 4 + usize::from(header_version >= 1);
     let body_len = response.encoded_len(api_version);
+    if header_len + body_len > MAX_RESPONSE_BYTES {
+        return Err(format!(
+            "response of {} bytes to API key {} exceeds the bound of {MAX_RESPONSE_BYTES} bytes",
+            header_len + body_len,
+            ctx.api_key
+        ));
+    }
     let mut out = BytesMut::with_capacity(4 + header_len + body_len);
     out.put_i32((header_len + body_len) as i32);
     out.put_i32(ctx.correlation_id);
@@ -129,9 +164,8 @@ pub fn encode_response<T: Encodable>(ctx: &RequestContext, api_version: i16, res
         varint::write_unsigned_varint(&mut out, 0);
     }
     if let Err(error) = response.encode(&mut out, api_version) {
-        tracing::error!(api_key = ctx.api_key, api_version, %error, "response could not be encoded");
-        return None;
+        return Err(format!("response to API key {} v{api_version} could not be encoded: {error}", ctx.api_key));
     }
     debug_assert_eq!(out.len(), 4 + header_len + body_len, "encoded_len agrees with encode");
-    Some(out)
+    Ok(Some(out))
 }

@@ -4,14 +4,13 @@
 
 use std::rc::Rc;
 
-use bytes::BytesMut;
 use futures::future::LocalBoxFuture;
 use futures::FutureExt;
 use wire::generated::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use wire::generated::{ProduceRequest, ProduceResponse};
 use wire::ErrorCode;
 
-use super::{encode_response, RequestContext};
+use super::{encode_response, RequestContext, Response};
 use crate::forward::{ProduceResult, Reply, Request};
 use crate::shard::Shard;
 
@@ -21,9 +20,9 @@ fn failed(code: ErrorCode) -> ProduceResult {
 
 /// Produce at a version we do not serve (v0-2, message formats 0 and 1): every partition
 /// gets UNSUPPORTED_VERSION (nothing for acks=0).
-pub fn unsupported_version(request: ProduceRequest, ctx: &RequestContext) -> Option<BytesMut> {
+pub fn unsupported_version(request: ProduceRequest, ctx: &RequestContext) -> Response {
     if request.acks == 0 {
-        return None;
+        return Ok(None);
     }
     let response = build_response(&request, std::iter::repeat(failed(ErrorCode::UnsupportedVersion)));
     encode_response(ctx, ctx.api_version, &response)
@@ -57,7 +56,7 @@ fn build_response(request: &ProduceRequest, mut results: impl Iterator<Item = Pr
     ProduceResponse { responses, throttle_time_ms: 0, ..Default::default() }
 }
 
-pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestContext) -> Option<BytesMut> {
+pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestContext) -> Response {
     let acks = request.acks;
     let valid_acks = matches!(acks, -1..=1);
     let image = shard.image();
@@ -97,7 +96,7 @@ pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestConte
     }
     let results = futures::future::join_all(results).await;
     if acks == 0 {
-        return None;
+        return Ok(None);
     }
     encode_response(&ctx, ctx.api_version, &build_response(&request, results.into_iter()))
 }

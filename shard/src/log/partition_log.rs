@@ -435,12 +435,25 @@ impl PartitionLog {
         max_bytes: usize,
         limit_offset: i64,
     ) -> impl Future<Output = Result<Bytes, LogError>> + 'static {
+        self.read_bounded(offset, max_bytes, limit_offset, true)
+    }
+
+    /// As [`read`](Self::read); with `min_one` false a first batch larger than `max_bytes`
+    /// is not returned (empty bytes), so the result never exceeds `max_bytes`. Kafka's fetch
+    /// gives that exception (KIP-74) only to the first non-empty partition of a response.
+    pub fn read_bounded(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        limit_offset: i64,
+        min_one: bool,
+    ) -> impl Future<Output = Result<Bytes, LogError>> + 'static {
         let plan = self.plan_read(offset, max_bytes, limit_offset);
         let chunk = (self.config.index_interval_bytes as usize * 2).clamp(4096, 1 << 20);
         async move {
             match plan? {
                 None => Ok(Bytes::new()),
-                Some(segs) => read_planned(segs, offset, max_bytes, limit_offset, chunk).await,
+                Some(segs) => read_planned(segs, offset, max_bytes, limit_offset, chunk, min_one).await,
             }
         }
     }
@@ -743,6 +756,7 @@ async fn read_planned(
     max_bytes: usize,
     limit_offset: i64,
     chunk: usize,
+    min_one: bool,
 ) -> Result<Bytes, LogError> {
     let mut pieces: Vec<Vec<u8>> = Vec::new();
     let mut taken = 0usize;
@@ -772,7 +786,7 @@ async fn read_planned(
         let first = taken == 0;
         let budget = max_bytes.saturating_sub(taken);
         let left = seg.size - pos;
-        let want = (if first {
+        let want = (if first && min_one {
             budget.max(PEEK_BYTES)
         } else {
             budget
@@ -798,7 +812,7 @@ async fn read_planned(
                 end += p.total;
                 continue;
             }
-            if taken == 0 && end == 0 {
+            if taken == 0 && end == 0 && min_one {
                 // The first batch is larger than max_bytes: return it whole anyway.
                 let more = p.total - buf.len();
                 if (p.total as u64) > left {
