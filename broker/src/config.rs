@@ -422,6 +422,41 @@ pub const BROKER_KEYS: &[Spec] = &[
         Check::None,
         "Cluster id (generated if unset).",
     ),
+    spec(
+        "connections.max.idle.ms",
+        T::Long,
+        Some("600000"),
+        Check::AtLeast(-1),
+        "Close connections with no bytes read or written for this long (-1 or 0 = never).",
+    ),
+    spec(
+        "max.connections",
+        T::Int,
+        Some("2147483647"),
+        Check::AtLeast(0),
+        "Open connections, all listeners; capped at 3/4 of RLIMIT_NOFILE. Extra ones are closed at once.",
+    ),
+    spec(
+        "max.connections.per.ip",
+        T::Int,
+        Some("2147483647"),
+        Check::AtLeast(0),
+        "Open connections from one client IP. Extra ones are closed at once.",
+    ),
+    spec(
+        "queued.max.requests",
+        T::Int,
+        Some("500"),
+        Check::AtLeast(1),
+        "Requests of one connection read and not yet answered before it stops reading (per connection, not per broker).",
+    ),
+    spec(
+        "queued.max.request.bytes",
+        T::Long,
+        Some("-1"),
+        Check::AtLeast(-1),
+        "Bytes of requests and unwritten responses one shard holds before it stops reading sockets (-1 or 0 = 67108864).",
+    ),
 ];
 
 /// Kafka keys commonly found in `server.properties` that mean nothing to us (thread pools,
@@ -969,6 +1004,15 @@ pub struct BrokerConfig {
     /// 0 = one shard per CPU core.
     pub num_shards: u16,
     pub cluster_id: Option<String>,
+    /// Idle connections are closed after this long; `None` = never.
+    pub connections_max_idle_ms: Option<u64>,
+    /// Before the file-descriptor cap (see `limits::ConnectionLimits`).
+    pub max_connections: u32,
+    pub max_connections_per_ip: u32,
+    /// Per connection (see `limits::ConnectionLoad`).
+    pub queued_max_requests: u32,
+    /// Per shard; <= 0 = `limits::DEFAULT_SHARD_PENDING_BYTES`.
+    pub queued_max_request_bytes: i64,
     /// Ignored Kafka keys that were present (for the startup log / tests).
     pub ignored: Vec<String>,
     /// Keys explicitly set (file or overrides), canonical spelling, raw values.
@@ -1138,6 +1182,19 @@ impl BrokerConfig {
             delete_topic_enable: boolean("delete.topic.enable"),
             num_shards: num("num.shards", get("num.shards"))?,
             cluster_id: set("cluster.id").map(str::to_string),
+            connections_max_idle_ms: Some(num::<i64>(
+                "connections.max.idle.ms",
+                get("connections.max.idle.ms"),
+            )?)
+            .filter(|ms| *ms > 0)
+            .map(|ms| ms as u64),
+            max_connections: num("max.connections", get("max.connections"))?,
+            max_connections_per_ip: num("max.connections.per.ip", get("max.connections.per.ip"))?,
+            queued_max_requests: num("queued.max.requests", get("queued.max.requests"))?,
+            queued_max_request_bytes: num(
+                "queued.max.request.bytes",
+                get("queued.max.request.bytes"),
+            )?,
             ignored,
             explicit,
         })

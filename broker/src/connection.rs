@@ -8,13 +8,28 @@
 //! ever moved are those of a frame that straddles the end of a read and did not fit the
 //! buffer's capacity (at most one read's worth), when the buffer grows.
 //!
-//! Bounds: a frame above `socket.request.max.bytes` is refused from its 4-byte size, before
-//! anything is allocated; at most `MAX_IN_FLIGHT` requests per connection are being processed
-//! (Kafka's clients pipeline up to 5), after which reading pauses.
+//! Bounds (see `limits`): a frame above `socket.request.max.bytes` is refused from its 4-byte
+//! size, before anything is allocated; at most `queued.max.requests` requests of a connection
+//! are read and not yet answered (of them `limits::MAX_IN_PROCESS` being processed, one
+//! fetch at a time), and reading pauses while the connection holds
+//! `limits::MAX_CONNECTION_PENDING_BYTES` or its shard `queued.max.request.bytes` (requests
+//! read plus responses not yet written), so a client that never reads its responses stops
+//! being read. A connection with no bytes read or written for `connections.max.idle.ms` is
+//! closed.
+//!
+//! Ending: when the peer closes (or resets) the connection, every request still in process is
+//! cancelled at once (dropping a glommio `Task` cancels it): a parked long poll lets go of its
+//! partitions, and one parked on another shard is cancelled there over the mesh. A request
+//! refused for its content closes the connection after the responses already computed are
+//! written (for at most [`CLOSE_DRAIN_TIMEOUT`]).
 
+use std::cell::Cell;
+use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
+use futures::future::Either;
 use futures::io::{AsyncReadExt, AsyncWriteExt};
 use glommio::channels::local_channel;
 use glommio::net::TcpStream;
@@ -22,66 +37,116 @@ use glommio::Task;
 use wire::frame;
 
 use crate::handlers;
+use crate::limits::{ConnectionLoad, ConnectionSlot, Held, Outcome, ShardBudget};
 use crate::shard::Shard;
 
-/// Requests of one connection processed at the same time before reading pauses.
-const MAX_IN_FLIGHT: usize = 64;
+const FETCH_API_KEY: i16 = wire::generated::api::ApiKey::Fetch as i16;
 
 /// Bytes asked of each socket read when no larger frame is pending.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 
-/// Serves one connection until the peer closes it or sends something we must refuse.
-pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
+/// While a connection is not reading (at one of its bounds), how often it looks whether the
+/// peer has gone (a closed socket cannot wake a task that is not reading it) and whether it
+/// has been idle too long.
+const PEER_CHECK_INTERVAL: Duration = Duration::from_millis(200);
+
+/// After a refused request, how long the responses already being computed may take to be
+/// written before the connection closes anyway.
+const CLOSE_DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Why a connection ends.
+enum End {
+    /// The peer closed or reset it: nobody will read what is in process.
+    PeerGone(Option<String>),
+    /// No bytes read or written for `connections.max.idle.ms`.
+    Idle(Duration),
+    /// The writer failed (peer gone).
+    WriterStopped,
+    /// A request we refuse (Kafka closes on what it cannot parse).
+    Refused(String),
+}
+
+/// Serves one connection until the peer closes it, it idles out, or it sends something we
+/// must refuse. `slot` is its place under `max.connections`, freed when this returns.
+pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: Rc<ShardBudget>, slot: ConnectionSlot) {
+    let _slot = slot;
     let peer = stream.peer_addr().map(|addr| addr.to_string()).unwrap_or_else(|_| "unknown".into());
     let _ = stream.set_nodelay(true);
+    let fd = stream.as_raw_fd();
+    let load = ConnectionLoad::new(budget, shard.config.queued_max_requests as usize);
+    let idle = shard.config.connections_max_idle_ms.map(Duration::from_millis);
+    let activity = Rc::new(Cell::new(Instant::now()));
     let (mut reader, mut writer) = stream.split();
-    let (responses, pending) = local_channel::new_bounded::<Task<handlers::Response>>(MAX_IN_FLIGHT);
+    // Unbounded as a channel: `load` bounds the requests in it (`queued.max.requests`).
+    let (responses, pending) = local_channel::new_unbounded::<Task<Outcome>>();
+    let written = activity.clone();
     let writer_peer = peer.clone();
     let writer_task = glommio::spawn_local(async move {
-        while let Some(task) = pending.recv().await {
-            match task.await {
-                Ok(Some(response)) => {
-                    if writer.write_all(&response).await.is_err() {
-                        break;
-                    }
-                }
-                Ok(None) => {}
+        'write: while let Some(task) = pending.recv().await {
+            let response = match task.await {
+                Ok(Some(response)) => response,
+                Ok(None) => continue,
                 Err(reason) => {
                     tracing::error!(peer = %writer_peer, %reason, "closing connection");
                     break;
                 }
+            };
+            let mut bytes: &[u8] = &response.bytes;
+            while !bytes.is_empty() {
+                match writer.write(bytes).await {
+                    Ok(0) | Err(_) => break 'write,
+                    Ok(wrote) => {
+                        bytes = &bytes[wrote..];
+                        written.set(Instant::now());
+                    }
+                }
             }
+            // `response` drops here: its bytes and its request's place are released.
         }
         let _ = writer.close().await;
     });
     let max_frame = shard.config.socket_request_max_bytes as usize;
     let mut buffer = BytesMut::with_capacity(READ_CHUNK_BYTES);
-    let reason: String = 'read: loop {
+    // The bytes in `buffer` (a partial frame), held against the connection's and shard's bounds.
+    let mut buffered = load.charge(0);
+    let watch = Watch { fd, load: &load, activity: &activity, idle };
+    let end: End = 'read: loop {
         // Hand out every whole frame already in the buffer.
         loop {
             match frame::frame_body_len(&buffer, max_frame) {
-                Err(error) => break 'read format!("refused frame: {error}"),
+                Err(error) => break 'read End::Refused(format!("refused frame: {error}")),
                 Ok(None) => break,
                 Ok(Some(body_len)) => {
-                    let mut request = buffer.split_to(frame::FRAME_HEADER_BYTES + body_len).freeze();
+                    let header = &buffer[frame::FRAME_HEADER_BYTES..];
+                    let fetch = header.len() >= 2 && i16::from_be_bytes([header[0], header[1]]) == FETCH_API_KEY;
+                    if let Err(end) = watch.wait_until(|| load.may_dispatch(fetch)).await {
+                        break 'read end;
+                    }
+                    let frame_bytes = frame::FRAME_HEADER_BYTES + body_len;
+                    let mut request = buffer.split_to(frame_bytes).freeze();
                     request.advance(frame::FRAME_HEADER_BYTES);
+                    let held = Held::new(&load, fetch, buffered.split(frame_bytes));
                     crate::shard::Stats::bump(&shard.stats.requests);
-                    match handlers::dispatch(&shard, request) {
+                    match handlers::dispatch(&shard, request, held) {
                         Ok(task) => {
                             if responses.send(task).await.is_err() {
-                                break 'read "response writer stopped".into();
+                                break 'read End::WriterStopped;
                             }
                         }
-                        Err(reason) => break 'read reason,
+                        Err(reason) => break 'read End::Refused(reason),
                     }
                 }
             }
+        }
+        // Back-pressure: hold off reading while this connection or its shard holds too much.
+        if let Err(end) = watch.wait_until(|| load.may_read()).await {
+            break 'read end;
         }
         // Make room for the rest of the current frame (or the next read) and read.
         let frame_bytes = match frame::peek_frame_size(&buffer, max_frame) {
             Ok(Some(body_len)) => frame::FRAME_HEADER_BYTES + body_len,
             Ok(None) => 0,
-            Err(error) => break 'read format!("refused frame: {error}"),
+            Err(error) => break 'read End::Refused(format!("refused frame: {error}")),
         };
         let want = frame_bytes.saturating_sub(buffer.len()).max(READ_CHUNK_BYTES);
         buffer.reserve(want);
@@ -89,26 +154,125 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
         // SAFETY: the slice covers the buffer's spare capacity, which is allocated; `read`
         // only writes into it (socket bytes) and reports how many bytes it wrote, and only
         // those are exposed (`set_len` below). Zero-filling instead would cost a memset of
-        // every byte received, a measurable share of the CPU per GiB.
+        // every byte received, a measurable share of the CPU per GiB. glommio reads on
+        // readiness (a plain `recv` once the socket is readable), so a read dropped by the
+        // idle timer leaves nothing in flight that could write here later.
         let target = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), spare.len()) };
-        match reader.read(target).await {
+        let read = reader.read(target);
+        let outcome = match idle {
+            None => read.await,
+            Some(idle) => {
+                let deadline = activity.get() + idle;
+                let timer = glommio::timer::sleep(deadline.saturating_duration_since(Instant::now()));
+                futures::pin_mut!(read, timer);
+                match futures::future::select(read, timer).await {
+                    Either::Left((outcome, _)) => outcome,
+                    Either::Right(_) => {
+                        if activity.get().elapsed() >= idle {
+                            break 'read End::Idle(idle);
+                        }
+                        continue 'read;
+                    }
+                }
+            }
+        };
+        match outcome {
             Ok(0) => {
                 if buffer.is_empty() {
-                    break 'read String::new();
+                    break 'read End::PeerGone(None);
                 }
-                break 'read format!("peer closed in the middle of a frame ({} bytes pending)", buffer.len());
+                break 'read End::PeerGone(Some(format!(
+                    "peer closed in the middle of a frame ({} bytes pending)",
+                    buffer.len()
+                )));
             }
             Ok(read) => {
                 // SAFETY: `read` bytes past the old length were just written by the socket read.
                 unsafe { buffer.set_len(buffer.len() + read) };
+                buffered.grow(read);
+                activity.set(Instant::now());
             }
-            Err(error) => break 'read format!("read failed: {error}"),
+            Err(error) => break 'read End::PeerGone(Some(format!("read failed: {error}"))),
         }
     };
-    if !reason.is_empty() {
-        tracing::warn!(peer = %peer, reason = %reason, "closing connection");
-    }
     drop(responses);
-    // Responses already being computed are still written, then the writer closes the socket.
-    writer_task.await;
+    match end {
+        End::PeerGone(reason) => {
+            // A client going away (even by reset) is ordinary, not worth a warning.
+            if let Some(reason) = reason {
+                tracing::debug!(peer = %peer, reason = %reason, "peer gone; closing connection");
+            }
+            // Nobody will read the answers: cancel every request in process (dropping the
+            // writer drops the queued tasks, which cancels them).
+            drop(writer_task);
+        }
+        End::WriterStopped => drop(writer_task),
+        End::Idle(idle) => {
+            tracing::debug!(peer = %peer, idle_ms = idle.as_millis() as u64, "closing idle connection (connections.max.idle.ms)");
+            drop(writer_task);
+        }
+        End::Refused(reason) => {
+            tracing::warn!(peer = %peer, reason = %reason, "closing connection");
+            let drain = glommio::timer::sleep(CLOSE_DRAIN_TIMEOUT);
+            futures::pin_mut!(drain);
+            // Responses already being computed are still written, then the writer closes the
+            // socket; past the timeout they are cancelled.
+            let _ = futures::future::select(writer_task, drain).await;
+        }
+    }
+}
+
+/// What a connection that is not reading its socket keeps an eye on.
+struct Watch<'a> {
+    fd: RawFd,
+    load: &'a Rc<ConnectionLoad>,
+    activity: &'a Cell<Instant>,
+    idle: Option<Duration>,
+}
+
+impl Watch<'_> {
+    /// Waits until `ready()` holds, or the peer has gone, or the connection idled out.
+    async fn wait_until(&self, ready: impl Fn() -> bool) -> Result<(), End> {
+        loop {
+            let released = self.load.listen();
+            if ready() {
+                return Ok(());
+            }
+            let tick = glommio::timer::sleep(PEER_CHECK_INTERVAL);
+            futures::pin_mut!(released, tick);
+            if let Either::Right(_) = futures::future::select(released, tick).await {
+                if let Some(reason) = peer_gone(self.fd) {
+                    return Err(End::PeerGone(reason));
+                }
+                if let Some(idle) = self.idle {
+                    if self.activity.get().elapsed() >= idle {
+                        return Err(End::Idle(idle));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether the peer has closed or reset the socket, looked at without consuming anything
+/// (`Some(None)`: orderly close; `Some(Some(reason))`: an error). Bytes still unread hide an
+/// orderly close behind them; a peer that closes with our responses unread resets instead,
+/// which shows.
+fn peer_gone(fd: RawFd) -> Option<Option<String>> {
+    let mut byte = 0u8;
+    // SAFETY: a non-blocking peek of at most one byte into a local.
+    let peeked = unsafe {
+        libc::recv(fd, (&mut byte as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+    };
+    match peeked {
+        0 => Some(None),
+        n if n > 0 => None,
+        _ => {
+            let error = std::io::Error::last_os_error();
+            match error.kind() {
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted => None,
+                _ => Some(Some(format!("socket error: {error}"))),
+            }
+        }
+    }
 }

@@ -15,6 +15,9 @@ use crate::metadata::records::TopicId;
 pub enum ShardMsg {
     Request { id: u64, body: Request },
     Reply { id: u64, body: Reply },
+    /// The caller of request `id` gave up (its connection closed): stop a parked wait now
+    /// rather than at its deadline. No reply follows.
+    Cancel { id: u64 },
 }
 
 /// A topic to create, as CreateTopics carries it.

@@ -5,6 +5,7 @@ pub mod config;
 pub mod connection;
 pub mod forward;
 pub mod handlers;
+pub mod limits;
 pub mod metadata;
 pub mod partition_ops;
 pub mod server;

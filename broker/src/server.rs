@@ -14,6 +14,7 @@ use glommio::{LocalExecutorBuilder, Placement};
 
 use crate::config::BrokerConfig;
 use crate::forward::ShardMsg;
+use crate::limits::{ConnectionLimits, RefusalLog, ShardBudget};
 use crate::metadata::image::Image;
 use crate::metadata::{self, Controller};
 use crate::shard::Shard;
@@ -57,6 +58,13 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     let listener = config.listeners.first().ok_or_else(|| anyhow!("no listener configured"))?;
     let address = listener.addr();
     install_signal_handlers();
+    let fd_limit = crate::limits::raise_fd_limit();
+    let connection_limits = ConnectionLimits::new(&config, fd_limit);
+    tracing::info!(
+        rlimit_nofile = fd_limit,
+        max_connections = connection_limits.max_connections(),
+        "file descriptor limit raised to the hard limit"
+    );
 
     let config = Arc::new(config);
     let (ready_sender, ready_receiver) = mpsc::channel::<Result<usize, String>>();
@@ -69,10 +77,11 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         let controller = if id == 0 { controller.take() } else { None };
         let address = address.clone();
         let ready = ready_sender.clone();
+        let connection_limits = connection_limits.clone();
         let executor = LocalExecutorBuilder::new(Placement::Fixed(id % cpus))
             .name(&format!("shard-{id}"))
             .spawn(move || async move {
-                run_shard(id, config, image, controller, endpoint, address, ready).await;
+                run_shard(id, config, image, controller, endpoint, address, ready, connection_limits).await;
             })
             .map_err(|error| anyhow!("starting shard {id}: {error}"))?;
         executors.push(executor);
@@ -121,6 +130,7 @@ async fn run_shard(
     endpoint: shard::mesh::MeshEndpoint<ShardMsg>,
     address: String,
     ready: mpsc::Sender<Result<usize, String>>,
+    connection_limits: Arc<ConnectionLimits>,
 ) {
     let shard = Shard::new(id, config, Arc::new(Image::default()), controller);
     shard.group_commit.spawn();
@@ -136,6 +146,8 @@ async fn run_shard(
         }
     };
     let _ = ready.send(Ok(id));
+    let budget = ShardBudget::new(&shard.config);
+    let refusals = RefusalLog::default();
     let retained = Rc::downgrade(&shard);
     glommio::spawn_local(async move {
         loop {
@@ -155,7 +167,18 @@ async fn run_shard(
         futures::pin_mut!(accept, stop);
         match futures::future::select(accept, stop).await {
             futures::future::Either::Left((Ok(stream), _)) => {
-                glommio::spawn_local(crate::connection::serve(shard.clone(), stream)).detach();
+                let peer = stream.peer_addr().ok();
+                match connection_limits.admit(peer.map(|addr| addr.ip())) {
+                    Ok(slot) => {
+                        let serve = crate::connection::serve(shard.clone(), stream, budget.clone(), slot);
+                        glommio::spawn_local(serve).detach();
+                    }
+                    // As Kafka does: accepted, then closed at once (dropping the stream).
+                    Err(refusal) => {
+                        let peer = peer.map_or_else(|| "unknown".to_string(), |addr| addr.to_string());
+                        refusals.refused(id, &peer, &refusal);
+                    }
+                }
             }
             futures::future::Either::Left((Err(error), _)) => {
                 tracing::warn!(shard = id, %error, "accept failed");
@@ -169,12 +192,13 @@ async fn run_shard(
     shard.close().await;
     let stats = &shard.stats;
     tracing::info!(
-        "shard {id} stats: requests={} produce_batches={} fetches={} forwarded_in={} forwarded_out={} partitions={}",
+        "shard {id} stats: requests={} produce_batches={} fetches={} forwarded_in={} forwarded_out={} partitions={} cancelled_waits={}",
         stats.requests.get(),
         stats.produce_batches.get(),
         stats.fetches.get(),
         stats.forwarded_in.get(),
         stats.forwarded_out.get(),
         partitions,
+        stats.cancelled_waits.get(),
     );
 }

@@ -38,6 +38,8 @@ pub struct Stats {
     pub fetches: Cell<u64>,
     pub forwarded_in: Cell<u64>,
     pub forwarded_out: Cell<u64>,
+    /// Long polls parked here for another shard, cancelled because their caller went away.
+    pub cancelled_waits: Cell<u64>,
 }
 
 impl Stats {
@@ -54,6 +56,9 @@ pub struct Shard {
     pub group_commit: Rc<GroupCommit>,
     mesh: RefCell<Option<Rc<Mesh<ShardMsg>>>>,
     pending: RefCell<HashMap<u64, oneshot::Sender<Reply>>>,
+    /// Long polls parked here for another shard, by (caller shard, request id), so that a
+    /// `Cancel` from the caller ends them at once.
+    remote_waits: RefCell<HashMap<(usize, u64), futures::future::AbortHandle>>,
     next_request_id: Cell<u64>,
     controller: Option<RefCell<Controller>>,
     /// Image updates are applied one at a time, in the order the metadata core sent them.
@@ -72,6 +77,7 @@ impl Shard {
             group_commit,
             mesh: RefCell::new(None),
             pending: RefCell::new(HashMap::new()),
+            remote_waits: RefCell::new(HashMap::new()),
             next_request_id: Cell::new(0),
             controller: controller.map(RefCell::new),
             image_update: glommio::sync::Semaphore::new(1),
@@ -115,13 +121,40 @@ impl Shard {
         self.pending.borrow_mut().insert(id, sender);
         Stats::bump(&self.stats.forwarded_out);
         let mesh = self.mesh.borrow().clone().expect("mesh connected before serving");
+        // Only a long poll is worth cancelling: everything else ends within a disk operation,
+        // and a produce must not be cut between its shards' appends.
+        let cancel_on_drop = matches!(request, Request::WaitForData { .. });
         mesh.send(target, ShardMsg::Request { id, body: request });
-        receiver.await.expect("a shard never drops a forwarded request")
+        let mut guard = CancelOnDrop { shard: self, target, id, cancel_remote: cancel_on_drop, answered: false };
+        let reply = receiver.await.expect("a shard never drops a forwarded request");
+        guard.answered = true;
+        reply
     }
 
     /// Delivers a message from shard `source` (called by the mesh's receiver tasks).
     pub fn deliver(self: &Rc<Self>, source: usize, message: ShardMsg) {
         match message {
+            ShardMsg::Request { id, body: body @ Request::WaitForData { .. } } => {
+                Stats::bump(&self.stats.forwarded_in);
+                let shard = self.clone();
+                let (abort, registration) = futures::future::AbortHandle::new_pair();
+                self.remote_waits.borrow_mut().insert((source, id), abort);
+                glommio::spawn_local(async move {
+                    let wait = futures::future::Abortable::new(shard.execute(body), registration);
+                    if let Ok(reply) = wait.await {
+                        shard.remote_waits.borrow_mut().remove(&(source, id));
+                        let mesh = shard.mesh.borrow().clone().expect("mesh connected");
+                        mesh.send(source, ShardMsg::Reply { id, body: reply });
+                    }
+                })
+                .detach();
+            }
+            ShardMsg::Cancel { id } => {
+                if let Some(abort) = self.remote_waits.borrow_mut().remove(&(source, id)) {
+                    abort.abort();
+                    Stats::bump(&self.stats.cancelled_waits);
+                }
+            }
             ShardMsg::Request { id, body } => {
                 Stats::bump(&self.stats.forwarded_in);
                 let shard = self.clone();
@@ -335,6 +368,30 @@ impl Shard {
             let dir = log.dir().to_path_buf();
             if let Err(error) = log.close().await {
                 tracing::warn!(dir = %dir.display(), %error, "closing a log failed");
+            }
+        }
+    }
+}
+
+/// Cancels a forwarded long poll whose caller was dropped before its reply came (the
+/// connection closed): forgets the reply slot and tells the owner to stop waiting.
+struct CancelOnDrop<'a> {
+    shard: &'a Rc<Shard>,
+    target: usize,
+    id: u64,
+    cancel_remote: bool,
+    answered: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        self.shard.pending.borrow_mut().remove(&self.id);
+        if self.cancel_remote {
+            if let Some(mesh) = self.shard.mesh.borrow().clone() {
+                mesh.send(self.target, ShardMsg::Cancel { id: self.id });
             }
         }
     }

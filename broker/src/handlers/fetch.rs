@@ -20,6 +20,12 @@ use crate::forward::{FetchResult, Reply, Request};
 use crate::metadata::records::TopicId;
 use crate::shard::Shard;
 
+/// Longest a fetch is parked, whatever `max_wait_ms` asks (up to 24.8 days): answering
+/// earlier with fewer than `min_bytes` is allowed, and clients fetch again. Bounds how long a
+/// request holds its partitions even when nothing cancels it; a closed connection cancels it
+/// at once (see `connection`).
+const MAX_WAIT_CAP_MS: u64 = 30_000;
+
 /// A partition of the request, resolved against the image.
 struct Wanted {
     /// Owner shard and topic id, or the error to report.
@@ -208,7 +214,7 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
     let bytes: usize = results.iter().map(|result| result.records.len()).sum();
     let any_error = results.iter().any(|result| result.error_code != 0);
     if bytes < request.min_bytes.max(1) as usize && request.max_wait_ms > 0 && !any_error && !wanted.is_empty() {
-        let wait_ms = request.max_wait_ms as u64;
+        let wait_ms = (request.max_wait_ms as u64).min(MAX_WAIT_CAP_MS);
         let waits: Vec<LocalBoxFuture<'static, ()>> = wanted
             .iter()
             .filter_map(|want| want.target.ok().map(|target| (target, want)))

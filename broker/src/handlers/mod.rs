@@ -22,6 +22,7 @@ use wire::generated::RequestHeader;
 use wire::primitives::{Decodable, Encodable};
 use wire::varint;
 
+use crate::limits::{Held, Outcome};
 use crate::shard::Shard;
 
 /// Every API this broker serves, with the versions it serves.
@@ -64,8 +65,9 @@ pub struct RequestContext {
 }
 
 /// Routes one request frame (without its size prefix). `Err` carries the reason the
-/// connection must be closed (Kafka closes connections on requests it cannot parse).
-pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Task<Response>, String> {
+/// connection must be closed (Kafka closes connections on requests it cannot parse). `held`
+/// (the request's place and bytes) is traded for the response's bytes when the handler ends.
+pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes, held: Held) -> Result<Task<Outcome>, String> {
     if frame.len() < 8 {
         return Err(format!("request of {} bytes is shorter than a request header", frame.len()));
     }
@@ -80,7 +82,7 @@ pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Task<Response>, S
         if api_key == ApiKey::ApiVersions as i16 {
             // KIP-511: answer in a v0 body so that the client can retry with a version we serve.
             let response = api_versions::unsupported_version_response();
-            return Ok(ready(encode_response(&ctx, 0, &response)));
+            return Ok(ready(encode_response(&ctx, 0, &response), held));
         }
         // A version Kafka defines but we do not serve (old message formats): every partition
         // gets UNSUPPORTED_VERSION. Versions nobody defines cannot be parsed: close.
@@ -96,7 +98,7 @@ pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Task<Response>, S
             Some(ApiKey::ListOffsets) => list_offsets::unsupported_version(decode(&ctx, frame)?, &ctx),
             _ => return Err(format!("unsupported version {api_version} of API key {api_key}")),
         };
-        return Ok(ready(response));
+        return Ok(ready(response, held));
     }
     let header_version = api::request_header_version(api_key, api_version);
     let _header = RequestHeader::decode(&mut frame, header_version)
@@ -105,25 +107,25 @@ pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Task<Response>, S
     let body = frame;
     let key = ApiKey::from_i16(api_key).expect("served keys are known");
     let task = match key {
-        ApiKey::ApiVersions => ready(api_versions::handle(&ctx, decode(&ctx, body)?)),
-        ApiKey::Metadata => spawn(metadata::handle(shard, decode(&ctx, body)?, ctx)),
-        ApiKey::Produce => spawn(produce::handle(shard, decode(&ctx, body)?, ctx)),
-        ApiKey::Fetch => spawn(fetch::handle(shard, decode(&ctx, body)?, ctx)),
-        ApiKey::ListOffsets => spawn(list_offsets::handle(shard, decode(&ctx, body)?, ctx)),
-        ApiKey::CreateTopics => spawn(admin::handle_create_topics(shard, decode(&ctx, body)?, ctx)),
-        ApiKey::DeleteTopics => spawn(admin::handle_delete_topics(shard, decode(&ctx, body)?, ctx)),
-        ApiKey::DescribeConfigs => spawn(describe_configs::handle(shard, decode(&ctx, body)?, ctx)),
+        ApiKey::ApiVersions => ready(api_versions::handle(&ctx, decode(&ctx, body)?), held),
+        ApiKey::Metadata => spawn(metadata::handle(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::Produce => spawn(produce::handle(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::Fetch => spawn(fetch::handle(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::ListOffsets => spawn(list_offsets::handle(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::CreateTopics => spawn(admin::handle_create_topics(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::DeleteTopics => spawn(admin::handle_delete_topics(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::DescribeConfigs => spawn(describe_configs::handle(shard, decode(&ctx, body)?, ctx), held),
         _ => unreachable!("SUPPORTED lists only handled keys"),
     };
     Ok(task)
 }
 
-fn spawn(handler: impl std::future::Future<Output = Response> + 'static) -> Task<Response> {
-    glommio::spawn_local(handler)
+fn spawn(handler: impl std::future::Future<Output = Response> + 'static, held: Held) -> Task<Outcome> {
+    glommio::spawn_local(async move { held.finish(handler.await) })
 }
 
-fn ready(response: Response) -> Task<Response> {
-    glommio::spawn_local(async move { response })
+fn ready(response: Response, held: Held) -> Task<Outcome> {
+    glommio::spawn_local(async move { held.finish(response) })
 }
 
 /// Decodes a request body; a body that does not parse closes the connection, as in Kafka.
