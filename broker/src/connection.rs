@@ -74,7 +74,8 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: Rc<ShardBudget>,
     let _ = stream.set_nodelay(true);
     let fd = stream.as_raw_fd();
     let load = ConnectionLoad::new(budget, shard.config.queued_max_requests as usize);
-    let idle = shard.config.connections_max_idle_ms.map(Duration::from_millis);
+    // An idle bound beyond any deadline an `Instant` can hold (Long.MAX ms) means never.
+    let idle = shard.config.connections_max_idle_ms.map(Duration::from_millis).filter(|idle| Instant::now().checked_add(*idle * 2).is_some());
     let activity = Rc::new(Cell::new(Instant::now()));
     let (mut reader, mut writer) = stream.split();
     // Unbounded as a channel: `load` bounds the requests in it (`queued.max.requests`).

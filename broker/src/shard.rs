@@ -55,6 +55,7 @@ pub struct Shard {
     partitions: RefCell<HashMap<(TopicId, i32), Rc<Partition>>>,
     pub group_commit: Rc<GroupCommit>,
     mesh: RefCell<Option<Rc<Mesh<ShardMsg>>>>,
+    mesh_ready: event_listener::Event,
     pending: RefCell<HashMap<u64, oneshot::Sender<Reply>>>,
     /// Long polls parked here for another shard, by (caller shard, request id), so that a
     /// `Cancel` from the caller ends them at once.
@@ -76,6 +77,7 @@ impl Shard {
             partitions: RefCell::new(HashMap::new()),
             group_commit,
             mesh: RefCell::new(None),
+            mesh_ready: event_listener::Event::new(),
             pending: RefCell::new(HashMap::new()),
             remote_waits: RefCell::new(HashMap::new()),
             next_request_id: Cell::new(0),
@@ -87,6 +89,20 @@ impl Shard {
 
     pub fn set_mesh(&self, mesh: Rc<Mesh<ShardMsg>>) {
         *self.mesh.borrow_mut() = Some(mesh);
+        self.mesh_ready.notify(usize::MAX);
+    }
+
+    /// The mesh, once connected. A shard that already serves (each starts accepting as soon
+    /// as it is ready) may forward to one still connecting, whose receive loop delivers
+    /// before `set_mesh`; its replies wait here instead of panicking.
+    async fn connected_mesh(&self) -> Rc<Mesh<ShardMsg>> {
+        loop {
+            let ready = self.mesh_ready.listen();
+            if let Some(mesh) = self.mesh.borrow().clone() {
+                return mesh;
+            }
+            ready.await;
+        }
     }
 
     pub fn shard_count(&self) -> usize {
@@ -143,7 +159,7 @@ impl Shard {
                     let wait = futures::future::Abortable::new(shard.execute(body), registration);
                     if let Ok(reply) = wait.await {
                         shard.remote_waits.borrow_mut().remove(&(source, id));
-                        let mesh = shard.mesh.borrow().clone().expect("mesh connected");
+                        let mesh = shard.connected_mesh().await;
                         mesh.send(source, ShardMsg::Reply { id, body: reply });
                     }
                 })
@@ -161,7 +177,7 @@ impl Shard {
                 // Spawned in arrival order; each runs its synchronous prefix in that order.
                 glommio::spawn_local(async move {
                     let reply = shard.execute(body).await;
-                    let mesh = shard.mesh.borrow().clone().expect("mesh connected");
+                    let mesh = shard.connected_mesh().await;
                     mesh.send(source, ShardMsg::Reply { id, body: reply });
                 })
                 .detach();
