@@ -75,7 +75,11 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: Rc<ShardBudget>,
     let fd = stream.as_raw_fd();
     let load = ConnectionLoad::new(budget, shard.config.queued_max_requests as usize);
     // An idle bound beyond any deadline an `Instant` can hold (Long.MAX ms) means never.
-    let idle = shard.config.connections_max_idle_ms.map(Duration::from_millis).filter(|idle| Instant::now().checked_add(*idle * 2).is_some());
+    let idle = shard
+        .config
+        .connections_max_idle_ms
+        .map(Duration::from_millis)
+        .filter(|idle| Instant::now().checked_add(*idle * 2).is_some());
     let activity = Rc::new(Cell::new(Instant::now()));
     let (mut reader, mut writer) = stream.split();
     // Unbounded as a channel: `load` bounds the requests in it (`queued.max.requests`).
@@ -262,9 +266,7 @@ impl Watch<'_> {
 fn peer_gone(fd: RawFd) -> Option<Option<String>> {
     let mut byte = 0u8;
     // SAFETY: a non-blocking peek of at most one byte into a local.
-    let peeked = unsafe {
-        libc::recv(fd, (&mut byte as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
-    };
+    let peeked = unsafe { libc::recv(fd, (&mut byte as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
     match peeked {
         0 => Some(None),
         n if n > 0 => None,

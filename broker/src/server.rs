@@ -122,6 +122,7 @@ fn resolve_data_dir(config: &mut BrokerConfig) -> anyhow::Result<std::path::Path
     Ok(absolute)
 }
 
+#[allow(clippy::too_many_arguments)] // one shard's whole start-up context, passed once
 async fn run_shard(
     id: usize,
     config: Arc<BrokerConfig>,
