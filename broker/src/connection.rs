@@ -124,7 +124,8 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: Rc<ShardBudget>,
                 Ok(Some(body_len)) => {
                     let header = &buffer[frame::FRAME_HEADER_BYTES..];
                     let fetch = header.len() >= 2 && i16::from_be_bytes([header[0], header[1]]) == FETCH_API_KEY;
-                    if let Err(end) = watch.wait_until(|| load.may_dispatch(fetch)).await {
+                    let unread = buffered.bytes();
+                    if let Err(end) = watch.wait_until(|| load.may_dispatch(fetch, unread)).await {
                         break 'read end;
                     }
                     let frame_bytes = frame::FRAME_HEADER_BYTES + body_len;
@@ -144,7 +145,8 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: Rc<ShardBudget>,
             }
         }
         // Back-pressure: hold off reading while this connection or its shard holds too much.
-        if let Err(end) = watch.wait_until(|| load.may_read()).await {
+        let unread = buffered.bytes();
+        if let Err(end) = watch.wait_until(|| load.may_read(unread)).await {
             break 'read end;
         }
         // Make room for the rest of the current frame (or the next read) and read.

@@ -240,16 +240,21 @@ impl ConnectionLoad {
     }
 
     /// Whether this connection may hand one more request (a fetch or not) to its handler.
-    pub fn may_dispatch(&self, fetch: bool) -> bool {
+    /// `unread` is what its read buffer holds (that frame among it), not counted here: a frame
+    /// already read must never wait for itself.
+    pub fn may_dispatch(&self, fetch: bool, unread: usize) -> bool {
         self.requests.get() < self.max_requests
             && self.in_process.get() < MAX_IN_PROCESS
             && (!fetch || self.fetches.get() < MAX_FETCHES_IN_PROCESS)
-            && self.held.get() < MAX_CONNECTION_PENDING_BYTES
+            && self.held.get().saturating_sub(unread) < MAX_CONNECTION_PENDING_BYTES
     }
 
-    /// Whether this connection may read more bytes (its own bound and its shard's).
-    pub fn may_read(&self) -> bool {
-        self.held.get() < MAX_CONNECTION_PENDING_BYTES && self.budget.bytes.get() < self.budget.max_bytes
+    /// Whether this connection may read more bytes (its own bound and its shard's). `unread`
+    /// (its partial frame) is not counted: a frame must always be able to complete, or a frame
+    /// above a bound would wait for itself.
+    pub fn may_read(&self, unread: usize) -> bool {
+        self.held.get().saturating_sub(unread) < MAX_CONNECTION_PENDING_BYTES
+            && self.budget.bytes.get().saturating_sub(unread) < self.budget.max_bytes
     }
 
     /// Resolves after the next release of this connection's or its shard's load; create it
@@ -298,6 +303,10 @@ impl Charge {
         let bytes = bytes.min(self.bytes);
         self.bytes -= bytes;
         Charge { owner: self.owner.clone(), bytes }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Adds `bytes` to this charge.
@@ -389,4 +398,70 @@ pub struct HeldResponse {
     pub bytes: bytes::BytesMut,
     _charge: Charge,
     _slot: RequestSlot,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(requests: u32, shard_bytes: i64) -> Rc<ConnectionLoad> {
+        let mut config = BrokerConfig::default();
+        config.queued_max_requests = requests;
+        config.queued_max_request_bytes = shard_bytes;
+        ConnectionLoad::new(ShardBudget::new(&config), requests as usize)
+    }
+
+    #[test]
+    fn charges_are_released_however_they_end() {
+        let load = load(2, 1000);
+        let mut buffered = load.charge(0);
+        buffered.grow(1500);
+        assert!(load.may_read(1500), "a partial frame may always complete");
+        let other = load.charge(1000);
+        assert!(!load.may_read(1500), "over the shard's 1000 bytes");
+        let held = Held::new(&load, true, buffered.split(1200));
+        assert!(!load.may_dispatch(true, 300), "one fetch in process at a time");
+        assert!(load.may_dispatch(false, 300));
+        assert!(load.may_dispatch(false, 1 << 30), "a frame already read never waits for itself");
+        let response = held.finish(Ok(Some(bytes::BytesMut::from(&[0u8; 100][..])))).unwrap().unwrap();
+        assert_eq!(load.held.get(), 300 + 100);
+        drop(other);
+        assert!(load.may_read(300));
+        assert!(load.may_dispatch(true, 300));
+        assert_eq!(load.requests(), 1, "counted until written");
+        drop(response);
+        drop(buffered);
+        assert_eq!((load.held.get(), load.budget.bytes_held(), load.requests()), (0, 0, 0));
+    }
+
+    #[test]
+    fn queued_max_requests_counts_unwritten_responses() {
+        let load = load(2, -1);
+        assert_eq!(load.budget.max_bytes(), DEFAULT_SHARD_PENDING_BYTES);
+        let a = Held::new(&load, false, load.charge(10)).finish(Ok(Some(bytes::BytesMut::new())));
+        let b = Held::new(&load, false, load.charge(10));
+        assert!(!load.may_dispatch(false, 0));
+        drop(a);
+        assert!(load.may_dispatch(false, 0));
+        assert!(b.finish(Ok(None)).unwrap().is_none());
+        assert_eq!(load.requests(), 0);
+    }
+
+    #[test]
+    fn connection_limits_count_per_ip_and_in_total() {
+        let mut config = BrokerConfig::default();
+        config.max_connections_per_ip = 1;
+        let limits = ConnectionLimits::new(&config, 8);
+        assert_eq!(limits.max_connections(), 6, "3/4 of RLIMIT_NOFILE");
+        let one: IpAddr = "10.0.0.1".parse().unwrap();
+        let two: IpAddr = "10.0.0.2".parse().unwrap();
+        let first = limits.admit(Some(one)).unwrap();
+        assert!(matches!(limits.admit(Some(one)), Err(Refusal::TooManyFromIp { .. })));
+        let _second = limits.admit(Some(two)).unwrap();
+        drop(first);
+        let _again = limits.admit(Some(one)).unwrap();
+        let others: Vec<_> = (3..7).map(|i| limits.admit(Some(format!("10.0.0.{i}").parse().unwrap()))).collect();
+        assert!(others[..3].iter().all(Result::is_ok));
+        assert!(matches!(others[3], Err(Refusal::TooManyConnections(6))));
+    }
 }
