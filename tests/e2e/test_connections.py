@@ -295,3 +295,19 @@ def open_served(bootstrap, timeout=3.0):
             if time.monotonic() >= deadline:
                 raise
             time.sleep(0.1)
+
+
+def test_frame_larger_than_the_byte_bounds_is_still_served(start_broker):
+    """A 20 MiB frame is above the connection's 16 MiB bound and a 1 MiB shard budget: it is
+    read whole and answered (MESSAGE_TOO_LARGE), not left waiting for itself; the bounds hold
+    back further reading only."""
+    b = start_broker({"num.shards": 1, "queued.max.request.bytes": 1 << 20})
+    topic = unique("bigframe")
+    create_topic(b.bootstrap, topic, 1)
+    with kproto.connect(b.bootstrap, timeout=20) as s:
+        big = kproto.produce_v3(9, topic, 0, b"\0" * (20 << 20))
+        s.sendall(big + kproto.api_versions(10))
+        r = kproto.roundtrip(s, b"", 9)
+        assert kproto.parse_produce_v3(r)[(topic, 0)][0] == kproto.MESSAGE_TOO_LARGE
+        corr, _ = kproto.recv_response(s)
+        assert corr == 10
