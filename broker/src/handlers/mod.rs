@@ -9,6 +9,7 @@ mod admin;
 mod api_versions;
 mod describe_configs;
 mod fetch;
+mod find_coordinator;
 mod list_offsets;
 mod metadata;
 mod produce;
@@ -34,6 +35,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateTopics, 0, 7),
     (ApiKey::DeleteTopics, 0, 6),
     (ApiKey::DescribeConfigs, 0, 4),
+    (ApiKey::FindCoordinator, 0, 6),
 ];
 
 /// Versions advertised in ApiVersions below the served range, answered with
@@ -106,6 +108,7 @@ pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Task<Response>, S
     let key = ApiKey::from_i16(api_key).expect("served keys are known");
     let task = match key {
         ApiKey::ApiVersions => ready(api_versions::handle(&ctx, decode(&ctx, body)?)),
+        ApiKey::FindCoordinator => ready(find_coordinator::handle(&ctx, decode(&ctx, body)?)),
         ApiKey::Metadata => spawn(metadata::handle(shard, decode(&ctx, body)?, ctx)),
         ApiKey::Produce => spawn(produce::handle(shard, decode(&ctx, body)?, ctx)),
         ApiKey::Fetch => spawn(fetch::handle(shard, decode(&ctx, body)?, ctx)),
