@@ -205,7 +205,8 @@ mod tests {
         id[15] = 1;
         assert_eq!(encode_topic_id(&id), "AAAAAAAAAAAAAAAAAAAAAQ");
         for seed in 0..=255u8 {
-            let id: TopicId = std::array::from_fn(|i| seed.wrapping_mul(31).wrapping_add(i as u8 * 17));
+            let id: TopicId =
+                std::array::from_fn(|i| seed.wrapping_mul(31).wrapping_add(i as u8 * 17));
             assert_eq!(decode_topic_id(&encode_topic_id(&id)), Some(id));
         }
         assert_eq!(decode_topic_id("AAAAAAAAAAAAAAAAAAAAAR"), None); // non-zero tail bits
@@ -221,7 +222,10 @@ mod tests {
             assert_eq!(read_topic_id(d.path()).unwrap(), None);
             write_topic_id(d.path(), &id).await.unwrap();
             let text = std::fs::read_to_string(d.path().join(PARTITION_METADATA_FILE)).unwrap();
-            assert_eq!(text, format!("version: 0\ntopic_id: {}\n", encode_topic_id(&id)));
+            assert_eq!(
+                text,
+                format!("version: 0\ntopic_id: {}\n", encode_topic_id(&id))
+            );
             assert_eq!(read_topic_id(d.path()).unwrap(), Some(id));
             // Kafka's newer writer ends without a newline.
             std::fs::write(
@@ -231,7 +235,10 @@ mod tests {
             .unwrap();
             assert_eq!(read_topic_id(d.path()).unwrap(), Some(id));
             std::fs::write(d.path().join(PARTITION_METADATA_FILE), "version: 7\n").unwrap();
-            assert!(matches!(read_topic_id(d.path()), Err(LogError::Corrupt { .. })));
+            assert!(matches!(
+                read_topic_id(d.path()),
+                Err(LogError::Corrupt { .. })
+            ));
         });
     }
 
@@ -248,7 +255,12 @@ mod tests {
 
             // A crash between the rename and the removal leaves this behind.
             let left = d.path().join(delete_dir_name("t-0"));
-            assert!(left.file_name().unwrap().to_str().unwrap().starts_with("t-0."));
+            assert!(left
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("t-0."));
             std::fs::create_dir(&left).unwrap();
             std::fs::write(left.join("00000000000000000000.log"), b"x").unwrap();
             std::fs::create_dir(d.path().join("keep-0")).unwrap();

@@ -1549,7 +1549,9 @@ mod tests {
             let dir = d.path().join("t-0");
             let (old_id, new_id): (TopicId, TopicId) = ([1; 16], [2; 16]);
             // Written before partition.metadata existed: adopted, and the file is added.
-            let mut log = PartitionLog::open(dir.clone(), small_config()).await.unwrap();
+            let mut log = PartitionLog::open(dir.clone(), small_config())
+                .await
+                .unwrap();
             append(&mut log, 3, 10, 1);
             log.close().await.unwrap();
             assert!(!dir.join(dir::PARTITION_METADATA_FILE).exists());
@@ -1573,8 +1575,16 @@ mod tests {
             assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 0));
             assert_eq!(log.read(0, 1 << 20, i64::MAX).await.unwrap().len(), 0);
             assert_eq!(dir::read_topic_id(&dir).unwrap(), Some(new_id));
-            assert_eq!(log_files(&dir), vec!["00000000000000000000.log".to_string()]);
-            assert_eq!(std::fs::metadata(dir.join("00000000000000000000.log")).unwrap().len(), 0);
+            assert_eq!(
+                log_files(&dir),
+                vec!["00000000000000000000.log".to_string()]
+            );
+            assert_eq!(
+                std::fs::metadata(dir.join("00000000000000000000.log"))
+                    .unwrap()
+                    .len(),
+                0
+            );
             // Only the new directory remains: the old one went through `*-delete`.
             assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
             let w = append(&mut log, 1, 10, 1);
