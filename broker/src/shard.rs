@@ -283,16 +283,20 @@ impl Shard {
         for key in removed {
             let Some(partition) = self.partitions.borrow_mut().remove(&key) else { continue };
             partition.appended.notify(usize::MAX);
-            match Rc::try_unwrap(partition) {
+            let still_held = match Rc::try_unwrap(partition) {
                 Ok(partition) => match Rc::try_unwrap(partition.log) {
                     Ok(log) => {
                         if let Err(error) = log.into_inner().delete().await {
                             tracing::warn!(%error, "deleting a removed partition's files failed");
                         }
+                        None
                     }
-                    Err(log) => remove_dir_later(log.borrow().dir().to_path_buf()).await,
+                    Err(log) => Some(log.borrow().dir().to_path_buf()),
                 },
-                Err(partition) => remove_dir_later(partition.log.borrow().dir().to_path_buf()).await,
+                Err(partition) => Some(partition.log.borrow().dir().to_path_buf()),
+            };
+            if let Some(dir) = still_held {
+                remove_dir_later(dir).await;
             }
         }
     }
