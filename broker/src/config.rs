@@ -453,7 +453,7 @@ pub const TOPIC_KEYS: &[Spec] = &[
         Some("delete"),
         Check::ListOf(CLEANUP),
         Some("log.cleanup.policy"),
-        "delete and/or compact (compaction not implemented yet).",
+        "delete and/or compact; retention only deletes with delete (compaction not implemented yet).",
     ),
     tspec(
         "compression.type",

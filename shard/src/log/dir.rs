@@ -171,7 +171,8 @@ pub async fn delete_partition_dir(dir: &Path) -> Result<(), LogError> {
 }
 
 /// Start-up: removes every `*-delete` directory under `parent` (a deletion interrupted after
-/// its rename). Returns how many were removed.
+/// its rename). Returns how many were removed. One that cannot be removed is logged and
+/// skipped: it is never opened as a partition, so it only costs disk space.
 pub fn remove_deleted_dirs(parent: &Path) -> Result<usize, LogError> {
     let mut removed = 0;
     let rd = std::fs::read_dir(parent).map_err(|e| LogError::io("read dir", parent, e))?;
@@ -185,8 +186,12 @@ pub fn remove_deleted_dirs(parent: &Path) -> Result<usize, LogError> {
         }
         let path = entry.path();
         tracing::warn!(dir = %path.display(), "removing a partition directory whose deletion was interrupted");
-        std::fs::remove_dir_all(&path).map_err(|e| LogError::io("remove dir", &path, e))?;
-        removed += 1;
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => removed += 1,
+            Err(error) => {
+                tracing::error!(dir = %path.display(), %error, "cannot remove a deleted partition directory")
+            }
+        }
     }
     Ok(removed)
 }
