@@ -5,7 +5,8 @@
 #
 # Runs from a fresh clone on a fresh machine: needs cargo and python3 (with venv); the Python
 # dependencies (tests/e2e/requirements.txt) go into target/venv, re-installed only when that
-# file changes.
+# file changes; kcat is installed with apt-get when missing. Checks formatting (cargo fmt) and
+# lints (cargo clippy -D warnings) first.
 #
 # Environment:
 #   E2E_ONLY=1          skip `cargo test` (still builds the broker)
@@ -20,6 +21,12 @@ section() {
 }
 
 start_all=$(date +%s)
+
+section "cargo fmt --check"
+cargo fmt --all --check
+
+section "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --release --workspace --all-targets -- -D warnings
 
 section "cargo build --release -p broker"
 cargo build --release -p broker
@@ -44,6 +51,14 @@ else
     echo "$want" > "$VENV/.requirements-stamp"
     echo "installed: $(tr '\n' ' ' < <(grep -v '^#' "$REQ"))"
 fi
+
+section "kcat"
+# The end-to-end suite drives kcat as users do; install it where it is missing (Debian).
+if ! command -v kcat >/dev/null && ! command -v kafkacat >/dev/null; then
+    SUDO=$([[ $(id -u) == 0 ]] && echo "" || echo sudo)
+    $SUDO apt-get install -y -q kcat >/dev/null || { $SUDO apt-get update -q >/dev/null && $SUDO apt-get install -y -q kcat >/dev/null; }
+fi
+kcat -V 2>/dev/null | head -1 || kafkacat -V | head -1
 
 section "end-to-end tests (pytest tests/e2e)"
 export BROKER_BIN="$ROOT/target/release/broker"

@@ -353,6 +353,13 @@ pub const BROKER_KEYS: &[Spec] = &[
         "Maximum partition size before deleting old segments (-1 = unlimited).",
     ),
     spec(
+        "log.retention.check.interval.ms",
+        T::Long,
+        Some("300000"),
+        Check::AtLeast(1),
+        "How often each shard applies retention.ms / retention.bytes.",
+    ),
+    spec(
         "log.flush.interval.messages",
         T::Long,
         Some(LONG_MAX),
@@ -471,7 +478,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
-    "log.retention.check.interval.ms",
     "group.initial.rebalance.delay.ms",
     "process.roles",
     "controller.quorum.voters",
@@ -489,7 +495,7 @@ pub const TOPIC_KEYS: &[Spec] = &[
         Some("delete"),
         Check::ListOf(CLEANUP),
         Some("log.cleanup.policy"),
-        "delete and/or compact (compaction not implemented yet).",
+        "delete and/or compact; retention only deletes with delete (compaction not implemented yet).",
     ),
     tspec(
         "compression.type",
@@ -996,6 +1002,8 @@ pub struct BrokerConfig {
     pub log_retention_ms: i64,
     /// -1 = unlimited.
     pub log_retention_bytes: i64,
+    /// `log.retention.check.interval.ms`: period of the retention timer of every shard.
+    pub log_retention_check_interval_ms: u64,
     pub log_flush_interval_messages: u64,
     /// `None` = never flush on a timer.
     pub log_flush_interval_ms: Option<u64>,
@@ -1172,6 +1180,10 @@ impl BrokerConfig {
                 log_retention_ms
             },
             log_retention_bytes: num("log.retention.bytes", get("log.retention.bytes"))?,
+            log_retention_check_interval_ms: num(
+                "log.retention.check.interval.ms",
+                get("log.retention.check.interval.ms"),
+            )?,
             log_flush_interval_messages: num(
                 "log.flush.interval.messages",
                 get("log.flush.interval.messages"),
@@ -1422,6 +1434,7 @@ mod tests {
         assert_eq!(c.log_roll_ms, 168 * 3_600_000);
         assert_eq!(c.log_retention_ms, 168 * 3_600_000);
         assert_eq!(c.log_retention_bytes, -1);
+        assert_eq!(c.log_retention_check_interval_ms, 300_000);
         assert_eq!(c.log_flush_interval_messages, u64::MAX >> 1);
         assert_eq!(c.log_flush_interval_ms, None);
         assert_eq!(c.log_flush_policy, FlushPolicy::Ack);
@@ -1452,6 +1465,14 @@ mod tests {
         assert_eq!(c.cluster_id.as_deref(), Some("abc\\x"));
         assert_eq!(c.num_partitions, 5, "override wins over file");
         assert_eq!(c.ignored, vec!["num.io.threads".to_string()]);
+    }
+
+    #[test]
+    fn retention_check_interval_is_a_real_key() {
+        let c = load(None, &["log.retention.check.interval.ms=500".into()]).unwrap();
+        assert_eq!(c.log_retention_check_interval_ms, 500);
+        assert!(c.ignored.is_empty());
+        assert!(load(None, &["log.retention.check.interval.ms=0".into()]).is_err());
     }
 
     #[test]
@@ -1618,6 +1639,7 @@ impl TopicConfig {
             flush_ms: self.flush_ms,
             retention_ms: self.retention_ms,
             retention_bytes: self.retention_bytes,
+            cleanup_delete: self.cleanup_policy.iter().any(|p| p == "delete"),
         }
     }
 }

@@ -24,9 +24,6 @@ static STOP: AtomicBool = AtomicBool::new(false);
 /// How often shards look at the stop flag (a signal handler may only set an atomic).
 const STOP_POLL: Duration = Duration::from_millis(50);
 
-/// Kafka's default `log.retention.check.interval.ms`.
-const RETENTION_CHECK_INTERVAL: Duration = Duration::from_secs(300);
-
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
@@ -43,6 +40,9 @@ fn install_signal_handlers() {
 pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     let data_dir = resolve_data_dir(&mut config)?;
     tracing::info!(data_dir = %data_dir.display(), "data directory");
+    // Before any partition opens: a deletion a crash interrupted is finished, never undone.
+    shard::log::dir::remove_deleted_dirs(&data_dir)
+        .with_context(|| format!("removing deleted partitions in {}", data_dir.display()))?;
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let shard_count = if config.num_shards == 0 { cpus } else { usize::from(config.num_shards) };
     let metadata_dir = metadata::default_dir(&data_dir);
@@ -150,9 +150,10 @@ async fn run_shard(
     let budget = ShardBudget::new(&shard.config);
     let refusals = RefusalLog::default();
     let retained = Rc::downgrade(&shard);
+    let retention_check = Duration::from_millis(shard.config.log_retention_check_interval_ms);
     glommio::spawn_local(async move {
         loop {
-            glommio::timer::sleep(RETENTION_CHECK_INTERVAL).await;
+            glommio::timer::sleep(retention_check).await;
             let Some(shard) = retained.upgrade() else { return };
             shard.apply_retention();
         }

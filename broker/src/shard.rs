@@ -309,7 +309,7 @@ impl Shard {
             };
             let dir = self.partition_dir(&topic.name, partition_id);
             tracing::debug!(shard = self.id, dir = %dir.display(), "opening partition log");
-            match PartitionLog::open(dir.clone(), topic_config.to_log_config()).await {
+            match PartitionLog::open_for_topic(dir.clone(), topic_config.to_log_config(), topic.topic_id).await {
                 Ok(log) => {
                     let log: LogHandle = Rc::new(RefCell::new(log));
                     self.group_commit.register(&log);
@@ -332,16 +332,20 @@ impl Shard {
         for key in removed {
             let Some(partition) = self.partitions.borrow_mut().remove(&key) else { continue };
             partition.appended.notify(usize::MAX);
-            match Rc::try_unwrap(partition) {
+            let still_held = match Rc::try_unwrap(partition) {
                 Ok(partition) => match Rc::try_unwrap(partition.log) {
                     Ok(log) => {
                         if let Err(error) = log.into_inner().delete().await {
                             tracing::warn!(%error, "deleting a removed partition's files failed");
                         }
+                        None
                     }
-                    Err(log) => remove_dir_later(log.borrow().dir().to_path_buf()),
+                    Err(log) => Some(log.borrow().dir().to_path_buf()),
                 },
-                Err(partition) => remove_dir_later(partition.log.borrow().dir().to_path_buf()),
+                Err(partition) => Some(partition.log.borrow().dir().to_path_buf()),
+            };
+            if let Some(dir) = still_held {
+                remove_dir_later(dir).await;
             }
         }
     }
@@ -413,10 +417,11 @@ impl Drop for CancelOnDrop<'_> {
     }
 }
 
-/// A deleted partition still referenced by an in-flight request: its directory goes once
-/// nothing holds it. Removing it now is safe on Linux (open fds keep the inodes).
-fn remove_dir_later(dir: PathBuf) {
-    if let Err(error) = std::fs::remove_dir_all(&dir) {
+/// A deleted partition still referenced by an in-flight request: removing its directory now
+/// is safe on Linux (open fds keep the inodes). Same crash-safe rename-then-remove as
+/// `PartitionLog::delete`.
+async fn remove_dir_later(dir: PathBuf) {
+    if let Err(error) = shard::log::dir::delete_partition_dir(&dir).await {
         tracing::warn!(dir = %dir.display(), %error, "removing a deleted partition's directory failed");
     }
 }

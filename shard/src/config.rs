@@ -36,6 +36,10 @@ pub struct LogConfig {
     pub retention_ms: i64,
     /// `retention.bytes` (-1 = unlimited). Enforced by `PartitionLog::apply_retention`.
     pub retention_bytes: i64,
+    /// `cleanup.policy` contains `delete` (Kafka's `LogConfig.delete`): only then do
+    /// `retention.ms` / `retention.bytes` delete segments. A `compact`-only topic keeps every
+    /// segment (compaction itself is not implemented, so it keeps every record).
+    pub cleanup_delete: bool,
 }
 
 impl Default for LogConfig {
@@ -51,6 +55,7 @@ impl Default for LogConfig {
             flush_ms: i64::MAX as u64,
             retention_ms: 7 * 24 * 60 * 60 * 1000,
             retention_bytes: -1,
+            cleanup_delete: true,
         }
     }
 }

@@ -9,6 +9,7 @@ mod admin;
 mod api_versions;
 mod describe_configs;
 mod fetch;
+mod find_coordinator;
 mod list_offsets;
 mod metadata;
 mod produce;
@@ -35,6 +36,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateTopics, 0, 7),
     (ApiKey::DeleteTopics, 0, 6),
     (ApiKey::DescribeConfigs, 0, 4),
+    (ApiKey::FindCoordinator, 0, 6),
 ];
 
 /// Versions advertised in ApiVersions below the served range, answered with
@@ -108,6 +110,7 @@ pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes, held: Held) -> Result<Task<
     let key = ApiKey::from_i16(api_key).expect("served keys are known");
     let task = match key {
         ApiKey::ApiVersions => ready(api_versions::handle(&ctx, decode(&ctx, body)?), held),
+        ApiKey::FindCoordinator => ready(find_coordinator::handle(&ctx, decode(&ctx, body)?), held),
         ApiKey::Metadata => spawn(metadata::handle(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::Produce => spawn(produce::handle(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::Fetch => spawn(fetch::handle(shard, decode(&ctx, body)?, ctx), held),

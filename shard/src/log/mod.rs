@@ -3,18 +3,20 @@
 //! A partition is a directory `<log.dir>/<topic>-<partition>/` of segments named by their base
 //! offset (20 digits, zero-padded): `.log` holds the record batches exactly as stored, `.index`
 //! maps relative offset -> file position, `.timeindex` maps timestamp -> relative offset.
-//! Besides the segments the directory holds `recovery-point` (offset known synced) and, after a
-//! clean close, `.clean_shutdown`.
+//! Besides the segments the directory holds `recovery-point` (offset known synced), after a
+//! clean close `.clean_shutdown`, and `partition.metadata` (the topic id, see `dir`).
 //!
 //! Modules:
 //! - `batch`: the few record-batch header fields the log reads itself (from raw bytes).
 //! - `index` / `time_index`: the memory-mapped indexes.
 //! - `segment`: one `.log` file with its two indexes.
 //! - `checkpoint`: the recovery point file and the clean-shutdown marker.
+//! - `dir`: the directory's topic id (`partition.metadata`) and crash-safe deletion.
 //! - `partition_log`: `PartitionLog`, the public API (append / read / recovery / sync).
 
 pub(crate) mod batch;
 pub(crate) mod checkpoint;
+pub mod dir;
 pub(crate) mod index;
 pub(crate) mod partition_log;
 pub(crate) mod segment;
@@ -24,7 +26,7 @@ pub(crate) mod time_index;
 
 use std::path::{Path, PathBuf};
 
-pub use partition_log::{PartitionLog, SyncJob};
+pub use partition_log::{PartitionLog, RecoveryReport, SyncJob};
 
 /// What `PartitionLog::append` assigned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

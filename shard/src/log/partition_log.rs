@@ -25,6 +25,7 @@ use wire::record_batch::{patched_prefix, BatchHeader};
 
 use super::batch::{self, BATCH_HEADER_BYTES, PEEK_BYTES, PEEK_TS_BYTES};
 use super::checkpoint::{self, Checkpoint, CheckpointFile};
+use super::dir::{self, TopicId};
 use super::segment::{read_exact_at, Segment, Walker};
 use super::{join_all, now_ms, parse_stem, segment_paths, AppendInfo, LogError};
 use crate::config::LogConfig;
@@ -54,6 +55,17 @@ pub struct PartitionLog {
     failed: Option<String>,
     /// Count of fdatasync jobs completed (tests and metrics).
     syncs_completed: u64,
+    recovery: RecoveryReport,
+}
+
+/// What `open` had to re-validate. All zero after a clean shutdown: then only the headers
+/// after the active segment's last index entry are read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Non-empty segments fully re-validated (CRC of every batch), indexes rebuilt.
+    pub segments_recovered: usize,
+    /// Bytes of `.log` those segments held when recovery started.
+    pub bytes_scanned: u64,
 }
 
 /// The fdatasyncs that make a log durable up to `target`: cloned fds, no borrow of the log.
@@ -112,6 +124,40 @@ impl PartitionLog {
     ///   truncated and every later segment deleted: nothing past the last valid batch is ever
     ///   served. Recovered data is then fdatasynced and the recovery point moved to the end.
     pub async fn open(dir: PathBuf, config: LogConfig) -> Result<PartitionLog, LogError> {
+        Self::open_inner(dir, config, None).await
+    }
+
+    /// `open` for a partition of the topic `topic_id`. A directory whose `partition.metadata`
+    /// names another id belongs to an earlier topic of the same name whose deletion never
+    /// finished (crash): it is deleted first, so the new topic starts empty instead of
+    /// resurrecting the old records. A directory without the file (new, or written before
+    /// the file existed) is adopted and gets one before its first segment.
+    pub async fn open_for_topic(
+        dir: PathBuf,
+        config: LogConfig,
+        topic_id: TopicId,
+    ) -> Result<PartitionLog, LogError> {
+        if dir.exists() {
+            if let Some(old) = dir::read_topic_id(&dir)? {
+                if old != topic_id {
+                    tracing::warn!(
+                        dir = %dir.display(),
+                        old_topic_id = %dir::encode_topic_id(&old),
+                        topic_id = %dir::encode_topic_id(&topic_id),
+                        "partition directory belongs to an earlier topic of the same name; deleting it"
+                    );
+                    dir::delete_partition_dir(&dir).await?;
+                }
+            }
+        }
+        Self::open_inner(dir, config, Some(topic_id)).await
+    }
+
+    async fn open_inner(
+        dir: PathBuf,
+        config: LogConfig,
+        topic_id: Option<TopicId>,
+    ) -> Result<PartitionLog, LogError> {
         let created = !dir.exists();
         std::fs::create_dir_all(&dir).map_err(|e| LogError::io("create dir", &dir, e))?;
         if created {
@@ -120,6 +166,11 @@ impl PartitionLog {
                 checkpoint::sync_dir(parent)
                     .await
                     .map_err(|e| LogError::io("sync dir", parent, e))?;
+            }
+        }
+        if let Some(id) = topic_id {
+            if dir::read_topic_id(&dir)?.is_none() {
+                dir::write_topic_id(&dir, &id).await?;
             }
         }
         let capacity = config.segment_index_bytes as u64;
@@ -146,6 +197,7 @@ impl PartitionLog {
         let now = now_ms();
         let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
         let mut recovered_any = false;
+        let mut report = RecoveryReport::default();
         let n = bases.len();
         for i in 0..n {
             let base = bases[i];
@@ -192,6 +244,10 @@ impl PartitionLog {
                         break;
                     }
                 }
+                if seg.size > 0 {
+                    report.segments_recovered += 1;
+                    report.bytes_scanned += seg.size;
+                }
                 let truncated = seg.recover(interval).await?;
                 if truncated.is_some() && !last {
                     for &later in &bases[i + 1..] {
@@ -234,7 +290,17 @@ impl PartitionLog {
             last_checkpoint: None,
             failed: None,
             syncs_completed: 0,
+            recovery: report,
         };
+        if report.segments_recovered > 0 {
+            tracing::info!(
+                dir = %log.dir.display(),
+                segments = report.segments_recovered,
+                bytes = report.bytes_scanned,
+                clean_shutdown = clean,
+                "recovered log segments"
+            );
+        }
         if recovered_any {
             // What recovery kept may still be only in the page cache (kill -9): make it
             // durable before the recovery point says so.
@@ -294,6 +360,10 @@ impl PartitionLog {
     /// Total bytes of all `.log` files.
     pub fn size_bytes(&self) -> u64 {
         self.segments.iter().map(|s| s.size).sum()
+    }
+    /// What `open` had to recover (tests, metrics).
+    pub fn recovery_report(&self) -> RecoveryReport {
+        self.recovery
     }
     /// Completed sync jobs (tests, metrics).
     pub fn syncs_completed(&self) -> u64 {
@@ -703,12 +773,13 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Removes the partition directory (DeleteTopics). Reads still in flight keep their fds
-    /// and finish on the unlinked files.
+    /// Removes the partition directory (DeleteTopics) crash-safely (`dir::delete_partition_dir`:
+    /// durable rename to `*-delete` first). Reads still in flight keep their fds and finish on
+    /// the unlinked files.
     pub async fn delete(self) -> Result<(), LogError> {
-        let dir = self.dir.clone();
+        let path = self.dir.clone();
         drop(self);
-        std::fs::remove_dir_all(&dir).map_err(|e| LogError::io("remove dir", &dir, e))
+        dir::delete_partition_dir(&path).await
     }
 
     // ---------------------------------------------------------------------------------
@@ -718,8 +789,12 @@ impl PartitionLog {
     /// Deletes whole inactive segments from the front that break `retention.ms` (by the
     /// segment's max timestamp, or its creation time when it has none) or `retention.bytes`
     /// (while the log without the segment is still at least that large), as Kafka does.
-    /// The active segment is never deleted. Returns the number of segments deleted.
+    /// The active segment is never deleted, nor anything when `cleanup.policy` lacks `delete`.
+    /// Returns the number of segments deleted.
     pub fn apply_retention(&mut self, now: i64) -> Result<usize, LogError> {
+        if !self.config.cleanup_delete {
+            return Ok(0);
+        }
         let mut total = self.size_bytes() as i64;
         let mut deleted = 0;
         while self.segments.len() > 1 {
@@ -1437,6 +1512,148 @@ mod tests {
             );
             log.delete().await.unwrap();
             assert!(!dir.exists());
+            // Renamed to `*-delete`, then removed: nothing is left behind.
+            assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+        });
+    }
+
+    /// `cleanup.policy=compact` (no `delete`): retention never deletes, however old or large
+    /// the log; `compact,delete` (cleanup_delete) deletes as usual.
+    #[test]
+    fn retention_keeps_compact_only_logs() {
+        run(async {
+            for cleanup_delete in [false, true] {
+                let d = tmp();
+                let cfg = LogConfig {
+                    segment_bytes: 500,
+                    retention_bytes: 100,
+                    retention_ms: 1,
+                    cleanup_delete,
+                    ..small_config()
+                };
+                let mut log = PartitionLog::open(d.path().join("t-0"), cfg).await.unwrap();
+                let model: Vec<Written> = (0..20).map(|_| append(&mut log, 1, 100, 1)).collect();
+                let before = log.segment_count();
+                assert!(before > 3);
+                let deleted = log.apply_retention(now_ms() + 10_000).unwrap();
+                if cleanup_delete {
+                    assert_eq!(deleted, before - 1);
+                    assert_eq!(log.segment_count(), 1);
+                    assert!(log.log_start_offset() > 0);
+                } else {
+                    assert_eq!(deleted, 0);
+                    assert_eq!(log.segment_count(), before);
+                    assert_eq!(log.log_start_offset(), 0);
+                    assert_eq!(
+                        &log.read(0, 1 << 20, i64::MAX).await.unwrap()[..],
+                        &concat(&model)[..]
+                    );
+                }
+            }
+        });
+    }
+
+    /// A directory left by an earlier topic of the same name (its deletion never finished) is
+    /// not adopted by the new topic: it is deleted and the new log starts empty. The same id
+    /// keeps its data, and a directory without `partition.metadata` is adopted.
+    #[test]
+    fn reopen_with_other_topic_id_starts_empty() {
+        run(async {
+            let d = tmp();
+            let dir = d.path().join("t-0");
+            let (old_id, new_id): (TopicId, TopicId) = ([1; 16], [2; 16]);
+            // Written before partition.metadata existed: adopted, and the file is added.
+            let mut log = PartitionLog::open(dir.clone(), small_config())
+                .await
+                .unwrap();
+            append(&mut log, 3, 10, 1);
+            log.close().await.unwrap();
+            assert!(!dir.join(dir::PARTITION_METADATA_FILE).exists());
+            let mut log = PartitionLog::open_for_topic(dir.clone(), small_config(), old_id)
+                .await
+                .unwrap();
+            assert_eq!(log.log_end_offset(), 3);
+            assert_eq!(dir::read_topic_id(&dir).unwrap(), Some(old_id));
+            append(&mut log, 2, 10, 1);
+            drop(log); // crash: no clean close either
+
+            let log = PartitionLog::open_for_topic(dir.clone(), small_config(), old_id)
+                .await
+                .unwrap();
+            assert_eq!(log.log_end_offset(), 5);
+            log.close().await.unwrap();
+
+            let mut log = PartitionLog::open_for_topic(dir.clone(), small_config(), new_id)
+                .await
+                .unwrap();
+            assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 0));
+            assert_eq!(log.read(0, 1 << 20, i64::MAX).await.unwrap().len(), 0);
+            assert_eq!(dir::read_topic_id(&dir).unwrap(), Some(new_id));
+            assert_eq!(
+                log_files(&dir),
+                vec!["00000000000000000000.log".to_string()]
+            );
+            assert_eq!(
+                std::fs::metadata(dir.join("00000000000000000000.log"))
+                    .unwrap()
+                    .len(),
+                0
+            );
+            // Only the new directory remains: the old one went through `*-delete`.
+            assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+            let w = append(&mut log, 1, 10, 1);
+            assert_eq!(w.base, 0);
+        });
+    }
+
+    /// After a clean close nothing is re-validated. The tail walk starts AT the batch of the
+    /// active segment's last index entry, which ends at the entry's offset; it used to expect
+    /// that batch to start after the entry's offset, which none does, so every clean restart
+    /// re-checked each active segment that had an index entry. After a crash, recovery runs.
+    #[test]
+    fn clean_reopen_skips_recovery() {
+        run(async {
+            for (records, interval) in [(1, 1), (3, 1), (5, 256), (4, 100_000)] {
+                let d = tmp();
+                let dir = d.path().join("t-0");
+                let cfg = LogConfig {
+                    segment_bytes: 4_000,
+                    index_interval_bytes: interval,
+                    ..small_config()
+                };
+                let mut log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+                assert_eq!(log.recovery_report(), RecoveryReport::default());
+                let mut model: Vec<Written> =
+                    (0..40).map(|i| append(&mut log, records, 50, i)).collect();
+                assert!(log.segment_count() > 1);
+                let end = log.log_end_offset();
+                log.close().await.unwrap();
+
+                let mut log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+                assert_eq!(
+                    log.recovery_report(),
+                    RecoveryReport::default(),
+                    "records {records} interval {interval}"
+                );
+                assert_eq!(log.log_end_offset(), end);
+                assert_eq!(
+                    &log.read(0, 1 << 20, i64::MAX).await.unwrap()[..],
+                    &concat(&model)[..]
+                );
+                model.push(append(&mut log, records, 50, 1000));
+                log.sync().await.unwrap();
+                let active_size = log.active().size;
+                drop(log); // crash
+
+                let log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+                let report = log.recovery_report();
+                assert_eq!(report.segments_recovered, 1);
+                assert_eq!(report.bytes_scanned, active_size);
+                assert_eq!(
+                    &log.read(0, 1 << 20, i64::MAX).await.unwrap()[..],
+                    &concat(&model)[..]
+                );
+            }
         });
     }
 

@@ -215,8 +215,12 @@ impl Segment {
     /// index entry to the end of the file to find the next offset. False when the chain does
     /// not end exactly at the end of the file (then the marker lied: recover fully).
     pub(crate) async fn load_tail(&mut self) -> Result<bool, LogError> {
-        let mut pos = self.index.last().map_or(0, |(_, p)| p as u64);
-        let mut next = self.index.last().map_or(self.base_offset, |(o, _)| o + 1);
+        let last_entry = self.index.last();
+        let mut pos = last_entry.map_or(0, |(_, p)| p as u64);
+        let mut next = self.base_offset;
+        // An entry is keyed by its batch's LAST offset (see `index_batch`), so the batch at
+        // its position ends at that offset; it may start anywhere up to it.
+        let mut entry_last = last_entry.map(|(o, _)| o);
         let mut walker = Walker::new(self.file.clone(), self.size, 64 << 10);
         while pos < self.size {
             let Some(b) = walker
@@ -229,7 +233,11 @@ impl Segment {
             let Ok(p) = batch::peek(b) else {
                 return Ok(false);
             };
-            if p.base_offset < next || pos + p.total as u64 > self.size {
+            let chained = match entry_last.take() {
+                Some(o) => p.last_offset == o && p.base_offset >= next,
+                None => p.base_offset >= next,
+            };
+            if !chained || pos + p.total as u64 > self.size {
                 return Ok(false);
             }
             next = p.last_offset + 1;
