@@ -870,6 +870,7 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    #[inline]
     fn u8(&mut self, what: &'static str) -> Result<u8, BatchError> {
         let byte = *self
             .buf
@@ -879,6 +880,7 @@ impl<'a> Cursor<'a> {
         Ok(byte)
     }
 
+    #[inline]
     fn varint(&mut self, what: &'static str) -> Result<i32, BatchError> {
         let (value, used) =
             read_varint(&self.buf[self.pos..]).map_err(|_| BatchError::CorruptRecord(what))?;
@@ -886,6 +888,7 @@ impl<'a> Cursor<'a> {
         Ok(value)
     }
 
+    #[inline]
     fn varlong(&mut self, what: &'static str) -> Result<i64, BatchError> {
         let (value, used) =
             read_varlong(&self.buf[self.pos..]).map_err(|_| BatchError::CorruptRecord(what))?;
@@ -894,6 +897,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A varint length then that many bytes; -1 means null, other negatives are corrupt.
+    #[inline]
     fn nullable_bytes(&mut self, what: &'static str) -> Result<Option<&'a [u8]>, BatchError> {
         let length = self.varint(what)?;
         if length == -1 {
@@ -902,6 +906,7 @@ impl<'a> Cursor<'a> {
         self.bytes(length, what).map(Some)
     }
 
+    #[inline]
     fn bytes(&mut self, length: i32, what: &'static str) -> Result<&'a [u8], BatchError> {
         let length = usize::try_from(length).map_err(|_| BatchError::CorruptRecord(what))?;
         let end = self
