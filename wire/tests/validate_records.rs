@@ -323,14 +323,15 @@ fn uncompressed_batches_leave_the_scratch_alone() {
     assert_eq!(scratch, [9u8; 4]);
 }
 
-fn arb_records() -> impl Strategy<
-    Value = Vec<(
-        Option<Vec<u8>>,
-        Option<Vec<u8>>,
-        Vec<(String, Option<Vec<u8>>)>,
-        i64,
-    )>,
-> {
+/// (key, value, headers, timestamp) of one record.
+type Spec = (
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    Vec<(String, Option<Vec<u8>>)>,
+    i64,
+);
+
+fn arb_records() -> impl Strategy<Value = Vec<Spec>> {
     proptest::collection::vec(
         (
             proptest::option::of(proptest::collection::vec(any::<u8>(), 0..20)),
@@ -348,15 +349,7 @@ fn arb_records() -> impl Strategy<
     )
 }
 
-fn build(
-    codec: Compression,
-    records: &[(
-        Option<Vec<u8>>,
-        Option<Vec<u8>>,
-        Vec<(String, Option<Vec<u8>>)>,
-        i64,
-    )],
-) -> bytes::Bytes {
+fn build(codec: Compression, records: &[Spec]) -> bytes::Bytes {
     let mut builder = BatchBuilder::new(codec);
     for (key, value, headers, ts) in records {
         let headers: Vec<(&str, Option<&[u8]>)> = headers
