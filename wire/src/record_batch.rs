@@ -277,7 +277,8 @@ impl BatchHeader {
 /// The count check follows Kafka's `LogValidator` for client batches: `records_count`
 /// must be positive and equal `last_offset_delta + 1`. An empty batch is refused because
 /// its offset range would be empty (Kafka answers "Invalid reported count for record
-/// batch"). Records inside are not decoded here; [`records`] checks them when iterating.
+/// batch"). Records inside are not decoded here: [`validate_records`] walks them (produce
+/// does), and [`records`] checks each one when iterating.
 pub fn validate_batch(buf: &[u8]) -> Result<BatchHeader, BatchError> {
     let header = BatchHeader::parse(buf)?;
     let computed = crc32c::crc32c(&buf[CRC_START..header.total_bytes()]);
