@@ -4,6 +4,7 @@ end offset (ListOffsets latest) does not move; the partition stays readable."""
 
 import gzip
 import struct
+import time
 
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
@@ -49,11 +50,10 @@ def read_all(bootstrap, topic, expected):
     try:
         c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         got = []
-        for _ in range(100):
+        deadline = time.monotonic() + 60
+        while len(got) < expected and time.monotonic() < deadline:
             m = c.poll(0.2)
             if m is None:
-                if len(got) >= expected:
-                    break
                 continue
             assert m.error() is None, m.error()
             got.append((m.offset(), m.key(), m.value()))
