@@ -2,9 +2,11 @@
 //! it (called directly for a local partition, or by a forwarded request).
 //!
 //! Produce validates the one batch Kafka allows per partition (magic 2, lengths, CRC-32C,
-//! counts, base offset 0, `max.message.bytes`), appends it without copying its bytes, and for
-//! acks=all under the `ack` flush policy waits for the shard's group commit.
+//! counts, base offset 0, `max.message.bytes`, then every record as Kafka's LogValidator does:
+//! wire's `validate_records`), appends it without copying its bytes, and for acks=all under
+//! the `ack` flush policy waits for the shard's group commit.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -12,7 +14,7 @@ use bytes::Bytes;
 use shard::LogError;
 
 use crate::config::FlushPolicy;
-use wire::record_batch::{self, BatchError};
+use wire::record_batch::{self, BatchError, RecordLimits};
 use wire::ErrorCode;
 
 use crate::forward::{FetchResult, OffsetResult, ProduceResult};
@@ -25,16 +27,57 @@ const EARLIEST_TIMESTAMP: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
 
+/// Ceiling on one produced batch's decompressed records (or `max.message.bytes` if that is
+/// larger). Kafka has none; we need one, since a 1 MiB gzip batch of zeros inflates to 1 GiB.
+/// 64 MiB leaves a 64x compression ratio at the default `max.message.bytes` (1 MiB); a batch
+/// over it gets MESSAGE_TOO_LARGE, on which the Java producer splits the batch and retries.
+const MAX_DECOMPRESSED_BATCH_BYTES: usize = 64 << 20;
+
+/// The decompression buffer a shard keeps between produce requests; one that grew past this
+/// for a large batch is freed afterwards instead, so an idle shard holds at most this much.
+const SCRATCH_RETAIN_BYTES: usize = 8 << 20;
+
+thread_local! {
+    /// Where this shard decompresses produced batches to validate them (one executor per
+    /// thread, and validation never awaits, so one buffer per shard suffices).
+    static DECOMPRESS_SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Walks every record of a produced batch (see `wire::record_batch::validate_records`).
+fn validate_records(
+    header: &record_batch::BatchHeader,
+    batch: &[u8],
+    config: &crate::config::TopicConfig,
+) -> Result<record_batch::RecordStats, BatchError> {
+    let limits = RecordLimits {
+        max_decompressed_bytes: MAX_DECOMPRESSED_BATCH_BYTES.max(config.max_message_bytes as usize),
+        require_keys: config.cleanup_policy.iter().any(|policy| policy == "compact"),
+    };
+    DECOMPRESS_SCRATCH.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let result = record_batch::validate_records(header, batch, &mut scratch, &limits);
+        if scratch.capacity() > SCRATCH_RETAIN_BYTES {
+            *scratch = Vec::new();
+        }
+        result
+    })
+}
+
 fn produce_error(code: ErrorCode) -> ProduceResult {
     ProduceResult { error_code: code.code(), base_offset: -1, log_append_time_ms: -1, log_start_offset: -1 }
 }
 
-/// Kafka's error code for a batch that failed validation.
+/// Kafka's error code for a batch that failed validation: CorruptRecordException
+/// (CORRUPT_MESSAGE) for the batch's own framing and CRC, InvalidRecordException
+/// (INVALID_RECORD) for what is inside (record framing, counts, offsets, keys), and
+/// InvalidTimestampException for a client's LogAppendTime.
 fn batch_error_code(error: &BatchError) -> ErrorCode {
     match error {
         BatchError::BadCrc { .. } | BatchError::Truncated { .. } | BatchError::BadLength(_) => {
             ErrorCode::CorruptMessage
         }
+        BatchError::DecompressedTooLarge { .. } => ErrorCode::MessageTooLarge,
+        BatchError::LogAppendTimeFromClient => ErrorCode::InvalidTimestamp,
         _ => ErrorCode::InvalidRecord,
     }
 }
@@ -63,6 +106,12 @@ pub async fn produce(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32, acks
     // Kafka allows exactly one batch per partition from v3 on, and clients send base offset 0.
     if batches.next().is_some() || header.base_offset != 0 {
         return produce_error(ErrorCode::InvalidRecord);
+    }
+    // After this, `records_count` and `last_offset_delta` are facts about the records, so the
+    // log's offset arithmetic can use them.
+    if let Err(error) = validate_records(&header, &records, &target.config) {
+        tracing::debug!(%error, "produce batch refused");
+        return produce_error(batch_error_code(&error));
     }
     let append = target.log.borrow_mut().append(&records, &header, 0);
     let info = match append {

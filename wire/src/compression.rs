@@ -47,30 +47,43 @@ pub fn decompress(
     input: &[u8],
     max: usize,
 ) -> Result<Vec<u8>, CompressionError> {
+    // Start from a guess proportional to the input (most batches compress 2-10x), never
+    // from `max`, so a lying or tiny input does not reserve the whole budget.
+    let mut out = Vec::with_capacity(input.len().saturating_mul(4).min(max).min(1 << 20));
+    decompress_into(codec, input, &mut out, max)?;
+    Ok(out)
+}
+
+/// As [`decompress`], into `out` (cleared first), so a caller that keeps `out` between
+/// calls reuses its capacity: once it is large enough, decoding allocates nothing for the
+/// output (the codecs' own per-call state aside). `out.len() <= max` on success; on error
+/// `out` holds an unspecified prefix.
+pub fn decompress_into(
+    codec: Compression,
+    input: &[u8],
+    out: &mut Vec<u8>,
+    max: usize,
+) -> Result<(), CompressionError> {
+    out.clear();
     match codec {
         Compression::None => {
             if input.len() > max {
                 return Err(CompressionError::TooLarge { max });
             }
-            Ok(input.to_vec())
+            out.extend_from_slice(input);
+            Ok(())
         }
-        Compression::Gzip => read_bounded(
-            codec,
-            flate2::read::MultiGzDecoder::new(input),
-            input.len(),
-            max,
-        ),
-        Compression::Snappy => decompress_snappy(input, max),
-        Compression::Lz4 => read_bounded(
-            codec,
-            lz4_flex::frame::FrameDecoder::new(input),
-            input.len(),
-            max,
-        ),
+        Compression::Gzip => {
+            read_bounded(codec, flate2::read::MultiGzDecoder::new(input), out, max)
+        }
+        Compression::Snappy => decompress_snappy(input, out, max),
+        Compression::Lz4 => {
+            read_bounded(codec, lz4_flex::frame::FrameDecoder::new(input), out, max)
+        }
         Compression::Zstd => {
             let decoder =
                 zstd::stream::read::Decoder::with_buffer(input).map_err(|e| corrupt(codec, e))?;
-            read_bounded(codec, decoder, input.len(), max)
+            read_bounded(codec, decoder, out, max)
         }
     }
 }
@@ -126,16 +139,13 @@ pub fn compress_snappy_raw(input: &[u8]) -> Result<Vec<u8>, CompressionError> {
 
 /// Decodes Xerial-framed or raw snappy. Raw snappy blocks declare their decompressed
 /// length up front, so the limit is checked before anything is allocated.
-fn decompress_snappy(input: &[u8], max: usize) -> Result<Vec<u8>, CompressionError> {
+fn decompress_snappy(input: &[u8], out: &mut Vec<u8>, max: usize) -> Result<(), CompressionError> {
     if !input.starts_with(&XERIAL_MAGIC) {
-        let mut out = Vec::new();
-        snappy_block_into(input, &mut out, max)?;
-        return Ok(out);
+        return snappy_block_into(input, out, max);
     }
     if input.len() < XERIAL_HEADER_BYTES {
         return Err(corrupt(Compression::Snappy, "truncated xerial header"));
     }
-    let mut out = Vec::new();
     let mut rest = &input[XERIAL_HEADER_BYTES..];
     while !rest.is_empty() {
         if rest.len() < 4 {
@@ -154,10 +164,10 @@ fn decompress_snappy(input: &[u8], max: usize) -> Result<Vec<u8>, CompressionErr
                 "xerial block runs past the input",
             ));
         }
-        snappy_block_into(&rest[..length], &mut out, max)?;
+        snappy_block_into(&rest[..length], out, max)?;
         rest = &rest[length..];
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Appends one raw snappy block to `out`, keeping `out.len() <= max`.
@@ -175,26 +185,23 @@ fn snappy_block_into(block: &[u8], out: &mut Vec<u8>, max: usize) -> Result<(), 
     Ok(())
 }
 
-/// Reads a decoder to its end through a `max + 1` limit, so going over the limit is
-/// detected without ever holding more than `max + 1` bytes.
+/// Reads a decoder to its end into `out` through a `max + 1` limit, so going over the
+/// limit is detected without ever holding more than `max + 1` bytes.
 fn read_bounded(
     codec: Compression,
     reader: impl Read,
-    input_len: usize,
+    out: &mut Vec<u8>,
     max: usize,
-) -> Result<Vec<u8>, CompressionError> {
-    // Start from a guess proportional to the input (most batches compress 2-10x), never
-    // from `max`, so a lying or tiny input does not reserve the whole budget.
-    let mut out = Vec::with_capacity(input_len.saturating_mul(4).min(max).min(1 << 20));
+) -> Result<(), CompressionError> {
     let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
     reader
         .take(limit)
-        .read_to_end(&mut out)
+        .read_to_end(out)
         .map_err(|e| corrupt(codec, e))?;
     if out.len() > max {
         return Err(CompressionError::TooLarge { max });
     }
-    Ok(out)
+    Ok(())
 }
 
 fn corrupt(codec: Compression, reason: impl std::fmt::Display) -> CompressionError {

@@ -1,11 +1,12 @@
 //! Kafka record batch v2 (magic 2): parsing, validation, patching, record iteration and
 //! a builder.
 //!
-//! The broker treats a batch as opaque bytes on the hot path: it parses the 61-byte
-//! header, checks the CRC-32C once on produce, patches the base offset and partition
-//! leader epoch (both outside the CRC'd region) and writes the bytes to the log as they
-//! came. Records are only decoded when something needs to look inside (tools, tests,
-//! compaction, recompression), which is why record iteration is a separate step.
+//! The broker stores a batch as the bytes that came: on produce it parses the 61-byte
+//! header, checks the CRC-32C, walks every record once with [`validate_records`] (framing,
+//! offset deltas, counts; compressed batches decompressed into a reused, bounded buffer),
+//! patches the base offset and partition leader epoch (both outside the CRC'd region) and
+//! writes the bytes to the log unchanged. Reading records for their contents (tools,
+//! tests, ListOffsets, compaction) is a separate step, [`records`].
 //!
 //! Layout (big-endian), with byte offsets from the start of the batch:
 //!
@@ -87,6 +88,21 @@ pub enum BatchError {
     CorruptRecord(&'static str),
     #[error("compression error: {0}")]
     Compression(String),
+    #[error("decompressed records exceed the limit of {max} bytes")]
+    DecompressedTooLarge { max: usize },
+    #[error("record {index} has offset delta {offset_delta}; it must equal its index")]
+    BadOffsetDelta { index: i32, offset_delta: i32 },
+    #[error("record {index} has no key, which a compacted topic requires")]
+    MissingKey { index: i32 },
+    #[error("clients may not write control batches")]
+    ControlBatchFromClient,
+    #[error("invalid sequence number {base_sequence} for producer id {producer_id}")]
+    BadSequence {
+        producer_id: i64,
+        base_sequence: i32,
+    },
+    #[error("clients may not set the LogAppendTime timestamp type")]
+    LogAppendTimeFromClient,
 }
 
 impl From<compression::CompressionError> for BatchError {
@@ -261,7 +277,8 @@ impl BatchHeader {
 /// The count check follows Kafka's `LogValidator` for client batches: `records_count`
 /// must be positive and equal `last_offset_delta + 1`. An empty batch is refused because
 /// its offset range would be empty (Kafka answers "Invalid reported count for record
-/// batch"). Records inside are not decoded here; [`records`] checks them when iterating.
+/// batch"). Records inside are not decoded here: [`validate_records`] walks them (produce
+/// does), and [`records`] checks each one when iterating.
 pub fn validate_batch(buf: &[u8]) -> Result<BatchHeader, BatchError> {
     let header = BatchHeader::parse(buf)?;
     let computed = crc32c::crc32c(&buf[CRC_START..header.total_bytes()]);
@@ -569,18 +586,23 @@ impl<'a> Records<'a> {
     /// stops at the first corrupt record, and also errs if the batch holds fewer or more
     /// records than `records_count`.
     pub fn iter(&self) -> RecordIter<'_> {
-        RecordIter {
-            buf: self.raw(),
-            pos: 0,
-            left: i64::from(self.header.records_count.max(0)),
-            done: false,
-            base_offset: self.header.base_offset,
-            base_timestamp: self.header.base_timestamp,
-            log_append_time: match self.header.timestamp_type() {
-                TimestampType::LogAppendTime => Some(self.header.max_timestamp),
-                TimestampType::CreateTime => None,
-            },
-        }
+        record_iter(&self.header, self.raw())
+    }
+}
+
+/// Iterates the encoded (decompressed) records `raw` of the batch `header` describes.
+fn record_iter<'a>(header: &BatchHeader, raw: &'a [u8]) -> RecordIter<'a> {
+    RecordIter {
+        buf: raw,
+        pos: 0,
+        left: i64::from(header.records_count.max(0)),
+        done: false,
+        base_offset: header.base_offset,
+        base_timestamp: header.base_timestamp,
+        log_append_time: match header.timestamp_type() {
+            TimestampType::LogAppendTime => Some(header.max_timestamp),
+            TimestampType::CreateTime => None,
+        },
     }
 }
 
@@ -611,6 +633,120 @@ pub fn records_with_limit(
         codec => RecordsData::Decompressed(compression::decompress(codec, body, max_decompressed)?),
     };
     Ok(Records { header, data })
+}
+
+/// What [`validate_records`] enforces beyond the record format itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordLimits {
+    /// Ceiling on a compressed batch's decompressed records. Kafka has none; without one a
+    /// 1 MiB batch of zeros would inflate to gigabytes on the broker.
+    pub max_decompressed_bytes: usize,
+    /// Every record must have a (possibly empty) key: the topic's cleanup.policy contains
+    /// `compact`.
+    pub require_keys: bool,
+}
+
+/// What [`validate_records`] learned from walking every record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordStats {
+    /// Records walked; equals the header's `records_count` (and `last_offset_delta + 1`).
+    pub records: i32,
+    /// The largest record timestamp (Kafka's rule for CreateTime; `-1` if the batch holds
+    /// only `-1` timestamps).
+    pub max_timestamp: i64,
+    /// Bytes of encoded records walked (after decompression).
+    pub records_bytes: usize,
+}
+
+/// The per-record half of Kafka's `LogValidator` for a batch from a client, run after
+/// [`validate_batch`] (which checked the header, CRC and count against the offset range)
+/// on the same bytes `batch`.
+///
+/// Refuses, as Kafka does: control batches and idempotent batches without a sequence
+/// ([`BatchError::ControlBatchFromClient`], [`BatchError::BadSequence`]); any record
+/// whose framing is wrong (lengths, varints, header counts, bytes left over) or whose
+/// count disagrees with `records_count` ([`BatchError::CorruptRecord`]); a keyless record
+/// when `limits.require_keys`; and the LogAppendTime attribute, which only a broker may
+/// set. Stricter than Kafka, which rewrites a compressed batch whose inner offsets are not
+/// `0, 1, 2...`: we store the bytes as they came, so every offset delta must equal its
+/// record's index ([`BatchError::BadOffsetDelta`]).
+///
+/// A compressed batch is decompressed into `scratch` (cleared first, capacity kept), at
+/// most `limits.max_decompressed_bytes`; an uncompressed one is walked in place. Nothing
+/// is allocated per record.
+pub fn validate_records(
+    header: &BatchHeader,
+    batch: &[u8],
+    scratch: &mut Vec<u8>,
+    limits: &RecordLimits,
+) -> Result<RecordStats, BatchError> {
+    if header.is_control() {
+        return Err(BatchError::ControlBatchFromClient);
+    }
+    if header.has_producer_id() && header.base_sequence < 0 {
+        return Err(BatchError::BadSequence {
+            producer_id: header.producer_id,
+            base_sequence: header.base_sequence,
+        });
+    }
+    let body =
+        batch
+            .get(BATCH_HEADER_BYTES..header.total_bytes())
+            .ok_or(BatchError::Truncated {
+                need: header.total_bytes(),
+                have: batch.len(),
+            })?;
+    let raw: &[u8] = match header.compression() {
+        Compression::None => body,
+        codec => {
+            compression::decompress_into(codec, body, scratch, limits.max_decompressed_bytes)
+                .map_err(|error| match error {
+                    compression::CompressionError::TooLarge { max } => {
+                        BatchError::DecompressedTooLarge { max }
+                    }
+                    other => other.into(),
+                })?;
+            scratch
+        }
+    };
+    let mut index: i32 = 0;
+    let mut keyless: i32 = 0;
+    let mut first_keyless: i32 = -1;
+    let mut max_timestamp = -1i64;
+    for record in record_iter(header, raw) {
+        let record = record?;
+        if record.offset_delta != index {
+            return Err(BatchError::BadOffsetDelta {
+                index,
+                offset_delta: record.offset_delta,
+            });
+        }
+        if record.key.is_none() {
+            if keyless == 0 {
+                first_keyless = index;
+            }
+            keyless += 1;
+        }
+        max_timestamp = max_timestamp.max(record.timestamp);
+        // The iterator yields at most `records_count` records, an i32.
+        index = index.saturating_add(1);
+    }
+    // Kafka reports a record's missing key before its timestamp type, and a batch's
+    // timestamp errors before its other record errors.
+    let timestamp_checked = !limits.require_keys || keyless < index;
+    if header.timestamp_type() == TimestampType::LogAppendTime && timestamp_checked {
+        return Err(BatchError::LogAppendTimeFromClient);
+    }
+    if limits.require_keys && keyless > 0 {
+        return Err(BatchError::MissingKey {
+            index: first_keyless,
+        });
+    }
+    Ok(RecordStats {
+        records: index,
+        max_timestamp,
+        records_bytes: raw.len(),
+    })
 }
 
 /// Iterator over the records of a [`Records`].
@@ -735,6 +871,7 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    #[inline]
     fn u8(&mut self, what: &'static str) -> Result<u8, BatchError> {
         let byte = *self
             .buf
@@ -744,6 +881,7 @@ impl<'a> Cursor<'a> {
         Ok(byte)
     }
 
+    #[inline]
     fn varint(&mut self, what: &'static str) -> Result<i32, BatchError> {
         let (value, used) =
             read_varint(&self.buf[self.pos..]).map_err(|_| BatchError::CorruptRecord(what))?;
@@ -751,6 +889,7 @@ impl<'a> Cursor<'a> {
         Ok(value)
     }
 
+    #[inline]
     fn varlong(&mut self, what: &'static str) -> Result<i64, BatchError> {
         let (value, used) =
             read_varlong(&self.buf[self.pos..]).map_err(|_| BatchError::CorruptRecord(what))?;
@@ -759,6 +898,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A varint length then that many bytes; -1 means null, other negatives are corrupt.
+    #[inline]
     fn nullable_bytes(&mut self, what: &'static str) -> Result<Option<&'a [u8]>, BatchError> {
         let length = self.varint(what)?;
         if length == -1 {
@@ -767,6 +907,7 @@ impl<'a> Cursor<'a> {
         self.bytes(length, what).map(Some)
     }
 
+    #[inline]
     fn bytes(&mut self, length: i32, what: &'static str) -> Result<&'a [u8], BatchError> {
         let length = usize::try_from(length).map_err(|_| BatchError::CorruptRecord(what))?;
         let end = self

@@ -17,6 +17,7 @@ pub enum VarintError {
 }
 
 /// Reads an unsigned varint of at most 5 bytes (a `u32`).
+#[inline]
 pub fn read_unsigned_varint(buf: &[u8]) -> Result<(u32, usize), VarintError> {
     let (value, used) = read_unsigned(buf, 5)?;
     if value > u64::from(u32::MAX) {
@@ -26,23 +27,34 @@ pub fn read_unsigned_varint(buf: &[u8]) -> Result<(u32, usize), VarintError> {
 }
 
 /// Reads an unsigned varint of at most 10 bytes (a `u64`).
+#[inline]
 pub fn read_unsigned_varlong(buf: &[u8]) -> Result<(u64, usize), VarintError> {
     read_unsigned(buf, 10)
 }
 
 /// Reads a zigzag-encoded signed varint (record fields: lengths, deltas, header counts).
+#[inline]
 pub fn read_varint(buf: &[u8]) -> Result<(i32, usize), VarintError> {
     let (raw, used) = read_unsigned_varint(buf)?;
     Ok((((raw >> 1) as i32) ^ -((raw & 1) as i32), used))
 }
 
 /// Reads a zigzag-encoded signed varlong (record timestamp delta).
+#[inline]
 pub fn read_varlong(buf: &[u8]) -> Result<(i64, usize), VarintError> {
     let (raw, used) = read_unsigned_varlong(buf)?;
     Ok((((raw >> 1) as i64) ^ -((raw & 1) as i64), used))
 }
 
+// Inlined: every record field on the produce path's record walk is one of these.
+#[inline]
 fn read_unsigned(buf: &[u8], max_bytes: usize) -> Result<(u64, usize), VarintError> {
+    // Most record fields (deltas, small lengths, header counts) fit in one byte.
+    if let Some(&byte) = buf.first() {
+        if byte & 0x80 == 0 {
+            return Ok((u64::from(byte), 1));
+        }
+    }
     let mut value: u64 = 0;
     for (index, &byte) in buf.iter().enumerate() {
         if index == max_bytes {
