@@ -93,6 +93,9 @@ pub struct Shard {
     controller: Option<RefCell<Controller>>,
     /// Image updates are applied one at a time, in the order the metadata core sent them.
     image_update: glommio::sync::Semaphore,
+    /// Directories of new partitions that failed to open and could not be removed then (the
+    /// cause is often EMFILE, which also fails the removal); retried after each image update.
+    abandoned_dirs: RefCell<Vec<PathBuf>>,
     pub stats: Stats,
 }
 
@@ -110,6 +113,7 @@ impl Shard {
             next_request_id: Cell::new(0),
             controller: controller.map(RefCell::new),
             image_update: glommio::sync::Semaphore::new(1),
+            abandoned_dirs: RefCell::new(Vec::new()),
             stats: Stats::default(),
         })
     }
@@ -350,6 +354,7 @@ impl Shard {
         while let Some(result) = opens.next().await {
             if let Err(failure) = result {
                 if !failures.iter().any(|known| known.topic_id == failure.topic_id) {
+                    tracing::error!(shard = self.id, error = %failure.error, "cannot open partition log(s) of a topic; partitions offline");
                     failures.push(failure);
                 }
             }
@@ -379,6 +384,7 @@ impl Shard {
                 Err(partition) => remove_dir_later(partition.log.borrow().dir().to_path_buf()),
             }
         }
+        self.abandoned_dirs.borrow_mut().retain(|dir| std::fs::remove_dir_all(dir).is_err() && dir.exists());
         failures
     }
 
@@ -405,9 +411,9 @@ impl Shard {
                 Ok(())
             }
             Err(error) => {
-                tracing::error!(dir = %dir.display(), %error, "cannot open partition log; partition offline");
-                if !existed {
-                    let _ = std::fs::remove_dir_all(&dir);
+                tracing::debug!(dir = %dir.display(), %error, "cannot open partition log; partition offline");
+                if !existed && std::fs::remove_dir_all(&dir).is_err() && dir.exists() {
+                    self.abandoned_dirs.borrow_mut().push(dir);
                 }
                 Err(TopicFailure { topic_id: topic.topic_id, error: error.to_string() })
             }

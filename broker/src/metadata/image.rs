@@ -364,4 +364,78 @@ mod tests {
             img2.topic("b").unwrap()
         ));
     }
+
+    /// Replaying (or committing) a topic of 50,000 partitions is linear: the old per-record
+    /// copy of the partition list made this 1.25 billion element copies (minutes). The bound
+    /// is a sanity bound, two orders of magnitude above the linear cost, not a benchmark.
+    #[test]
+    fn applying_many_partition_records_is_linear() {
+        const PARTITIONS: i32 = 50_000;
+        let id = [7u8; 16];
+        let mut recs = vec![MetadataRecord::Topic {
+            name: "big".into(),
+            topic_id: id,
+        }];
+        recs.extend((0..PARTITIONS).map(|p| part(id, p, (p % 4) as u16)));
+        let started = std::time::Instant::now();
+        let img = Image::from_records(&recs);
+        assert_eq!(img.topic("big").unwrap().partitions.len(), PARTITIONS as usize);
+        assert!(Arc::ptr_eq(img.topic("big").unwrap(), img.topic_by_id(&id).unwrap()));
+
+        // One record at a time onto an image another version shares (the controller's
+        // commit path): the shared topic is copied once, not once per record.
+        let shared = Arc::new(img);
+        let mut next = Image::clone(&shared);
+        let more: Vec<MetadataRecord> =
+            (PARTITIONS..2 * PARTITIONS).map(|p| part(id, p, 0)).collect();
+        next.apply_all(&more);
+        for p in 2 * PARTITIONS..2 * PARTITIONS + 1000 {
+            next.apply(&part(id, p, 0));
+        }
+        let elapsed = started.elapsed();
+        assert_eq!(next.topic("big").unwrap().partitions.len(), 2 * PARTITIONS as usize + 1000);
+        assert_eq!(shared.topic("big").unwrap().partitions.len(), PARTITIONS as usize);
+        assert_eq!(next.owner("big", 2 * PARTITIONS + 999), Some(0));
+        assert!(elapsed < std::time::Duration::from_secs(5), "took {elapsed:?}");
+    }
+
+    #[test]
+    fn runs_of_records_across_topics() {
+        let (a, b) = ([1u8; 16], [2u8; 16]);
+        let topic = |name: &str, id| MetadataRecord::Topic { name: name.into(), topic_id: id };
+        let config = |name: &str, value: Option<&str>| MetadataRecord::Config {
+            resource_type: RESOURCE_TOPIC,
+            resource_name: name.into(),
+            name: "retention.ms".into(),
+            value: value.map(Into::into),
+        };
+        let recs = vec![
+            topic("a", a),
+            part(a, 0, 0),
+            topic("b", b),
+            part(b, 0, 0),
+            part(a, 2, 0),
+            config("a", Some("1")),
+            part(b, 1, 1),
+            part(a, 1, 1),
+            config("b", Some("2")),
+            config("a", None),
+            MetadataRecord::RemoveTopic { topic_id: b },
+            topic("b", b),
+            part(b, 5, 0),
+        ];
+        let mut batched = Image::default();
+        batched.apply_all(&recs);
+        let mut single = Image::default();
+        for r in &recs {
+            single.apply(r);
+        }
+        assert_eq!(batched, single);
+        let ids: Vec<i32> = batched.topic("a").unwrap().partitions.iter().map(|p| p.partition_id).collect();
+        assert_eq!(ids, vec![0, 1, 2]);
+        assert!(batched.topic("a").unwrap().configs.is_empty());
+        assert_eq!(batched.topic("b").unwrap().partitions.len(), 1);
+        assert_eq!(batched.owner("b", 5), Some(0));
+        assert_eq!(batched.topics_by_id.len(), 2);
+    }
 }
