@@ -60,18 +60,34 @@ fn rolled_segments_and_indexes_hold_no_fd() {
             let path = root.join("t-0");
             let mut log = PartitionLog::open(path.clone(), config()).await.unwrap();
             fill(&mut log, 40).await;
-            assert!(log.segment_count() >= 10, "segments: {}", log.segment_count());
+            assert!(
+                log.segment_count() >= 10,
+                "segments: {}",
+                log.segment_count()
+            );
             settle().await;
             let idle = fds_under(&root);
-            assert!(idle <= 2, "an idle partition with {} segments holds {idle} fds", log.segment_count());
+            assert!(
+                idle <= 2,
+                "an idle partition with {} segments holds {idle} fds",
+                log.segment_count()
+            );
 
             // Reading old segments reopens their .log for the read only, and works.
             let read = log.read(0, 64 << 10, i64::MAX).await.unwrap();
-            assert!(read.len() > 4096, "read {} bytes across segments", read.len());
+            assert!(
+                read.len() > 4096,
+                "read {} bytes across segments",
+                read.len()
+            );
             let (ts_offset, _) = log.offset_for_timestamp(0).await.unwrap().unwrap();
             assert_eq!(ts_offset, 0);
             settle().await;
-            assert!(fds_under(&root) <= 2, "after reads: {} fds", fds_under(&root));
+            assert!(
+                fds_under(&root) <= 2,
+                "after reads: {} fds",
+                fds_under(&root)
+            );
 
             // A clean restart, then one that must recover (no close): still two fds.
             log.close().await.unwrap();
@@ -81,13 +97,21 @@ fn rolled_segments_and_indexes_hold_no_fd() {
             fill(&mut log, 5).await;
             let end = log.log_end_offset();
             settle().await;
-            assert!(fds_under(&root) <= 2, "after a clean restart: {} fds", fds_under(&root));
+            assert!(
+                fds_under(&root) <= 2,
+                "after a clean restart: {} fds",
+                fds_under(&root)
+            );
             drop(log);
             settle().await;
             let log = PartitionLog::open(path, config()).await.unwrap();
             assert_eq!(log.log_end_offset(), end);
             settle().await;
-            assert!(fds_under(&root) <= 2, "after recovery: {} fds", fds_under(&root));
+            assert!(
+                fds_under(&root) <= 2,
+                "after recovery: {} fds",
+                fds_under(&root)
+            );
         });
 }
 
@@ -102,12 +126,17 @@ fn many_partitions_two_fds_each() {
         .run(async move {
             let mut logs = Vec::new();
             for p in 0..PARTITIONS {
-                let mut log = PartitionLog::open(root.join(format!("t-{p}")), config()).await.unwrap();
+                let mut log = PartitionLog::open(root.join(format!("t-{p}")), config())
+                    .await
+                    .unwrap();
                 fill(&mut log, 5).await;
                 logs.push(log);
             }
             settle().await;
             let fds = fds_under(&root);
-            assert!(fds <= 2 * PARTITIONS, "{PARTITIONS} partitions hold {fds} fds");
+            assert!(
+                fds <= 2 * PARTITIONS,
+                "{PARTITIONS} partitions hold {fds} fds"
+            );
         });
 }

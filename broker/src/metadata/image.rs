@@ -134,9 +134,11 @@ impl Image {
                 leader_epoch,
                 shard,
             } => {
-                let Some(t) = self.take_topic(open, |t| t.topic_id == *topic_id, |img| {
-                    img.topics_by_id.get(topic_id).cloned()
-                }) else {
+                let Some(t) = self.take_topic(
+                    open,
+                    |t| t.topic_id == *topic_id,
+                    |img| img.topics_by_id.get(topic_id).cloned(),
+                ) else {
                     tracing::warn!(?topic_id, partition_id, "PartitionRecord for unknown topic");
                     return;
                 };
@@ -148,7 +150,10 @@ impl Image {
                     replicas: replicas.clone(),
                 };
                 // Records come in partition order: the common case appends.
-                if t.partitions.last().map_or(true, |l| l.partition_id < *partition_id) {
+                if t.partitions
+                    .last()
+                    .is_none_or(|l| l.partition_id < *partition_id)
+                {
                     t.partitions.push(p);
                 } else {
                     match t
@@ -167,9 +172,11 @@ impl Image {
                 value,
             } => match *resource_type {
                 RESOURCE_TOPIC => {
-                    let Some(t) = self.take_topic(open, |t| t.name == *resource_name, |img| {
-                        img.topics_by_name.get(resource_name).cloned()
-                    }) else {
+                    let Some(t) = self.take_topic(
+                        open,
+                        |t| t.name == *resource_name,
+                        |img| img.topics_by_name.get(resource_name).cloned(),
+                    ) else {
                         tracing::warn!(topic = %resource_name, "ConfigRecord for unknown topic");
                         return;
                     };
@@ -379,30 +386,49 @@ mod tests {
         recs.extend((0..PARTITIONS).map(|p| part(id, p, (p % 4) as u16)));
         let started = std::time::Instant::now();
         let img = Image::from_records(&recs);
-        assert_eq!(img.topic("big").unwrap().partitions.len(), PARTITIONS as usize);
-        assert!(Arc::ptr_eq(img.topic("big").unwrap(), img.topic_by_id(&id).unwrap()));
+        assert_eq!(
+            img.topic("big").unwrap().partitions.len(),
+            PARTITIONS as usize
+        );
+        assert!(Arc::ptr_eq(
+            img.topic("big").unwrap(),
+            img.topic_by_id(&id).unwrap()
+        ));
 
         // One record at a time onto an image another version shares (the controller's
         // commit path): the shared topic is copied once, not once per record.
         let shared = Arc::new(img);
         let mut next = Image::clone(&shared);
-        let more: Vec<MetadataRecord> =
-            (PARTITIONS..2 * PARTITIONS).map(|p| part(id, p, 0)).collect();
+        let more: Vec<MetadataRecord> = (PARTITIONS..2 * PARTITIONS)
+            .map(|p| part(id, p, 0))
+            .collect();
         next.apply_all(&more);
         for p in 2 * PARTITIONS..2 * PARTITIONS + 1000 {
             next.apply(&part(id, p, 0));
         }
         let elapsed = started.elapsed();
-        assert_eq!(next.topic("big").unwrap().partitions.len(), 2 * PARTITIONS as usize + 1000);
-        assert_eq!(shared.topic("big").unwrap().partitions.len(), PARTITIONS as usize);
+        assert_eq!(
+            next.topic("big").unwrap().partitions.len(),
+            2 * PARTITIONS as usize + 1000
+        );
+        assert_eq!(
+            shared.topic("big").unwrap().partitions.len(),
+            PARTITIONS as usize
+        );
         assert_eq!(next.owner("big", 2 * PARTITIONS + 999), Some(0));
-        assert!(elapsed < std::time::Duration::from_secs(5), "took {elapsed:?}");
+        assert!(
+            elapsed < std::time::Duration::from_secs(5),
+            "took {elapsed:?}"
+        );
     }
 
     #[test]
     fn runs_of_records_across_topics() {
         let (a, b) = ([1u8; 16], [2u8; 16]);
-        let topic = |name: &str, id| MetadataRecord::Topic { name: name.into(), topic_id: id };
+        let topic = |name: &str, id| MetadataRecord::Topic {
+            name: name.into(),
+            topic_id: id,
+        };
         let config = |name: &str, value: Option<&str>| MetadataRecord::Config {
             resource_type: RESOURCE_TOPIC,
             resource_name: name.into(),
@@ -431,7 +457,13 @@ mod tests {
             single.apply(r);
         }
         assert_eq!(batched, single);
-        let ids: Vec<i32> = batched.topic("a").unwrap().partitions.iter().map(|p| p.partition_id).collect();
+        let ids: Vec<i32> = batched
+            .topic("a")
+            .unwrap()
+            .partitions
+            .iter()
+            .map(|p| p.partition_id)
+            .collect();
         assert_eq!(ids, vec![0, 1, 2]);
         assert!(batched.topic("a").unwrap().configs.is_empty());
         assert_eq!(batched.topic("b").unwrap().partitions.len(), 1);

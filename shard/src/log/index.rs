@@ -25,7 +25,12 @@ use glommio::io::BufferedFile;
 use memmap2::{MmapMut, MmapOptions};
 
 fn open_rw(path: &Path) -> io::Result<File> {
-    OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
 }
 
 /// One index file: its path and its mapping (no fd; see the module comment).
@@ -69,7 +74,11 @@ impl IndexFile {
             // Safety: the file belongs to this partition directory, which only this shard
             // touches; nothing truncates it behind the mapping's back (resize drops the map
             // before ftruncate).
-            let map = unsafe { MmapOptions::new().len(len as usize).map_mut(file.as_raw_fd())? };
+            let map = unsafe {
+                MmapOptions::new()
+                    .len(len as usize)
+                    .map_mut(file.as_raw_fd())?
+            };
             self.mmap = Some(map);
         }
         Ok(())
@@ -104,7 +113,9 @@ impl IndexFile {
     pub(crate) fn sync_file(&self) -> io::Result<Rc<BufferedFile>> {
         let file = OpenOptions::new().read(true).open(&self.path)?;
         // Safety: the fd was just opened and is owned by nothing else.
-        Ok(Rc::new(unsafe { BufferedFile::from_raw_fd(file.into_raw_fd()) }))
+        Ok(Rc::new(unsafe {
+            BufferedFile::from_raw_fd(file.into_raw_fd())
+        }))
     }
     pub(crate) fn entries(&self) -> usize {
         self.entries

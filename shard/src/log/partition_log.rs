@@ -503,14 +503,15 @@ impl PartitionLog {
             .segments
             .iter()
             .find(|s| s.max_timestamp >= ts)
-            .map(|s| -> Result<_, LogError> {
+            .map(|s| {
                 // Batches before the floor entry's offset all have max timestamps below it (and so
                 // below `ts`); start at the indexed position at or before that batch.
                 let start = s
                     .time_index
                     .lookup(ts)
                     .map_or(0, |(_, o)| s.index.lookup(o)) as u64;
-                Ok((s.file()?, s.log_path.clone(), s.size, start))
+                s.file()
+                    .map(|file| (file, s.log_path.clone(), s.size, start))
             });
         async move {
             let Some((file, path, size, mut pos)) = plan.transpose()? else {

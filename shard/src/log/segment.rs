@@ -159,7 +159,13 @@ impl Segment {
         let total = (prefix.len() + rest.len()) as u64;
         let fd = match &self.held {
             Some(file) => file.as_raw_fd(),
-            None => return Err(LogError::io("write", &self.log_path, io::Error::other("append to an inactive segment"))),
+            None => {
+                return Err(LogError::io(
+                    "write",
+                    &self.log_path,
+                    io::Error::other("append to an inactive segment"),
+                ))
+            }
         };
         if let Err(e) = pwritev_all(fd, &[prefix, rest], position) {
             // Best effort: if even this fails the log is marked failed by the caller.
@@ -239,11 +245,18 @@ impl Segment {
     /// Every fd that must be fdatasynced for this segment to be durable: the `.log` always;
     /// the indexes too when the segment is inactive (recovery trusts them then). An inactive
     /// segment stops holding its `.log` fd here: the sync job keeps it until it is done.
-    pub(crate) fn files_to_sync(&mut self, with_indexes: bool) -> Result<Vec<Rc<BufferedFile>>, LogError> {
+    pub(crate) fn files_to_sync(
+        &mut self,
+        with_indexes: bool,
+    ) -> Result<Vec<Rc<BufferedFile>>, LogError> {
         let mut v = vec![self.file()?];
         if with_indexes {
             for index in [&self.index.inner, &self.time_index.inner] {
-                v.push(index.sync_file().map_err(io_err("open index", index.path()))?);
+                v.push(
+                    index
+                        .sync_file()
+                        .map_err(io_err("open index", index.path()))?,
+                );
             }
             self.release_file();
         }
