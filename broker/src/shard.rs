@@ -99,6 +99,9 @@ pub struct Shard {
     /// Directories of new partitions that failed to open and could not be removed then (the
     /// cause is often EMFILE, which also fails the removal); retried after each image update.
     abandoned_dirs: RefCell<Vec<PathBuf>>,
+    /// Metadata core: CreateTopics/DeleteTopics run one at a time, so the failures an image
+    /// publication reports belong to the request that published it.
+    topic_changes: glommio::sync::Semaphore,
     pub stats: Stats,
 }
 
@@ -117,6 +120,7 @@ impl Shard {
             controller: controller.map(RefCell::new),
             image_update: glommio::sync::Semaphore::new(1),
             abandoned_dirs: RefCell::new(Vec::new()),
+            topic_changes: glommio::sync::Semaphore::new(1),
             stats: Stats::default(),
         })
     }
@@ -208,6 +212,7 @@ impl Shard {
     /// Metadata core only: creates topics, then publishes the new image to every shard.
     async fn create_topics(self: &Rc<Self>, topics: Vec<TopicSpec>, validate_only: bool) -> Vec<TopicOutcome> {
         let controller = self.controller.as_ref().expect("CreateTopics runs on the metadata core");
+        let _serial = self.topic_changes.acquire_permit(1).await;
         let shards = self.shard_count() as u16;
         let mut outcomes = Vec::with_capacity(topics.len());
         // KAFKA-17870: the whole request fails when its topics add up to more partitions
@@ -292,6 +297,7 @@ impl Shard {
     /// Metadata core only: deletes topics by name, then publishes the new image.
     async fn delete_topics(self: &Rc<Self>, names: Vec<String>) -> Vec<TopicOutcome> {
         let controller = self.controller.as_ref().expect("DeleteTopics runs on the metadata core");
+        let _serial = self.topic_changes.acquire_permit(1).await;
         let mut outcomes = Vec::with_capacity(names.len());
         for name in names {
             let result = controller.borrow_mut().delete_topic(&name);
