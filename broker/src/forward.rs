@@ -84,11 +84,19 @@ pub struct TopicOutcome {
     pub num_partitions: i32,
 }
 
+/// A topic of an image update whose partition(s) this shard could not open (the first error).
+#[derive(Clone, Debug)]
+pub struct TopicFailure {
+    pub topic_id: TopicId,
+    pub error: String,
+}
+
 pub enum Reply {
     Produce(ProduceResult),
     Fetch(FetchResult),
     Waited,
     ListOffsets(OffsetResult),
     Topics(Vec<TopicOutcome>),
-    ImageApplied,
+    /// The image is adopted; the topics listed have partitions that stay offline.
+    ImageApplied(Vec<TopicFailure>),
 }

@@ -13,14 +13,52 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use futures::channel::oneshot;
+use futures::StreamExt;
 use shard::mesh::Mesh;
 use shard::{GroupCommit, LogHandle, PartitionLog};
 
 use crate::config::{self, BrokerConfig, TopicConfig};
-use crate::forward::{Reply, Request, ShardMsg, TopicOutcome, TopicSpec};
+use crate::forward::{Reply, Request, ShardMsg, TopicFailure, TopicOutcome, TopicSpec};
 use crate::metadata::image::{Image, TopicImage};
 use crate::metadata::records::TopicId;
-use crate::metadata::Controller;
+use crate::metadata::{Controller, MAX_PARTITIONS_PER_REQUEST};
+
+/// Longest stretch of control-plane work (topic creation, opening partition logs) shard 0 or
+/// any shard does before letting its other tasks (requests on its connections) run. Well
+/// under glommio's 100 ms preemption timer, which alone would let a 5,000-partition
+/// CreateTopics starve the shard's connections.
+const CONTROL_PLANE_SLICE: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// Partition logs opened at once while applying an image: opening a new partition waits for
+/// an fsync of the data directory, and overlapping them is what makes creating thousands of
+/// partitions take seconds rather than minutes. Small, because what follows each fsync
+/// (creating the partition's files: inode allocation, often a millisecond or more) runs
+/// without a yield, and the fsyncs that complete together resume in one go.
+const MAX_CONCURRENT_OPENS: usize = 4;
+
+/// Kafka's error for a log that cannot be created or read on disk (KAFKA_STORAGE_ERROR).
+const KAFKA_STORAGE_ERROR: i16 = 56;
+/// Kafka's POLICY_VIOLATION: KAFKA-17870's answer to a CreateTopics over the partition cap.
+const POLICY_VIOLATION: i16 = 44;
+
+/// Yields to the executor's other tasks and its I/O poll once `CONTROL_PLANE_SLICE` of work
+/// has passed since the last yield. A plain yield (`yield_task_queue_now`) is not enough:
+/// glommio polls for I/O (new requests on sockets) only when no task is runnable or the
+/// 100 ms preemption timer fires, so this waits on a timer, which goes through that poll.
+struct Slice(std::time::Instant);
+
+impl Slice {
+    fn new() -> Slice {
+        Slice(std::time::Instant::now())
+    }
+
+    async fn tick(&mut self) {
+        if self.0.elapsed() >= CONTROL_PLANE_SLICE {
+            glommio::timer::sleep(std::time::Duration::from_micros(1)).await;
+            self.0 = std::time::Instant::now();
+        }
+    }
+}
 
 /// A partition this shard owns.
 pub struct Partition {
@@ -64,6 +102,12 @@ pub struct Shard {
     controller: Option<RefCell<Controller>>,
     /// Image updates are applied one at a time, in the order the metadata core sent them.
     image_update: glommio::sync::Semaphore,
+    /// Directories of new partitions that failed to open and could not be removed then (the
+    /// cause is often EMFILE, which also fails the removal); retried after each image update.
+    abandoned_dirs: RefCell<Vec<PathBuf>>,
+    /// Metadata core: CreateTopics/DeleteTopics run one at a time, so the failures an image
+    /// publication reports belong to the request that published it.
+    topic_changes: glommio::sync::Semaphore,
     pub stats: Stats,
 }
 
@@ -83,6 +127,8 @@ impl Shard {
             next_request_id: Cell::new(0),
             controller: controller.map(RefCell::new),
             image_update: glommio::sync::Semaphore::new(1),
+            abandoned_dirs: RefCell::new(Vec::new()),
+            topic_changes: glommio::sync::Semaphore::new(1),
             stats: Stats::default(),
         })
     }
@@ -208,19 +254,40 @@ impl Shard {
             }
             Request::CreateTopics { topics, validate_only } => Reply::Topics(self.create_topics(topics, validate_only).await),
             Request::DeleteTopics { names } => Reply::Topics(self.delete_topics(names).await),
-            Request::ImageUpdate(image) => {
-                self.apply_image(image).await;
-                Reply::ImageApplied
-            }
+            Request::ImageUpdate(image) => Reply::ImageApplied(self.apply_image(image).await),
         }
     }
 
     /// Metadata core only: creates topics, then publishes the new image to every shard.
     async fn create_topics(self: &Rc<Self>, topics: Vec<TopicSpec>, validate_only: bool) -> Vec<TopicOutcome> {
         let controller = self.controller.as_ref().expect("CreateTopics runs on the metadata core");
+        let _serial = self.topic_changes.acquire_permit(1).await;
         let shards = self.shard_count() as u16;
         let mut outcomes = Vec::with_capacity(topics.len());
+        // KAFKA-17870: the whole request fails when its topics add up to more partitions
+        // than one metadata batch may hold (-1 counts as the broker default, as in Kafka).
+        let total: u64 = topics
+            .iter()
+            .map(|spec| match spec.num_partitions {
+                -1 => u64::try_from(self.config.num_partitions).unwrap_or(0),
+                n => u64::try_from(n).unwrap_or(0),
+            })
+            .sum();
+        if total > MAX_PARTITIONS_PER_REQUEST {
+            return topics
+                .into_iter()
+                .map(|spec| TopicOutcome {
+                    name: spec.name,
+                    topic_id: [0; 16],
+                    error_code: POLICY_VIOLATION,
+                    error_message: Some("Excessively large number of partitions per request.".into()),
+                    num_partitions: spec.num_partitions,
+                })
+                .collect();
+        }
+        let mut slice = Slice::new();
         for spec in topics {
+            slice.tick().await;
             let result = controller.borrow_mut().create_topic(
                 &spec.name,
                 spec.num_partitions,
@@ -249,7 +316,28 @@ impl Shard {
                 },
             });
         }
-        if !validate_only {
+        if validate_only {
+            return outcomes;
+        }
+        let failures = self.publish_image().await;
+        if failures.is_empty() {
+            return outcomes;
+        }
+        // A topic some of whose partitions cannot be opened (typically: out of file
+        // descriptors) is not created: it is removed again, so its opened partitions free their
+        // files and the client may retry once the cause is fixed.
+        let mut rolled_back = false;
+        for outcome in outcomes.iter_mut().filter(|outcome| outcome.error_code == 0) {
+            let Some(failure) = failures.iter().find(|failure| failure.topic_id == outcome.topic_id) else { continue };
+            tracing::error!(topic = %outcome.name, error = %failure.error, "partitions cannot be opened; topic not created");
+            if let Err(error) = controller.borrow_mut().remove_topic(&outcome.topic_id) {
+                tracing::error!(topic = %outcome.name, %error, "removing a topic that failed to open failed");
+            }
+            rolled_back = true;
+            outcome.error_code = KAFKA_STORAGE_ERROR;
+            outcome.error_message = Some(format!("Partitions of topic '{}' cannot be opened: {}", outcome.name, failure.error));
+        }
+        if rolled_back {
             self.publish_image().await;
         }
         outcomes
@@ -258,6 +346,7 @@ impl Shard {
     /// Metadata core only: deletes topics by name, then publishes the new image.
     async fn delete_topics(self: &Rc<Self>, names: Vec<String>) -> Vec<TopicOutcome> {
         let controller = self.controller.as_ref().expect("DeleteTopics runs on the metadata core");
+        let _serial = self.topic_changes.acquire_permit(1).await;
         let mut outcomes = Vec::with_capacity(names.len());
         for name in names {
             let result = controller.borrow_mut().delete_topic(&name);
@@ -277,20 +366,37 @@ impl Shard {
     }
 
     /// Sends the controller's current image to every shard and waits until each applied it.
-    async fn publish_image(self: &Rc<Self>) {
+    /// Returns the topics whose partitions some shard could not open.
+    async fn publish_image(self: &Rc<Self>) -> Vec<TopicFailure> {
         let image = self.controller.as_ref().expect("metadata core").borrow().image();
         tracing::debug!(shards = self.shard_count(), "publishing image");
         let calls = (0..self.shard_count()).map(|target| self.call(target, Request::ImageUpdate(image.clone())));
-        futures::future::join_all(calls).await;
+        let mut failures = Vec::new();
+        for reply in futures::future::join_all(calls).await {
+            if let Reply::ImageApplied(failed) = reply {
+                failures.extend(failed);
+            }
+        }
+        failures
     }
 
     /// Opens the logs of partitions this shard now owns, deletes those of removed topics, then
-    /// adopts the image. Also used at start-up with the replayed image.
-    pub async fn apply_image(self: &Rc<Self>, image: Arc<Image>) {
+    /// adopts the image. Also used at start-up with the replayed image. Returns the topics with
+    /// partitions that could not be opened (they stay offline).
+    ///
+    /// Cost is O(topics) pointer comparisons plus O(partitions of changed topics): a topic
+    /// whose `Arc` is the one of the previous image is unchanged (the controller shares
+    /// untouched topics between versions), so its partitions are not looked at.
+    pub async fn apply_image(self: &Rc<Self>, image: Arc<Image>) -> Vec<TopicFailure> {
         let _serial = self.image_update.acquire_permit(1).await;
         tracing::debug!(shard = self.id, topics = image.topics_by_id.len(), "applying metadata image");
+        let previous = self.image();
         let mut wanted: Vec<(Arc<TopicImage>, i32)> = Vec::new();
+        let mut slice = Slice::new();
         for topic in image.topics_by_id.values() {
+            if previous.topic_by_id(&topic.topic_id).is_some_and(|old| Arc::ptr_eq(old, topic)) {
+                continue;
+            }
             for partition in &topic.partitions {
                 if usize::from(partition.shard) % self.shard_count() == self.id
                     && self.partition(&topic.topic_id, partition.partition_id).is_none()
@@ -298,35 +404,27 @@ impl Shard {
                     wanted.push((topic.clone(), partition.partition_id));
                 }
             }
+            slice.tick().await;
         }
-        for (topic, partition_id) in wanted {
-            let topic_config = match config::resolve(&self.config, &topic.configs) {
-                Ok(topic_config) => topic_config,
-                Err(error) => {
-                    tracing::error!(topic = %topic.name, %error, "topic configuration unusable; using broker defaults");
-                    config::resolve(&self.config, &Default::default()).expect("broker defaults resolve")
-                }
-            };
-            let dir = self.partition_dir(&topic.name, partition_id);
-            tracing::debug!(shard = self.id, dir = %dir.display(), "opening partition log");
-            match PartitionLog::open_for_topic(dir.clone(), topic_config.to_log_config(), topic.topic_id).await {
-                Ok(log) => {
-                    let log: LogHandle = Rc::new(RefCell::new(log));
-                    self.group_commit.register(&log);
-                    let partition = Rc::new(Partition { log, config: topic_config, appended: event_listener::Event::new() });
-                    self.partitions.borrow_mut().insert((topic.topic_id, partition_id), partition);
-                }
-                Err(error) => {
-                    tracing::error!(dir = %dir.display(), %error, "cannot open partition log; partition offline");
+        let mut failures: Vec<TopicFailure> = Vec::new();
+        let mut opens = futures::stream::iter(wanted.into_iter().map(|(topic, partition_id)| self.open_partition(topic, partition_id)))
+            .buffer_unordered(MAX_CONCURRENT_OPENS);
+        while let Some(result) = opens.next().await {
+            if let Err(failure) = result {
+                if !failures.iter().any(|known| known.topic_id == failure.topic_id) {
+                    tracing::error!(shard = self.id, error = %failure.error, "cannot open partition log(s) of a topic; partitions offline");
+                    failures.push(failure);
                 }
             }
+            slice.tick().await;
         }
-        let removed: Vec<(TopicId, i32)> = self
-            .partitions
-            .borrow()
-            .keys()
-            .filter(|(topic_id, _)| !image.topics_by_id.contains_key(topic_id))
-            .copied()
+        drop(opens);
+        let removed: Vec<(TopicId, i32)> = previous
+            .topics_by_id
+            .values()
+            .filter(|topic| !image.topics_by_id.contains_key(&topic.topic_id))
+            .flat_map(|topic| topic.partitions.iter().map(|partition| (topic.topic_id, partition.partition_id)))
+            .filter(|key| self.partitions.borrow().contains_key(key))
             .collect();
         *self.image.borrow_mut() = image;
         for key in removed {
@@ -346,6 +444,40 @@ impl Shard {
             };
             if let Some(dir) = still_held {
                 remove_dir_later(dir).await;
+            }
+        }
+        self.abandoned_dirs.borrow_mut().retain(|dir| std::fs::remove_dir_all(dir).is_err() && dir.exists());
+        failures
+    }
+
+    /// Opens one partition's log and registers it. A partition that cannot be opened stays
+    /// offline; if its directory did not exist before, what the attempt created is removed
+    /// (a later topic of that name must not find a half-made log).
+    async fn open_partition(self: &Rc<Self>, topic: Arc<TopicImage>, partition_id: i32) -> Result<(), TopicFailure> {
+        let topic_config = match config::resolve(&self.config, &topic.configs) {
+            Ok(topic_config) => topic_config,
+            Err(error) => {
+                tracing::error!(topic = %topic.name, %error, "topic configuration unusable; using broker defaults");
+                config::resolve(&self.config, &Default::default()).expect("broker defaults resolve")
+            }
+        };
+        let dir = self.partition_dir(&topic.name, partition_id);
+        let existed = dir.exists();
+        tracing::debug!(shard = self.id, dir = %dir.display(), "opening partition log");
+        match PartitionLog::open_for_topic(dir.clone(), topic_config.to_log_config(), topic.topic_id).await {
+            Ok(log) => {
+                let log: LogHandle = Rc::new(RefCell::new(log));
+                self.group_commit.register(&log);
+                let partition = Rc::new(Partition { log, config: topic_config, appended: event_listener::Event::new() });
+                self.partitions.borrow_mut().insert((topic.topic_id, partition_id), partition);
+                Ok(())
+            }
+            Err(error) => {
+                tracing::debug!(dir = %dir.display(), %error, "cannot open partition log; partition offline");
+                if !existed && std::fs::remove_dir_all(&dir).is_err() && dir.exists() {
+                    self.abandoned_dirs.borrow_mut().push(dir);
+                }
+                Err(TopicFailure { topic_id: topic.topic_id, error: error.to_string() })
             }
         }
     }

@@ -12,8 +12,12 @@ use wire::ErrorCode;
 use super::{encode_response, RequestContext, Response};
 use crate::forward::{Request, TopicSpec};
 use crate::metadata::image::TopicImage;
-use crate::metadata::validate_topic_name;
+use crate::metadata::{validate_topic_name, MAX_PARTITIONS_PER_REQUEST};
 use crate::shard::Shard;
+
+/// Topics one Metadata request may auto-create (fewer when `num.partitions` times this would
+/// pass `MAX_PARTITIONS_PER_REQUEST`): each is a metadata commit (an fsync) on the metadata core.
+const MAX_AUTO_CREATE_TOPICS_PER_REQUEST: u64 = 1_000;
 
 /// Cluster id reported when none is configured.
 const DEFAULT_CLUSTER_ID: &str = "kafka-tpc-single-node";
@@ -33,10 +37,17 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
     let auto_create = config.auto_create_topics_enable && (ctx.api_version < 4 || request.allow_auto_topic_creation);
     if !all_topics && auto_create {
         let image = shard.image();
+        // Bounded like a CreateTopics request: names past the bounds are not created by this
+        // request (they answer UNKNOWN_TOPIC_OR_PARTITION; a client's next Metadata creates more).
+        let per_topic = u64::try_from(config.num_partitions.max(1)).unwrap_or(1);
+        let max_topics = (MAX_PARTITIONS_PER_REQUEST / per_topic).min(MAX_AUTO_CREATE_TOPICS_PER_REQUEST) as usize;
+        let mut seen = std::collections::HashSet::new();
         let missing: Vec<TopicSpec> = requested
             .iter()
             .filter_map(|topic| topic.name.as_ref())
             .filter(|name| image.topic(name).is_none() && validate_topic_name(name).is_ok())
+            .filter(|name| seen.insert(name.as_str()))
+            .take(max_topics)
             .map(|name| TopicSpec {
                 name: name.clone(),
                 num_partitions: -1,

@@ -27,9 +27,15 @@ pub use records::{MetadataRecord, TopicId, RESOURCE_TOPIC};
 /// Records between automatic snapshots.
 pub const DEFAULT_SNAPSHOT_EVERY: u64 = 1000;
 
-/// Upper bound on partitions per CreateTopics request: each partition is a record (and a
-/// directory); this keeps a single request from exhausting memory or disk.
-pub const MAX_PARTITIONS_PER_TOPIC: i32 = 100_000;
+/// Upper bound on the partitions one CreateTopics request (or one Metadata request's
+/// auto-creation) may create, summed over its topics: Kafka's `MAX_PARTITIONS_PER_BATCH`
+/// (KAFKA-17870), answered with POLICY_VIOLATION for every topic. Each partition is a metadata
+/// record, a directory and open files; this keeps one request from exhausting them.
+pub const MAX_PARTITIONS_PER_REQUEST: u64 = 10_000;
+
+/// Upper bound on one topic's partitions (INVALID_PARTITIONS): no topic can be created with
+/// more than one request may create.
+pub const MAX_PARTITIONS_PER_TOPIC: i32 = MAX_PARTITIONS_PER_REQUEST as i32;
 
 /// Kafka's internal metadata topic name; reserved (its directory name would collide).
 pub const METADATA_TOPIC: &str = "__cluster_metadata";
@@ -222,9 +228,7 @@ impl Controller {
     pub fn commit(&mut self, records: &[MetadataRecord]) -> Result<Arc<Image>, LogError> {
         let last = self.log.append(records)?;
         let mut next = Image::clone(&self.image);
-        for r in records {
-            next.apply(r);
-        }
+        next.apply_all(records);
         next.offset = Some(last);
         self.image = Arc::new(next);
         if self.snapshot_every > 0 && self.log.records_since_snapshot() >= self.snapshot_every {
@@ -338,6 +342,15 @@ impl Controller {
         Ok(topic_id)
     }
 
+    /// Removes a topic regardless of `delete.topic.enable`: undoes a creation whose
+    /// partitions could not be opened.
+    pub fn remove_topic(&mut self, id: &TopicId) -> Result<(), LogError> {
+        if self.image.topic_by_id(id).is_some() {
+            self.commit(&[MetadataRecord::RemoveTopic { topic_id: *id }])?;
+        }
+        Ok(())
+    }
+
     /// DeleteTopics by name.
     pub fn delete_topic(&mut self, name: &str) -> Result<TopicId, DeleteTopicError> {
         let id = self
@@ -411,6 +424,7 @@ mod tests {
         assert_eq!(e(c.create_topic("bad name", 1, 1, none(), 4, false)), 17);
         assert_eq!(e(c.create_topic("t", 0, 1, none(), 4, false)), 37);
         assert_eq!(e(c.create_topic("t", -2, 1, none(), 4, false)), 37);
+        assert_eq!(e(c.create_topic("t", MAX_PARTITIONS_PER_TOPIC + 1, 1, none(), 4, true)), 37);
         assert_eq!(e(c.create_topic("t", 1, 3, none(), 4, false)), 38);
         assert_eq!(e(c.create_topic("t", 1, 0, none(), 4, false)), 38);
         let bad: BTreeMap<_, _> = [("nope".to_string(), "1".to_string())].into();

@@ -8,9 +8,14 @@
 //! and mapped whole; it is trimmed to its entries when the segment rolls or the log closes, so
 //! an index of an inactive segment is exactly `entries * 8` bytes long. The index never does
 //! I/O other than through the mapping (plus ftruncate when resizing); durability comes from
-//! fdatasync on its fd, which also writes back the mapping's dirty pages.
+//! fdatasync on a fd of the file (any fd: it writes back the inode's dirty pages, the
+//! mapping's included).
+//!
+//! File descriptors: none is kept. A mapping needs no open fd, so the file is opened only to
+//! map, resize or sync it and closed again: with thousands of partitions, two index fds per
+//! segment would exhaust the process's fd limit long before memory.
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::io::{AsRawFd, FromRawFd, IntoRawFd};
 use std::path::{Path, PathBuf};
@@ -19,10 +24,18 @@ use std::rc::Rc;
 use glommio::io::BufferedFile;
 use memmap2::{MmapMut, MmapOptions};
 
-/// One index file: fd (shared, so a sync job can hold it without borrowing the log) + mapping.
+fn open_rw(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
+/// One index file: its path and its mapping (no fd; see the module comment).
 pub(crate) struct IndexFile {
     path: PathBuf,
-    file: Rc<BufferedFile>,
     /// Maps the whole file; `None` when the file is empty (a zero-length map is an error).
     mmap: Option<MmapMut>,
     entry_size: usize,
@@ -39,31 +52,23 @@ impl IndexFile {
         entry_size: usize,
         capacity_bytes: Option<u64>,
     ) -> io::Result<IndexFile> {
-        let std_file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
-        let len = std_file.metadata()?.len();
+        let file = open_rw(path)?;
+        let len = file.metadata()?.len();
         let entries = (len / entry_size as u64) as usize;
-        // glommio takes over the fd: fdatasync through io_uring, async close on drop.
-        let file = Rc::new(unsafe { BufferedFile::from_raw_fd(std_file.into_raw_fd()) });
         let mut index = IndexFile {
             path: path.to_path_buf(),
-            file,
             mmap: None,
             entry_size,
             entries,
         };
         match capacity_bytes {
-            Some(cap) => index.resize(cap)?,
-            None => index.remap(len)?,
+            Some(cap) => index.resize_with(&file, cap)?,
+            None => index.remap(&file, len)?,
         }
         Ok(index)
     }
 
-    fn remap(&mut self, len: u64) -> io::Result<()> {
+    fn remap(&mut self, file: &File, len: u64) -> io::Result<()> {
         self.mmap = None;
         if len > 0 {
             // Safety: the file belongs to this partition directory, which only this shard
@@ -72,17 +77,9 @@ impl IndexFile {
             let map = unsafe {
                 MmapOptions::new()
                     .len(len as usize)
-                    .map_mut(self.file.as_raw_fd())?
+                    .map_mut(file.as_raw_fd())?
             };
             self.mmap = Some(map);
-        }
-        Ok(())
-    }
-
-    fn ftruncate(&self, len: u64) -> io::Result<()> {
-        // Synchronous metadata call; only on roll, close and open, not per append.
-        if unsafe { libc::ftruncate(self.file.as_raw_fd(), len as libc::off_t) } != 0 {
-            return Err(io::Error::last_os_error());
         }
         Ok(())
     }
@@ -90,11 +87,17 @@ impl IndexFile {
     /// Resizes the file (and the mapping) to `cap` bytes rounded down to whole entries, but
     /// never below the current entries. Sparse: preallocation costs no disk blocks.
     pub(crate) fn resize(&mut self, cap: u64) -> io::Result<()> {
+        let file = open_rw(&self.path)?;
+        self.resize_with(&file, cap)
+    }
+
+    fn resize_with(&mut self, file: &File, cap: u64) -> io::Result<()> {
         let es = self.entry_size as u64;
         let len = (cap / es * es).max(self.entries as u64 * es);
         self.mmap = None;
-        self.ftruncate(len)?;
-        self.remap(len)
+        // Synchronous metadata call; only on roll, close and open, not per append.
+        file.set_len(len)?;
+        self.remap(file, len)
     }
 
     /// Shrinks the file to exactly its entries (segment rolled / clean close).
@@ -105,8 +108,14 @@ impl IndexFile {
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
-    pub(crate) fn file(&self) -> &Rc<BufferedFile> {
-        &self.file
+    /// A fresh fd of the file for one fdatasync (through io_uring); closed when the sync job
+    /// drops it.
+    pub(crate) fn sync_file(&self) -> io::Result<Rc<BufferedFile>> {
+        let file = OpenOptions::new().read(true).open(&self.path)?;
+        // Safety: the fd was just opened and is owned by nothing else.
+        Ok(Rc::new(unsafe {
+            BufferedFile::from_raw_fd(file.into_raw_fd())
+        }))
     }
     pub(crate) fn entries(&self) -> usize {
         self.entries

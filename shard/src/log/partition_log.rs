@@ -306,8 +306,8 @@ impl PartitionLog {
             // durable before the recovery point says so.
             let r = recover_from.unwrap_or(0);
             let last = log.segments.len() - 1;
-            for (i, seg) in log.segments.iter().enumerate().skip(r) {
-                log.unsynced.extend(seg.files_to_sync(i < last));
+            for (i, seg) in log.segments.iter_mut().enumerate().skip(r) {
+                log.unsynced.extend(seg.files_to_sync(i < last)?);
             }
             log.dir_dirty = true;
         } else {
@@ -471,7 +471,7 @@ impl PartitionLog {
         let capacity = self.config.segment_index_bytes as u64;
         let old = self.active_mut();
         old.make_inactive()?;
-        let files = old.files_to_sync(true);
+        let files = old.files_to_sync(true)?;
         self.unsynced.extend(files);
         self.active_dirty = false; // its .log is in `unsynced` now
         let mut seg = Segment::open(&self.dir, base, Some(capacity), now)?;
@@ -551,7 +551,7 @@ impl PartitionLog {
             .saturating_sub(1);
         let first = &self.segments[idx];
         let mut segs = vec![SegRef {
-            file: first.file.clone(),
+            file: first.file()?,
             path: first.log_path.clone(),
             size: first.size,
             start: first.index.lookup(offset) as u64,
@@ -563,7 +563,7 @@ impl PartitionLog {
                 break;
             }
             segs.push(SegRef {
-                file: s.file.clone(),
+                file: s.file()?,
                 path: s.log_path.clone(),
                 size: s.size,
                 start: 0,
@@ -593,10 +593,11 @@ impl PartitionLog {
                     .time_index
                     .lookup(ts)
                     .map_or(0, |(_, o)| s.index.lookup(o)) as u64;
-                (s.file.clone(), s.log_path.clone(), s.size, start)
+                s.file()
+                    .map(|file| (file, s.log_path.clone(), s.size, start))
             });
         async move {
-            let Some((file, path, size, mut pos)) = plan else {
+            let Some((file, path, size, mut pos)) = plan.transpose()? else {
                 return Ok(None);
             };
             let mut walker = Walker::new(file, size, 64 << 10);
@@ -666,7 +667,14 @@ impl PartitionLog {
         }
         let mut files = mem::take(&mut self.unsynced);
         if self.active_dirty {
-            files.push(self.active().file.clone());
+            match self.active().file() {
+                Ok(file) => files.push(file),
+                Err(e) => {
+                    // Not expected: the active segment holds its fd.
+                    self.failed = Some(e.to_string());
+                    return None;
+                }
+            }
         }
         let target = self.log_end_offset();
         let job = SyncJob {
@@ -751,9 +759,14 @@ impl PartitionLog {
         }
         let active = self.active_mut();
         active.make_inactive()?;
+        let sync_file = |index: &super::index::IndexFile| {
+            index
+                .sync_file()
+                .map_err(|e| LogError::io("open", index.path(), e))
+        };
         let (index, time) = (
-            active.index.inner.file().clone(),
-            active.time_index.inner.file().clone(),
+            sync_file(&active.index.inner)?,
+            sync_file(&active.time_index.inner)?,
         );
         self.unsynced.push(index);
         self.unsynced.push(time);

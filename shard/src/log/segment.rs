@@ -5,15 +5,21 @@
 //! maintaining the indexes as Kafka's `LogSegment.append` does, becoming inactive (final
 //! time-index entry + trimmed indexes), and recovery of one segment (full re-validation with
 //! wire's `validate_batch`, truncating at the first bad byte, indexes rebuilt). Reading for
-//! fetches lives in `partition_log`, which only needs the fd (`file`) and the indexes.
+//! fetches lives in `partition_log`, which only needs the fd (`file()`) and the indexes.
+//!
+//! File descriptors: only the active segment holds its `.log` open. An inactive segment keeps
+//! a weak reference: its fd lives while a read or a sync job holds it and is reopened on
+//! demand, so an idle partition costs one fd however many segments it has (plus the
+//! recovery-point file). The indexes hold no fd at all (see `index`).
 //!
 //! Bounds: positions are u32 (the log caps segment size below 2 GiB); relative offsets fit in
 //! i32 (the log rolls before they would not).
 
+use std::cell::RefCell;
 use std::io;
 use std::os::unix::io::{AsRawFd, FromRawFd, IntoRawFd};
 use std::path::Path;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use glommio::io::BufferedFile;
 use wire::record_batch::validate_batch;
@@ -30,7 +36,10 @@ const RECOVERY_CHUNK: usize = 4 << 20;
 pub(crate) struct Segment {
     pub base_offset: i64,
     pub log_path: Rc<Path>,
-    pub file: Rc<BufferedFile>,
+    /// The `.log` fd while this is the active segment (appends need it every time).
+    held: Option<Rc<BufferedFile>>,
+    /// The `.log` fd some read or sync job of this inactive segment still holds, if any.
+    shared: RefCell<Weak<BufferedFile>>,
     /// Bytes of valid batches in the `.log`; appends go here.
     pub size: u64,
     pub index: OffsetIndex,
@@ -51,11 +60,28 @@ fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Log
     move |e| LogError::io(op, path, e)
 }
 
+/// Opens a segment's `.log` for reading and writing (creating it if missing) as glommio's
+/// file: pwritev (sync) and read_at / fdatasync through io_uring share the one fd.
+fn open_log(path: &Path) -> Result<(Rc<BufferedFile>, u64), LogError> {
+    let std_file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(io_err("open", path))?;
+    let size = std_file.metadata().map_err(io_err("stat", path))?.len();
+    // Safety: the fd was just opened and is owned by nothing else.
+    let file = Rc::new(unsafe { BufferedFile::from_raw_fd(std_file.into_raw_fd()) });
+    Ok((file, size))
+}
+
 impl Segment {
     /// Opens (creating if missing) the three files of the segment at `base_offset`.
     /// `index_capacity`: preallocate both indexes to this many bytes (active or being
-    /// recovered); `None` maps them as they are (inactive, trusted). `size` and `next_offset`
-    /// are provisional until `recover` / `load_tail` or the caller set them.
+    /// recovered; the `.log` fd is then held); `None` maps them as they are (inactive,
+    /// trusted; no fd is kept). `size` and `next_offset` are provisional until `recover` /
+    /// `load_tail` or the caller set them.
     pub(crate) fn open(
         dir: &Path,
         base_offset: i64,
@@ -63,19 +89,11 @@ impl Segment {
         now_ms: i64,
     ) -> Result<Segment, LogError> {
         let (log_path, index_path, time_path) = segment_paths(dir, base_offset);
-        let std_file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&log_path)
-            .map_err(io_err("open", &log_path))?;
-        let size = std_file
-            .metadata()
-            .map_err(io_err("stat", &log_path))?
-            .len();
-        // One fd for everything: pwritev (sync) and read_at / fdatasync through io_uring.
-        let file = Rc::new(unsafe { BufferedFile::from_raw_fd(std_file.into_raw_fd()) });
+        let (file, size) = open_log(&log_path)?;
+        let (held, shared) = match index_capacity {
+            Some(_) => (Some(file), Weak::new()),
+            None => (None, Rc::downgrade(&file)),
+        };
         let index = OffsetIndex::open(&index_path, base_offset, index_capacity)
             .map_err(io_err("open index", &index_path))?;
         let time_index = TimeIndex::open(&time_path, base_offset, index_capacity)
@@ -83,7 +101,8 @@ impl Segment {
         Ok(Segment {
             base_offset,
             log_path: Rc::from(log_path.as_path()),
-            file,
+            held,
+            shared: RefCell::new(shared),
             size,
             index,
             time_index,
@@ -93,6 +112,28 @@ impl Segment {
             offset_of_max_timestamp: -1,
             created_ms: now_ms,
         })
+    }
+
+    /// The `.log` fd: the held one, one a read or sync job still holds, or a fresh open (which
+    /// can fail, e.g. with EMFILE: the caller's read or sync fails, the log does not).
+    pub(crate) fn file(&self) -> Result<Rc<BufferedFile>, LogError> {
+        if let Some(file) = &self.held {
+            return Ok(file.clone());
+        }
+        if let Some(file) = self.shared.borrow().upgrade() {
+            return Ok(file);
+        }
+        let (file, _) = open_log(&self.log_path)?;
+        *self.shared.borrow_mut() = Rc::downgrade(&file);
+        Ok(file)
+    }
+
+    /// Stops holding the `.log` fd (the segment is inactive): it closes when the last read or
+    /// sync job using it is done.
+    fn release_file(&mut self) {
+        if let Some(file) = self.held.take() {
+            *self.shared.borrow_mut() = Rc::downgrade(&file);
+        }
     }
 
     /// Whether appending a batch ending at `last_offset` needs a new segment first because an
@@ -116,9 +157,19 @@ impl Segment {
     ) -> Result<(), LogError> {
         let position = self.size;
         let total = (prefix.len() + rest.len()) as u64;
-        if let Err(e) = pwritev_all(self.file.as_raw_fd(), &[prefix, rest], position) {
+        let fd = match &self.held {
+            Some(file) => file.as_raw_fd(),
+            None => {
+                return Err(LogError::io(
+                    "write",
+                    &self.log_path,
+                    io::Error::other("append to an inactive segment"),
+                ))
+            }
+        };
+        if let Err(e) = pwritev_all(fd, &[prefix, rest], position) {
             // Best effort: if even this fails the log is marked failed by the caller.
-            unsafe { libc::ftruncate(self.file.as_raw_fd(), position as libc::off_t) };
+            unsafe { libc::ftruncate(fd, position as libc::off_t) };
             return Err(LogError::io("write", &self.log_path, e));
         }
         self.size += total;
@@ -174,8 +225,12 @@ impl Segment {
         Ok(())
     }
 
-    /// Becomes the active segment again (after a restart): indexes preallocated for appends.
+    /// Becomes the active segment again (after a restart): `.log` fd held, indexes
+    /// preallocated for appends.
     pub(crate) fn make_active(&mut self, index_capacity: u64) -> Result<(), LogError> {
+        if self.held.is_none() {
+            self.held = Some(self.file()?);
+        }
         self.index
             .inner
             .resize(index_capacity)
@@ -188,14 +243,24 @@ impl Segment {
     }
 
     /// Every fd that must be fdatasynced for this segment to be durable: the `.log` always;
-    /// the indexes too when the segment is inactive (recovery trusts them then).
-    pub(crate) fn files_to_sync(&self, with_indexes: bool) -> Vec<Rc<BufferedFile>> {
-        let mut v = vec![self.file.clone()];
+    /// the indexes too when the segment is inactive (recovery trusts them then). An inactive
+    /// segment stops holding its `.log` fd here: the sync job keeps it until it is done.
+    pub(crate) fn files_to_sync(
+        &mut self,
+        with_indexes: bool,
+    ) -> Result<Vec<Rc<BufferedFile>>, LogError> {
+        let mut v = vec![self.file()?];
         if with_indexes {
-            v.push(self.index.inner.file().clone());
-            v.push(self.time_index.inner.file().clone());
+            for index in [&self.index.inner, &self.time_index.inner] {
+                v.push(
+                    index
+                        .sync_file()
+                        .map_err(io_err("open index", index.path()))?,
+                );
+            }
+            self.release_file();
         }
-        v
+        Ok(v)
     }
 
     /// Loads the facts of a segment whose indexes are trusted (before the recovery point, or
@@ -221,7 +286,7 @@ impl Segment {
         // An entry is keyed by its batch's LAST offset (see `index_batch`), so the batch at
         // its position ends at that offset; it may start anywhere up to it.
         let mut entry_last = last_entry.map(|(o, _)| o);
-        let mut walker = Walker::new(self.file.clone(), self.size, 64 << 10);
+        let mut walker = Walker::new(self.file()?, self.size, 64 << 10);
         while pos < self.size {
             let Some(b) = walker
                 .bytes(pos, PEEK_BYTES)
@@ -263,7 +328,8 @@ impl Segment {
         self.max_timestamp = -1;
         self.offset_of_max_timestamp = -1;
         let file_len = self.size;
-        let mut walker = Walker::new(self.file.clone(), file_len, RECOVERY_CHUNK);
+        let file = self.file()?;
+        let mut walker = Walker::new(file.clone(), file_len, RECOVERY_CHUNK);
         let mut pos = 0u64;
         let mut next = self.base_offset;
         let mut bad: Option<String> = None;
@@ -317,7 +383,7 @@ impl Segment {
         self.size = pos;
         if let Some(reason) = bad {
             tracing::warn!(path = %path.display(), position = pos, %reason, "truncating log segment at first invalid byte");
-            if unsafe { libc::ftruncate(self.file.as_raw_fd(), pos as libc::off_t) } != 0 {
+            if unsafe { libc::ftruncate(file.as_raw_fd(), pos as libc::off_t) } != 0 {
                 return Err(LogError::io("truncate", &path, io::Error::last_os_error()));
             }
             return Ok(Some(pos));
