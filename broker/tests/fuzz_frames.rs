@@ -286,7 +286,7 @@ fn mutate(bytes: &mut Vec<u8>, rng: &mut StdRng) -> &'static str {
             }
             "flip"
         }
-        1 | 2 | 3 => {
+        1..=3 => {
             let Some((at, width)) = length_candidates(bytes, rng) else {
                 return "none";
             };
