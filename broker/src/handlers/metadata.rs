@@ -103,6 +103,14 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
                         name: Some(name.clone()),
                         ..Default::default()
                     },
+                    // v10-11 requests may carry a null name but their responses may not
+                    // (Kafka refuses such requests with INVALID_REQUEST).
+                    (None, None) if ctx.api_version < 12 => MetadataResponseTopic {
+                        error_code: ErrorCode::InvalidRequest.code(),
+                        name: Some(String::new()),
+                        topic_id: wanted.topic_id,
+                        ..Default::default()
+                    },
                     (None, None) => MetadataResponseTopic {
                         error_code: ErrorCode::UnknownTopicId.code(),
                         name: None,
