@@ -68,9 +68,17 @@ enum End {
 
 /// Serves one connection until the peer closes it, it idles out, or it sends something we
 /// must refuse. `slot` is its place under `max.connections`, freed when this returns.
-pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: Rc<ShardBudget>, slot: ConnectionSlot) {
+pub async fn serve(
+    shard: Rc<Shard>,
+    stream: TcpStream,
+    budget: Rc<ShardBudget>,
+    slot: ConnectionSlot,
+) {
     let _slot = slot;
-    let peer = stream.peer_addr().map(|addr| addr.to_string()).unwrap_or_else(|_| "unknown".into());
+    let peer = stream
+        .peer_addr()
+        .map(|addr| addr.to_string())
+        .unwrap_or_else(|_| "unknown".into());
     let _ = stream.set_nodelay(true);
     let fd = stream.as_raw_fd();
     let load = ConnectionLoad::new(budget, shard.config.queued_max_requests as usize);
@@ -114,7 +122,12 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: Rc<ShardBudget>,
     let mut buffer = BytesMut::with_capacity(READ_CHUNK_BYTES);
     // The bytes in `buffer` (a partial frame), held against the connection's and shard's bounds.
     let mut buffered = load.charge(0);
-    let watch = Watch { fd, load: &load, activity: &activity, idle };
+    let watch = Watch {
+        fd,
+        load: &load,
+        activity: &activity,
+        idle,
+    };
     let end: End = 'read: loop {
         // Hand out every whole frame already in the buffer.
         loop {
@@ -123,7 +136,8 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: Rc<ShardBudget>,
                 Ok(None) => break,
                 Ok(Some(body_len)) => {
                     let header = &buffer[frame::FRAME_HEADER_BYTES..];
-                    let fetch = header.len() >= 2 && i16::from_be_bytes([header[0], header[1]]) == FETCH_API_KEY;
+                    let fetch = header.len() >= 2
+                        && i16::from_be_bytes([header[0], header[1]]) == FETCH_API_KEY;
                     let unread = buffered.bytes();
                     if let Err(end) = watch.wait_until(|| load.may_dispatch(fetch, unread)).await {
                         break 'read end;
@@ -155,7 +169,9 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: Rc<ShardBudget>,
             Ok(None) => 0,
             Err(error) => break 'read End::Refused(format!("refused frame: {error}")),
         };
-        let want = frame_bytes.saturating_sub(buffer.len()).max(READ_CHUNK_BYTES);
+        let want = frame_bytes
+            .saturating_sub(buffer.len())
+            .max(READ_CHUNK_BYTES);
         buffer.reserve(want);
         let spare = buffer.spare_capacity_mut();
         // SAFETY: the slice covers the buffer's spare capacity, which is allocated; `read`
@@ -164,13 +180,15 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: Rc<ShardBudget>,
         // every byte received, a measurable share of the CPU per GiB. glommio reads on
         // readiness (a plain `recv` once the socket is readable), so a read dropped by the
         // idle timer leaves nothing in flight that could write here later.
-        let target = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), spare.len()) };
+        let target =
+            unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), spare.len()) };
         let read = reader.read(target);
         let outcome = match idle {
             None => read.await,
             Some(idle) => {
                 let deadline = activity.get() + idle;
-                let timer = glommio::timer::sleep(deadline.saturating_duration_since(Instant::now()));
+                let timer =
+                    glommio::timer::sleep(deadline.saturating_duration_since(Instant::now()));
                 futures::pin_mut!(read, timer);
                 match futures::future::select(read, timer).await {
                     Either::Left((outcome, _)) => outcome,
@@ -268,7 +286,14 @@ impl Watch<'_> {
 fn peer_gone(fd: RawFd) -> Option<Option<String>> {
     let mut byte = 0u8;
     // SAFETY: a non-blocking peek of at most one byte into a local.
-    let peeked = unsafe { libc::recv(fd, (&mut byte as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+    let peeked = unsafe {
+        libc::recv(
+            fd,
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
     match peeked {
         0 => Some(None),
         n if n > 0 => None,

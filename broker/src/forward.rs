@@ -13,11 +13,19 @@ use crate::metadata::records::TopicId;
 
 /// One message on a ring.
 pub enum ShardMsg {
-    Request { id: u64, body: Request },
-    Reply { id: u64, body: Reply },
+    Request {
+        id: u64,
+        body: Request,
+    },
+    Reply {
+        id: u64,
+        body: Reply,
+    },
     /// The caller of request `id` gave up (its connection closed): stop a parked wait now
     /// rather than at its deadline. No reply follows.
-    Cancel { id: u64 },
+    Cancel {
+        id: u64,
+    },
 }
 
 /// A topic to create, as CreateTopics carries it.
@@ -32,16 +40,39 @@ pub struct TopicSpec {
 /// Work for another shard.
 pub enum Request {
     /// Append one batch to a partition this shard owns.
-    Produce { topic_id: TopicId, partition: i32, acks: i16, records: Bytes },
+    Produce {
+        topic_id: TopicId,
+        partition: i32,
+        acks: i16,
+        records: Bytes,
+    },
     /// Read whole batches from `offset`, at most `max_bytes` unless `min_one` (then at least
     /// one whole batch).
-    Fetch { topic_id: TopicId, partition: i32, offset: i64, max_bytes: usize, min_one: bool },
+    Fetch {
+        topic_id: TopicId,
+        partition: i32,
+        offset: i64,
+        max_bytes: usize,
+        min_one: bool,
+    },
     /// Resolve once the partition's log end passes `offset` or `wait_ms` elapses (long poll).
-    WaitForData { topic_id: TopicId, partition: i32, offset: i64, wait_ms: u64 },
+    WaitForData {
+        topic_id: TopicId,
+        partition: i32,
+        offset: i64,
+        wait_ms: u64,
+    },
     /// ListOffsets for one partition.
-    ListOffsets { topic_id: TopicId, partition: i32, timestamp: i64 },
+    ListOffsets {
+        topic_id: TopicId,
+        partition: i32,
+        timestamp: i64,
+    },
     /// Metadata core: create topics (`validate_only` creates nothing).
-    CreateTopics { topics: Vec<TopicSpec>, validate_only: bool },
+    CreateTopics {
+        topics: Vec<TopicSpec>,
+        validate_only: bool,
+    },
     /// Metadata core: delete topics by name.
     DeleteTopics { names: Vec<String> },
     /// A new metadata image: open logs for new partitions, drop deleted ones, then adopt it.

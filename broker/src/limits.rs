@@ -48,14 +48,20 @@ const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit (connections are file descriptors) and
 /// returns the soft limit now in force.
 pub fn raise_fd_limit() -> u64 {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: getrlimit/setrlimit only read and write the struct passed.
     unsafe {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
             return 1024;
         }
         if limit.rlim_cur < limit.rlim_max {
-            let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
                 limit.rlim_cur = limit.rlim_max;
             }
@@ -107,16 +113,25 @@ impl ConnectionLimits {
         // Unlimited per IP (Kafka's default): no map, no lock.
         let ip = ip.filter(|_| self.max_per_ip < i32::MAX as usize);
         if let Some(ip) = ip {
-            let mut per_ip = self.per_ip.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut per_ip = self
+                .per_ip
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             let count = per_ip.entry(ip).or_insert(0);
             if *count >= self.max_per_ip {
                 drop(per_ip);
                 self.open.fetch_sub(1, Ordering::AcqRel);
-                return Err(Refusal::TooManyFromIp { ip, limit: self.max_per_ip });
+                return Err(Refusal::TooManyFromIp {
+                    ip,
+                    limit: self.max_per_ip,
+                });
             }
             *count += 1;
         }
-        Ok(ConnectionSlot { limits: self.clone(), ip })
+        Ok(ConnectionSlot {
+            limits: self.clone(),
+            ip,
+        })
     }
 }
 
@@ -129,7 +144,11 @@ pub struct ConnectionSlot {
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
         if let Some(ip) = self.ip {
-            let mut per_ip = self.limits.per_ip.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut per_ip = self
+                .limits
+                .per_ip
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             if let Some(count) = per_ip.get_mut(&ip) {
                 *count -= 1;
                 if *count == 0 {
@@ -151,7 +170,11 @@ pub struct RefusalLog {
 impl RefusalLog {
     pub fn refused(&self, shard: usize, peer: &str, refusal: &Refusal) {
         let now = Instant::now();
-        if self.last.get().is_some_and(|last| now.duration_since(last) < REFUSAL_LOG_INTERVAL) {
+        if self
+            .last
+            .get()
+            .is_some_and(|last| now.duration_since(last) < REFUSAL_LOG_INTERVAL)
+        {
             self.unlogged.set(self.unlogged.get() + 1);
             return;
         }
@@ -177,7 +200,11 @@ impl ShardBudget {
         } else {
             DEFAULT_SHARD_PENDING_BYTES
         };
-        Rc::new(ShardBudget { max_bytes, bytes: Cell::new(0), released: event_listener::Event::new() })
+        Rc::new(ShardBudget {
+            max_bytes,
+            bytes: Cell::new(0),
+            released: event_listener::Event::new(),
+        })
     }
 
     pub fn max_bytes(&self) -> usize {
@@ -275,7 +302,10 @@ impl ConnectionLoad {
     /// Holds `bytes` until the returned guard is dropped.
     pub fn charge(self: &Rc<Self>, bytes: usize) -> Charge {
         self.add(bytes);
-        Charge { owner: self.clone(), bytes }
+        Charge {
+            owner: self.clone(),
+            bytes,
+        }
     }
 
     fn add(&self, bytes: usize) {
@@ -302,7 +332,10 @@ impl Charge {
     pub fn split(&mut self, bytes: usize) -> Charge {
         let bytes = bytes.min(self.bytes);
         self.bytes -= bytes;
-        Charge { owner: self.owner.clone(), bytes }
+        Charge {
+            owner: self.owner.clone(),
+            bytes,
+        }
     }
 
     pub fn bytes(&self) -> usize {
@@ -371,8 +404,13 @@ impl Held {
         }
         Held {
             load: load.clone(),
-            slot: RequestSlot { owner: load.clone() },
-            in_process: InProcess { owner: load.clone(), fetch },
+            slot: RequestSlot {
+                owner: load.clone(),
+            },
+            in_process: InProcess {
+                owner: load.clone(),
+                fetch,
+            },
             frame,
         }
     }
@@ -380,12 +418,23 @@ impl Held {
     /// The handler is done: the frame's bytes are released and the response's are held until
     /// it is written. `response` is a handler's output (`handlers::Response`).
     pub fn finish(self, response: Result<Option<bytes::BytesMut>, String>) -> Outcome {
-        let Held { load, slot, in_process, frame } = self;
+        let Held {
+            load,
+            slot,
+            in_process,
+            frame,
+        } = self;
         drop(frame);
         drop(in_process);
-        let Some(bytes) = response? else { return Ok(None) };
+        let Some(bytes) = response? else {
+            return Ok(None);
+        };
         let charge = load.charge(bytes.len());
-        Ok(Some(HeldResponse { bytes, _charge: charge, _slot: slot }))
+        Ok(Some(HeldResponse {
+            bytes,
+            _charge: charge,
+            _slot: slot,
+        }))
     }
 }
 
@@ -420,10 +469,19 @@ mod tests {
         let other = load.charge(1000);
         assert!(!load.may_read(1500), "over the shard's 1000 bytes");
         let held = Held::new(&load, true, buffered.split(1200));
-        assert!(!load.may_dispatch(true, 300), "one fetch in process at a time");
+        assert!(
+            !load.may_dispatch(true, 300),
+            "one fetch in process at a time"
+        );
         assert!(load.may_dispatch(false, 300));
-        assert!(load.may_dispatch(false, 1 << 30), "a frame already read never waits for itself");
-        let response = held.finish(Ok(Some(bytes::BytesMut::from(&[0u8; 100][..])))).unwrap().unwrap();
+        assert!(
+            load.may_dispatch(false, 1 << 30),
+            "a frame already read never waits for itself"
+        );
+        let response = held
+            .finish(Ok(Some(bytes::BytesMut::from(&[0u8; 100][..]))))
+            .unwrap()
+            .unwrap();
         drop(other);
         assert_eq!(load.held.get(), 300 + 100);
         assert!(load.may_read(300));
@@ -431,7 +489,10 @@ mod tests {
         assert_eq!(load.requests(), 1, "counted until written");
         drop(response);
         drop(buffered);
-        assert_eq!((load.held.get(), load.budget.bytes_held(), load.requests()), (0, 0, 0));
+        assert_eq!(
+            (load.held.get(), load.budget.bytes_held(), load.requests()),
+            (0, 0, 0)
+        );
     }
 
     #[test]
@@ -456,11 +517,16 @@ mod tests {
         let one: IpAddr = "10.0.0.1".parse().unwrap();
         let two: IpAddr = "10.0.0.2".parse().unwrap();
         let first = limits.admit(Some(one)).unwrap();
-        assert!(matches!(limits.admit(Some(one)), Err(Refusal::TooManyFromIp { .. })));
+        assert!(matches!(
+            limits.admit(Some(one)),
+            Err(Refusal::TooManyFromIp { .. })
+        ));
         let _second = limits.admit(Some(two)).unwrap();
         drop(first);
         let _again = limits.admit(Some(one)).unwrap();
-        let others: Vec<_> = (3..8).map(|i| limits.admit(Some(format!("10.0.0.{i}").parse().unwrap()))).collect();
+        let others: Vec<_> = (3..8)
+            .map(|i| limits.admit(Some(format!("10.0.0.{i}").parse().unwrap())))
+            .collect();
         assert!(others[..4].iter().all(Result::is_ok));
         assert!(matches!(others[4], Err(Refusal::TooManyConnections(6))));
     }

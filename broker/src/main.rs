@@ -11,7 +11,11 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "broker", version, about = "A Kafka-protocol broker, thread-per-core on io_uring")]
+#[command(
+    name = "broker",
+    version,
+    about = "A Kafka-protocol broker, thread-per-core on io_uring"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -64,7 +68,8 @@ fn main() {
 }
 
 fn start(config_path: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {
-    let config = config::load(config_path.as_deref(), &overrides).context("invalid configuration")?;
+    let config =
+        config::load(config_path.as_deref(), &overrides).context("invalid configuration")?;
     for key in &config.ignored {
         tracing::info!(key = %key, "configuration key accepted but not used by this broker");
     }

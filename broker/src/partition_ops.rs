@@ -51,7 +51,10 @@ fn validate_records(
 ) -> Result<record_batch::RecordStats, BatchError> {
     let limits = RecordLimits {
         max_decompressed_bytes: MAX_DECOMPRESSED_BATCH_BYTES.max(config.max_message_bytes as usize),
-        require_keys: config.cleanup_policy.iter().any(|policy| policy == "compact"),
+        require_keys: config
+            .cleanup_policy
+            .iter()
+            .any(|policy| policy == "compact"),
     };
     DECOMPRESS_SCRATCH.with(|scratch| {
         let mut scratch = scratch.borrow_mut();
@@ -64,7 +67,12 @@ fn validate_records(
 }
 
 fn produce_error(code: ErrorCode) -> ProduceResult {
-    ProduceResult { error_code: code.code(), base_offset: -1, log_append_time_ms: -1, log_start_offset: -1 }
+    ProduceResult {
+        error_code: code.code(),
+        base_offset: -1,
+        log_append_time_ms: -1,
+        log_start_offset: -1,
+    }
 }
 
 /// Kafka's error code for a batch that failed validation: CorruptRecordException
@@ -86,7 +94,13 @@ fn batch_error_code(error: &BatchError) -> ErrorCode {
 ///
 /// Everything up to and including the append runs without an `.await`, so appends happen in
 /// the order the calls were made.
-pub async fn produce(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32, acks: i16, records: Bytes) -> ProduceResult {
+pub async fn produce(
+    shard: &Rc<Shard>,
+    topic_id: &TopicId,
+    partition: i32,
+    acks: i16,
+    records: Bytes,
+) -> ProduceResult {
     Stats::bump(&shard.stats.produce_batches);
     let Some(target) = shard.partition(topic_id, partition) else {
         return produce_error(ErrorCode::NotLeaderOrFollower);
@@ -129,7 +143,11 @@ pub async fn produce(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32, acks
             return produce_error(ErrorCode::KafkaStorageError);
         }
     }
-    let log_append_time_ms = if target.config.message_timestamp_type == "LogAppendTime" { info.log_append_time_ms } else { -1 };
+    let log_append_time_ms = if target.config.message_timestamp_type == "LogAppendTime" {
+        info.log_append_time_ms
+    } else {
+        -1
+    };
     ProduceResult {
         error_code: 0,
         base_offset: info.base_offset,
@@ -161,10 +179,19 @@ pub async fn fetch(
     let (read, high_watermark, log_start_offset) = {
         let log = target.log.borrow();
         let high_watermark = log.log_end_offset();
-        (log.read_bounded(offset, max_bytes, high_watermark, min_one), high_watermark, log.log_start_offset())
+        (
+            log.read_bounded(offset, max_bytes, high_watermark, min_one),
+            high_watermark,
+            log.log_start_offset(),
+        )
     };
     match read.await {
-        Ok(records) => FetchResult { error_code: 0, high_watermark, log_start_offset, records },
+        Ok(records) => FetchResult {
+            error_code: 0,
+            high_watermark,
+            log_start_offset,
+            records,
+        },
         Err(LogError::OffsetOutOfRange { .. }) => FetchResult {
             error_code: ErrorCode::OffsetOutOfRange.code(),
             high_watermark,
@@ -184,8 +211,16 @@ pub async fn fetch(
 }
 
 /// Parks until the partition's log end passes `offset` or `wait_ms` elapses.
-pub async fn wait_for_data(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32, offset: i64, wait_ms: u64) {
-    let Some(target) = shard.partition(topic_id, partition) else { return };
+pub async fn wait_for_data(
+    shard: &Rc<Shard>,
+    topic_id: &TopicId,
+    partition: i32,
+    offset: i64,
+    wait_ms: u64,
+) {
+    let Some(target) = shard.partition(topic_id, partition) else {
+        return;
+    };
     let deadline = std::time::Instant::now() + Duration::from_millis(wait_ms);
     loop {
         let listener = target.appended.listen();
@@ -212,12 +247,29 @@ const TIMESTAMP_SCAN_MAX_DECOMPRESSED_BYTES: usize = 16 << 20;
 /// The log answers at batch granularity (its indexes hold batches); Kafka answers with the
 /// record: the first record at or after the timestamp, and the record holding the largest
 /// timestamp (KIP-734). So the batch the log names is read and its records scanned.
-pub async fn list_offsets(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32, timestamp: i64) -> OffsetResult {
+pub async fn list_offsets(
+    shard: &Rc<Shard>,
+    topic_id: &TopicId,
+    partition: i32,
+    timestamp: i64,
+) -> OffsetResult {
     let Some(target) = shard.partition(topic_id, partition) else {
-        return OffsetResult { error_code: ErrorCode::NotLeaderOrFollower.code(), timestamp: -1, offset: -1 };
+        return OffsetResult {
+            error_code: ErrorCode::NotLeaderOrFollower.code(),
+            timestamp: -1,
+            offset: -1,
+        };
     };
-    let found = |offset: i64| OffsetResult { error_code: 0, timestamp: -1, offset };
-    let not_found = OffsetResult { error_code: 0, timestamp: -1, offset: -1 };
+    let found = |offset: i64| OffsetResult {
+        error_code: 0,
+        timestamp: -1,
+        offset,
+    };
+    let not_found = OffsetResult {
+        error_code: 0,
+        timestamp: -1,
+        offset: -1,
+    };
     let batch = {
         let log = target.log.borrow();
         match timestamp {
@@ -228,7 +280,11 @@ pub async fn list_offsets(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32,
                 None => return not_found,
             },
             timestamp if timestamp < 0 => {
-                return OffsetResult { error_code: ErrorCode::InvalidRequest.code(), timestamp: -1, offset: -1 }
+                return OffsetResult {
+                    error_code: ErrorCode::InvalidRequest.code(),
+                    timestamp: -1,
+                    offset: -1,
+                }
             }
             timestamp => Err(log.offset_for_timestamp(timestamp)),
         }
@@ -241,7 +297,11 @@ pub async fn list_offsets(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32,
             Ok(None) => return not_found,
             Err(error) => {
                 tracing::error!(%error, "offset lookup by timestamp failed");
-                return OffsetResult { error_code: ErrorCode::KafkaStorageError.code(), timestamp: -1, offset: -1 };
+                return OffsetResult {
+                    error_code: ErrorCode::KafkaStorageError.code(),
+                    timestamp: -1,
+                    offset: -1,
+                };
             }
         },
     };
@@ -250,11 +310,19 @@ pub async fn list_offsets(shard: &Rc<Shard>, topic_id: &TopicId, partition: i32,
     // request naming many partitions from holding the shard.
     glommio::yield_if_needed().await;
     match found {
-        Ok(Some((offset, timestamp))) => OffsetResult { error_code: 0, timestamp, offset },
+        Ok(Some((offset, timestamp))) => OffsetResult {
+            error_code: 0,
+            timestamp,
+            offset,
+        },
         Ok(None) => not_found,
         Err(reason) => {
             tracing::error!(%reason, "scanning a batch for a timestamp failed");
-            OffsetResult { error_code: ErrorCode::KafkaStorageError.code(), timestamp: -1, offset: -1 }
+            OffsetResult {
+                error_code: ErrorCode::KafkaStorageError.code(),
+                timestamp: -1,
+                offset: -1,
+            }
         }
     }
 }
@@ -273,7 +341,10 @@ async fn find_record(
     let bytes = read.await.map_err(|error| error.to_string())?;
     for batch in record_batch::batches(&bytes) {
         let (header, raw) = batch.map_err(|error| error.to_string())?;
-        let records = match record_batch::records_with_limit(raw, TIMESTAMP_SCAN_MAX_DECOMPRESSED_BYTES) {
+        let records = match record_batch::records_with_limit(
+            raw,
+            TIMESTAMP_SCAN_MAX_DECOMPRESSED_BYTES,
+        ) {
             Ok(records) => records,
             Err(BatchError::Compression(error)) => {
                 tracing::warn!(%error, "batch too large to scan for a timestamp; answering with its first offset");

@@ -32,7 +32,10 @@ fn install_signal_handlers() {
     for signal in [libc::SIGTERM, libc::SIGINT] {
         // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
         unsafe {
-            libc::signal(signal, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+            libc::signal(
+                signal,
+                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
         }
     }
 }
@@ -43,8 +46,14 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     // Before any partition opens: a deletion a crash interrupted is finished, never undone.
     shard::log::dir::remove_deleted_dirs(&data_dir)
         .with_context(|| format!("removing deleted partitions in {}", data_dir.display()))?;
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let shard_count = if config.num_shards == 0 { cpus } else { usize::from(config.num_shards) };
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let shard_count = if config.num_shards == 0 {
+        cpus
+    } else {
+        usize::from(config.num_shards)
+    };
     let metadata_dir = metadata::default_dir(&data_dir);
     let controller = Controller::open(&metadata_dir, config.clone())
         .with_context(|| format!("opening the metadata log in {}", metadata_dir.display()))?;
@@ -55,7 +64,10 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         data_dir = %data_dir.display(),
         "metadata replayed"
     );
-    let listener = config.listeners.first().ok_or_else(|| anyhow!("no listener configured"))?;
+    let listener = config
+        .listeners
+        .first()
+        .ok_or_else(|| anyhow!("no listener configured"))?;
     let address = listener.addr();
     install_signal_handlers();
     let fd_limit = crate::limits::raise_fd_limit();
@@ -81,7 +93,17 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         let executor = LocalExecutorBuilder::new(Placement::Fixed(id % cpus))
             .name(&format!("shard-{id}"))
             .spawn(move || async move {
-                run_shard(id, config, image, controller, endpoint, address, ready, connection_limits).await;
+                run_shard(
+                    id,
+                    config,
+                    image,
+                    controller,
+                    endpoint,
+                    address,
+                    ready,
+                    connection_limits,
+                )
+                .await;
             })
             .map_err(|error| anyhow!("starting shard {id}: {error}"))?;
         executors.push(executor);
@@ -102,7 +124,9 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     }
     tracing::info!("listening on {address} with {shard_count} shard(s)");
     for executor in executors {
-        executor.join().map_err(|error| anyhow!("shard failed: {error:?}"))?;
+        executor
+            .join()
+            .map_err(|error| anyhow!("shard failed: {error:?}"))?;
     }
     tracing::info!("stopped");
     Ok(())
@@ -136,13 +160,19 @@ async fn run_shard(
     let shard = Shard::new(id, config, Arc::new(Image::default()), controller);
     shard.group_commit.spawn();
     let receiver = shard.clone();
-    let mesh = endpoint.connect(Rc::new(move |source, message| receiver.deliver(source, message))).await;
+    let mesh = endpoint
+        .connect(Rc::new(move |source, message| {
+            receiver.deliver(source, message)
+        }))
+        .await;
     shard.set_mesh(mesh);
     shard.apply_image(image).await;
     let listener = match TcpListener::bind(address.as_str()) {
         Ok(listener) => listener,
         Err(error) => {
-            let _ = ready.send(Err(format!("shard {id} cannot listen on {address}: {error}")));
+            let _ = ready.send(Err(format!(
+                "shard {id} cannot listen on {address}: {error}"
+            )));
             return;
         }
     };
@@ -154,7 +184,9 @@ async fn run_shard(
     glommio::spawn_local(async move {
         loop {
             glommio::timer::sleep(retention_check).await;
-            let Some(shard) = retained.upgrade() else { return };
+            let Some(shard) = retained.upgrade() else {
+                return;
+            };
             shard.apply_retention();
         }
     })
@@ -172,12 +204,14 @@ async fn run_shard(
                 let peer = stream.peer_addr().ok();
                 match connection_limits.admit(peer.map(|addr| addr.ip())) {
                     Ok(slot) => {
-                        let serve = crate::connection::serve(shard.clone(), stream, budget.clone(), slot);
+                        let serve =
+                            crate::connection::serve(shard.clone(), stream, budget.clone(), slot);
                         glommio::spawn_local(serve).detach();
                     }
                     // As Kafka does: accepted, then closed at once (dropping the stream).
                     Err(refusal) => {
-                        let peer = peer.map_or_else(|| "unknown".to_string(), |addr| addr.to_string());
+                        let peer =
+                            peer.map_or_else(|| "unknown".to_string(), |addr| addr.to_string());
                         refusals.refused(id, &peer, &refusal);
                     }
                 }

@@ -112,7 +112,12 @@ pub struct Shard {
 }
 
 impl Shard {
-    pub fn new(id: usize, config: Arc<BrokerConfig>, image: Arc<Image>, controller: Option<Controller>) -> Rc<Shard> {
+    pub fn new(
+        id: usize,
+        config: Arc<BrokerConfig>,
+        image: Arc<Image>,
+        controller: Option<Controller>,
+    ) -> Rc<Shard> {
         let group_commit = GroupCommit::new();
         Rc::new(Shard {
             id,
@@ -152,7 +157,10 @@ impl Shard {
     }
 
     pub fn shard_count(&self) -> usize {
-        self.mesh.borrow().as_ref().map_or(1, |mesh| mesh.shard_count())
+        self.mesh
+            .borrow()
+            .as_ref()
+            .map_or(1, |mesh| mesh.shard_count())
     }
 
     /// The metadata image this shard serves from (a cheap `Arc` clone, no lock).
@@ -161,7 +169,10 @@ impl Shard {
     }
 
     pub fn partition(&self, topic_id: &TopicId, partition: i32) -> Option<Rc<Partition>> {
-        self.partitions.borrow().get(&(*topic_id, partition)).cloned()
+        self.partitions
+            .borrow()
+            .get(&(*topic_id, partition))
+            .cloned()
     }
 
     pub fn partition_count(&self) -> usize {
@@ -182,13 +193,25 @@ impl Shard {
         let (sender, receiver) = oneshot::channel();
         self.pending.borrow_mut().insert(id, sender);
         Stats::bump(&self.stats.forwarded_out);
-        let mesh = self.mesh.borrow().clone().expect("mesh connected before serving");
+        let mesh = self
+            .mesh
+            .borrow()
+            .clone()
+            .expect("mesh connected before serving");
         // Only a long poll is worth cancelling: everything else ends within a disk operation,
         // and a produce must not be cut between its shards' appends.
         let cancel_on_drop = matches!(request, Request::WaitForData { .. });
         mesh.send(target, ShardMsg::Request { id, body: request });
-        let mut guard = CancelOnDrop { shard: self, target, id, cancel_remote: cancel_on_drop, answered: false };
-        let reply = receiver.await.expect("a shard never drops a forwarded request");
+        let mut guard = CancelOnDrop {
+            shard: self,
+            target,
+            id,
+            cancel_remote: cancel_on_drop,
+            answered: false,
+        };
+        let reply = receiver
+            .await
+            .expect("a shard never drops a forwarded request");
         guard.answered = true;
         reply
     }
@@ -196,7 +219,10 @@ impl Shard {
     /// Delivers a message from shard `source` (called by the mesh's receiver tasks).
     pub fn deliver(self: &Rc<Self>, source: usize, message: ShardMsg) {
         match message {
-            ShardMsg::Request { id, body: body @ Request::WaitForData { .. } } => {
+            ShardMsg::Request {
+                id,
+                body: body @ Request::WaitForData { .. },
+            } => {
                 Stats::bump(&self.stats.forwarded_in);
                 let shard = self.clone();
                 let (abort, registration) = futures::future::AbortHandle::new_pair();
@@ -239,28 +265,60 @@ impl Shard {
 
     async fn execute(self: &Rc<Self>, request: Request) -> Reply {
         match request {
-            Request::Produce { topic_id, partition, acks, records } => {
-                Reply::Produce(crate::partition_ops::produce(self, &topic_id, partition, acks, records).await)
-            }
-            Request::Fetch { topic_id, partition, offset, max_bytes, min_one } => {
-                Reply::Fetch(crate::partition_ops::fetch(self, &topic_id, partition, offset, max_bytes, min_one).await)
-            }
-            Request::WaitForData { topic_id, partition, offset, wait_ms } => {
-                crate::partition_ops::wait_for_data(self, &topic_id, partition, offset, wait_ms).await;
+            Request::Produce {
+                topic_id,
+                partition,
+                acks,
+                records,
+            } => Reply::Produce(
+                crate::partition_ops::produce(self, &topic_id, partition, acks, records).await,
+            ),
+            Request::Fetch {
+                topic_id,
+                partition,
+                offset,
+                max_bytes,
+                min_one,
+            } => Reply::Fetch(
+                crate::partition_ops::fetch(self, &topic_id, partition, offset, max_bytes, min_one)
+                    .await,
+            ),
+            Request::WaitForData {
+                topic_id,
+                partition,
+                offset,
+                wait_ms,
+            } => {
+                crate::partition_ops::wait_for_data(self, &topic_id, partition, offset, wait_ms)
+                    .await;
                 Reply::Waited
             }
-            Request::ListOffsets { topic_id, partition, timestamp } => {
-                Reply::ListOffsets(crate::partition_ops::list_offsets(self, &topic_id, partition, timestamp).await)
-            }
-            Request::CreateTopics { topics, validate_only } => Reply::Topics(self.create_topics(topics, validate_only).await),
+            Request::ListOffsets {
+                topic_id,
+                partition,
+                timestamp,
+            } => Reply::ListOffsets(
+                crate::partition_ops::list_offsets(self, &topic_id, partition, timestamp).await,
+            ),
+            Request::CreateTopics {
+                topics,
+                validate_only,
+            } => Reply::Topics(self.create_topics(topics, validate_only).await),
             Request::DeleteTopics { names } => Reply::Topics(self.delete_topics(names).await),
             Request::ImageUpdate(image) => Reply::ImageApplied(self.apply_image(image).await),
         }
     }
 
     /// Metadata core only: creates topics, then publishes the new image to every shard.
-    async fn create_topics(self: &Rc<Self>, topics: Vec<TopicSpec>, validate_only: bool) -> Vec<TopicOutcome> {
-        let controller = self.controller.as_ref().expect("CreateTopics runs on the metadata core");
+    async fn create_topics(
+        self: &Rc<Self>,
+        topics: Vec<TopicSpec>,
+        validate_only: bool,
+    ) -> Vec<TopicOutcome> {
+        let controller = self
+            .controller
+            .as_ref()
+            .expect("CreateTopics runs on the metadata core");
         let _serial = self.topic_changes.acquire_permit(1).await;
         let shards = self.shard_count() as u16;
         let mut outcomes = Vec::with_capacity(topics.len());
@@ -280,7 +338,9 @@ impl Shard {
                     name: spec.name,
                     topic_id: [0; 16],
                     error_code: POLICY_VIOLATION,
-                    error_message: Some("Excessively large number of partitions per request.".into()),
+                    error_message: Some(
+                        "Excessively large number of partitions per request.".into(),
+                    ),
                     num_partitions: spec.num_partitions,
                 })
                 .collect();
@@ -297,8 +357,11 @@ impl Shard {
                 validate_only,
             );
             tracing::debug!(topic = %spec.name, ok = result.is_ok(), "create_topic done");
-            let num_partitions =
-                if spec.num_partitions == -1 { self.config.num_partitions } else { spec.num_partitions };
+            let num_partitions = if spec.num_partitions == -1 {
+                self.config.num_partitions
+            } else {
+                spec.num_partitions
+            };
             outcomes.push(match result {
                 Ok(topic_id) => TopicOutcome {
                     name: spec.name,
@@ -327,15 +390,26 @@ impl Shard {
         // descriptors) is not created: it is removed again, so its opened partitions free their
         // files and the client may retry once the cause is fixed.
         let mut rolled_back = false;
-        for outcome in outcomes.iter_mut().filter(|outcome| outcome.error_code == 0) {
-            let Some(failure) = failures.iter().find(|failure| failure.topic_id == outcome.topic_id) else { continue };
+        for outcome in outcomes
+            .iter_mut()
+            .filter(|outcome| outcome.error_code == 0)
+        {
+            let Some(failure) = failures
+                .iter()
+                .find(|failure| failure.topic_id == outcome.topic_id)
+            else {
+                continue;
+            };
             tracing::error!(topic = %outcome.name, error = %failure.error, "partitions cannot be opened; topic not created");
             if let Err(error) = controller.borrow_mut().remove_topic(&outcome.topic_id) {
                 tracing::error!(topic = %outcome.name, %error, "removing a topic that failed to open failed");
             }
             rolled_back = true;
             outcome.error_code = KAFKA_STORAGE_ERROR;
-            outcome.error_message = Some(format!("Partitions of topic '{}' cannot be opened: {}", outcome.name, failure.error));
+            outcome.error_message = Some(format!(
+                "Partitions of topic '{}' cannot be opened: {}",
+                outcome.name, failure.error
+            ));
         }
         if rolled_back {
             self.publish_image().await;
@@ -345,13 +419,22 @@ impl Shard {
 
     /// Metadata core only: deletes topics by name, then publishes the new image.
     async fn delete_topics(self: &Rc<Self>, names: Vec<String>) -> Vec<TopicOutcome> {
-        let controller = self.controller.as_ref().expect("DeleteTopics runs on the metadata core");
+        let controller = self
+            .controller
+            .as_ref()
+            .expect("DeleteTopics runs on the metadata core");
         let _serial = self.topic_changes.acquire_permit(1).await;
         let mut outcomes = Vec::with_capacity(names.len());
         for name in names {
             let result = controller.borrow_mut().delete_topic(&name);
             outcomes.push(match result {
-                Ok(topic_id) => TopicOutcome { name, topic_id, error_code: 0, error_message: None, num_partitions: 0 },
+                Ok(topic_id) => TopicOutcome {
+                    name,
+                    topic_id,
+                    error_code: 0,
+                    error_message: None,
+                    num_partitions: 0,
+                },
                 Err(error) => TopicOutcome {
                     name,
                     topic_id: [0; 16],
@@ -368,9 +451,15 @@ impl Shard {
     /// Sends the controller's current image to every shard and waits until each applied it.
     /// Returns the topics whose partitions some shard could not open.
     async fn publish_image(self: &Rc<Self>) -> Vec<TopicFailure> {
-        let image = self.controller.as_ref().expect("metadata core").borrow().image();
+        let image = self
+            .controller
+            .as_ref()
+            .expect("metadata core")
+            .borrow()
+            .image();
         tracing::debug!(shards = self.shard_count(), "publishing image");
-        let calls = (0..self.shard_count()).map(|target| self.call(target, Request::ImageUpdate(image.clone())));
+        let calls = (0..self.shard_count())
+            .map(|target| self.call(target, Request::ImageUpdate(image.clone())));
         let mut failures = Vec::new();
         for reply in futures::future::join_all(calls).await {
             if let Reply::ImageApplied(failed) = reply {
@@ -389,17 +478,26 @@ impl Shard {
     /// untouched topics between versions), so its partitions are not looked at.
     pub async fn apply_image(self: &Rc<Self>, image: Arc<Image>) -> Vec<TopicFailure> {
         let _serial = self.image_update.acquire_permit(1).await;
-        tracing::debug!(shard = self.id, topics = image.topics_by_id.len(), "applying metadata image");
+        tracing::debug!(
+            shard = self.id,
+            topics = image.topics_by_id.len(),
+            "applying metadata image"
+        );
         let previous = self.image();
         let mut wanted: Vec<(Arc<TopicImage>, i32)> = Vec::new();
         let mut slice = Slice::new();
         for topic in image.topics_by_id.values() {
-            if previous.topic_by_id(&topic.topic_id).is_some_and(|old| Arc::ptr_eq(old, topic)) {
+            if previous
+                .topic_by_id(&topic.topic_id)
+                .is_some_and(|old| Arc::ptr_eq(old, topic))
+            {
                 continue;
             }
             for partition in &topic.partitions {
                 if usize::from(partition.shard) % self.shard_count() == self.id
-                    && self.partition(&topic.topic_id, partition.partition_id).is_none()
+                    && self
+                        .partition(&topic.topic_id, partition.partition_id)
+                        .is_none()
                 {
                     wanted.push((topic.clone(), partition.partition_id));
                 }
@@ -407,11 +505,18 @@ impl Shard {
             slice.tick().await;
         }
         let mut failures: Vec<TopicFailure> = Vec::new();
-        let mut opens = futures::stream::iter(wanted.into_iter().map(|(topic, partition_id)| self.open_partition(topic, partition_id)))
-            .buffer_unordered(MAX_CONCURRENT_OPENS);
+        let mut opens = futures::stream::iter(
+            wanted
+                .into_iter()
+                .map(|(topic, partition_id)| self.open_partition(topic, partition_id)),
+        )
+        .buffer_unordered(MAX_CONCURRENT_OPENS);
         while let Some(result) = opens.next().await {
             if let Err(failure) = result {
-                if !failures.iter().any(|known| known.topic_id == failure.topic_id) {
+                if !failures
+                    .iter()
+                    .any(|known| known.topic_id == failure.topic_id)
+                {
                     tracing::error!(shard = self.id, error = %failure.error, "cannot open partition log(s) of a topic; partitions offline");
                     failures.push(failure);
                 }
@@ -423,12 +528,19 @@ impl Shard {
             .topics_by_id
             .values()
             .filter(|topic| !image.topics_by_id.contains_key(&topic.topic_id))
-            .flat_map(|topic| topic.partitions.iter().map(|partition| (topic.topic_id, partition.partition_id)))
+            .flat_map(|topic| {
+                topic
+                    .partitions
+                    .iter()
+                    .map(|partition| (topic.topic_id, partition.partition_id))
+            })
             .filter(|key| self.partitions.borrow().contains_key(key))
             .collect();
         *self.image.borrow_mut() = image;
         for key in removed {
-            let Some(partition) = self.partitions.borrow_mut().remove(&key) else { continue };
+            let Some(partition) = self.partitions.borrow_mut().remove(&key) else {
+                continue;
+            };
             partition.appended.notify(usize::MAX);
             let still_held = match Rc::try_unwrap(partition) {
                 Ok(partition) => match Rc::try_unwrap(partition.log) {
@@ -446,14 +558,20 @@ impl Shard {
                 remove_dir_later(dir).await;
             }
         }
-        self.abandoned_dirs.borrow_mut().retain(|dir| std::fs::remove_dir_all(dir).is_err() && dir.exists());
+        self.abandoned_dirs
+            .borrow_mut()
+            .retain(|dir| std::fs::remove_dir_all(dir).is_err() && dir.exists());
         failures
     }
 
     /// Opens one partition's log and registers it. A partition that cannot be opened stays
     /// offline; if its directory did not exist before, what the attempt created is removed
     /// (a later topic of that name must not find a half-made log).
-    async fn open_partition(self: &Rc<Self>, topic: Arc<TopicImage>, partition_id: i32) -> Result<(), TopicFailure> {
+    async fn open_partition(
+        self: &Rc<Self>,
+        topic: Arc<TopicImage>,
+        partition_id: i32,
+    ) -> Result<(), TopicFailure> {
         let topic_config = match config::resolve(&self.config, &topic.configs) {
             Ok(topic_config) => topic_config,
             Err(error) => {
@@ -464,12 +582,24 @@ impl Shard {
         let dir = self.partition_dir(&topic.name, partition_id);
         let existed = dir.exists();
         tracing::debug!(shard = self.id, dir = %dir.display(), "opening partition log");
-        match PartitionLog::open_for_topic(dir.clone(), topic_config.to_log_config(), topic.topic_id).await {
+        match PartitionLog::open_for_topic(
+            dir.clone(),
+            topic_config.to_log_config(),
+            topic.topic_id,
+        )
+        .await
+        {
             Ok(log) => {
                 let log: LogHandle = Rc::new(RefCell::new(log));
                 self.group_commit.register(&log);
-                let partition = Rc::new(Partition { log, config: topic_config, appended: event_listener::Event::new() });
-                self.partitions.borrow_mut().insert((topic.topic_id, partition_id), partition);
+                let partition = Rc::new(Partition {
+                    log,
+                    config: topic_config,
+                    appended: event_listener::Event::new(),
+                });
+                self.partitions
+                    .borrow_mut()
+                    .insert((topic.topic_id, partition_id), partition);
                 Ok(())
             }
             Err(error) => {
@@ -477,7 +607,10 @@ impl Shard {
                 if !existed && std::fs::remove_dir_all(&dir).is_err() && dir.exists() {
                     self.abandoned_dirs.borrow_mut().push(dir);
                 }
-                Err(TopicFailure { topic_id: topic.topic_id, error: error.to_string() })
+                Err(TopicFailure {
+                    topic_id: topic.topic_id,
+                    error: error.to_string(),
+                })
             }
         }
     }
@@ -493,7 +626,9 @@ impl Shard {
             let result = partition.log.borrow_mut().apply_retention(now);
             match result {
                 Ok(0) => {}
-                Ok(deleted) => tracing::info!(shard = self.id, deleted, "retention deleted old segments"),
+                Ok(deleted) => {
+                    tracing::info!(shard = self.id, deleted, "retention deleted old segments")
+                }
                 Err(error) => tracing::warn!(shard = self.id, %error, "retention failed"),
             }
         }
@@ -506,7 +641,12 @@ impl Shard {
     /// Clean shutdown: syncs every log; closes (trimmed indexes, clean-shutdown marker) those
     /// no request still holds, so the next start skips their recovery.
     pub async fn close(self: &Rc<Self>) {
-        let partitions: Vec<_> = self.partitions.borrow_mut().drain().map(|(_, p)| p).collect();
+        let partitions: Vec<_> = self
+            .partitions
+            .borrow_mut()
+            .drain()
+            .map(|(_, p)| p)
+            .collect();
         for partition in &partitions {
             if let Err(error) = self.group_commit.wait_durable(&partition.log).await {
                 tracing::warn!(%error, "syncing a log at shutdown failed");
@@ -514,8 +654,12 @@ impl Shard {
         }
         self.group_commit.shutdown();
         for partition in partitions {
-            let Ok(partition) = Rc::try_unwrap(partition) else { continue };
-            let Ok(log) = Rc::try_unwrap(partition.log) else { continue };
+            let Ok(partition) = Rc::try_unwrap(partition) else {
+                continue;
+            };
+            let Ok(log) = Rc::try_unwrap(partition.log) else {
+                continue;
+            };
             let log = log.into_inner();
             let dir = log.dir().to_path_buf();
             if let Err(error) = log.close().await {

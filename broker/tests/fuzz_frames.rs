@@ -55,9 +55,10 @@ use rand::{Rng, SeedableRng};
 use random::Random;
 use wire::generated::api::{self, ApiKey};
 use wire::generated::{
-    api_versions_request, create_topics_request, fetch_request, metadata_request, produce_request, ApiVersionsRequest,
-    ApiVersionsResponse, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse, MetadataRequest,
-    MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader,
+    api_versions_request, create_topics_request, fetch_request, metadata_request, produce_request,
+    ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    FetchRequest, FetchResponse, MetadataRequest, MetadataResponse, ProduceRequest,
+    ProduceResponse, RequestHeader, ResponseHeader,
 };
 use wire::primitives::{Decodable, Encodable, Message};
 
@@ -233,7 +234,16 @@ fn predict(body: &[u8], table: &[ApiGen], served: &Served) -> Fate {
 }
 
 /// Values that break length and count checks.
-const I32_SPECIAL: [i32; 8] = [-1, -2, i32::MIN, i32::MAX, 0x7fff_ff00, 0x0001_0000, MAX_FRAME_BYTES, 0];
+const I32_SPECIAL: [i32; 8] = [
+    -1,
+    -2,
+    i32::MIN,
+    i32::MAX,
+    0x7fff_ff00,
+    0x0001_0000,
+    MAX_FRAME_BYTES,
+    0,
+];
 const I16_SPECIAL: [i16; 5] = [-1, -2, i16::MIN, i16::MAX, 0];
 /// Varints: zero (null), huge, the u32 maximum, and an over-long (invalid) encoding.
 const VARINT_SPECIAL: [&[u8]; 5] = [
@@ -292,7 +302,12 @@ fn mutate(bytes: &mut Vec<u8>, rng: &mut StdRng) -> &'static str {
             };
             match width {
                 4 => {
-                    let old = i32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+                    let old = i32::from_be_bytes([
+                        bytes[at],
+                        bytes[at + 1],
+                        bytes[at + 2],
+                        bytes[at + 3],
+                    ]);
                     let new = match rng.gen_range(0..3) {
                         0 => I32_SPECIAL[rng.gen_range(0..I32_SPECIAL.len())],
                         1 => old.wrapping_add(1),
@@ -435,7 +450,10 @@ fn target_produce(rng: &mut StdRng, version: i16) -> Option<BytesMut> {
 /// Builds one fuzz frame (with its 4-byte size prefix) and its predicted fate.
 fn fuzz_frame(rng: &mut StdRng, table: &[ApiGen], served: &Served, correlation_id: i32) -> Frame {
     loop {
-        let served_gens: Vec<&ApiGen> = table.iter().filter(|gen| served.range(gen.key).is_some()).collect();
+        let served_gens: Vec<&ApiGen> = table
+            .iter()
+            .filter(|gen| served.range(gen.key).is_some())
+            .collect();
         let choice = rng.gen_range(0..100);
         let (gen, key, version) = if choice < 80 {
             let gen = served_gens[rng.gen_range(0..served_gens.len())];
@@ -633,7 +651,8 @@ fn session(shared: &Shared, rng: &mut StdRng) -> Result<(), String> {
     let mut half_closed: Option<Instant> = None;
     let mut input: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
-    let recent_frames = |recent: &VecDeque<String>| recent.iter().cloned().collect::<Vec<_>>().join("\n    ");
+    let recent_frames =
+        |recent: &VecDeque<String>| recent.iter().cloned().collect::<Vec<_>>().join("\n    ");
     loop {
         while !ending && out.len() - out_pos < OUT_QUEUE_BYTES {
             if generated >= planned || shared.stop.load(Ordering::Relaxed) {
@@ -643,7 +662,9 @@ fn session(shared: &Shared, rng: &mut StdRng) -> Result<(), String> {
             let frame = fuzz_frame(rng, &shared.table, &shared.served, generated as i32);
             generated += 1;
             match frame.fate {
-                Fate::Answered => expected.push_back((frame.correlation_id, frame.description.clone())),
+                Fate::Answered => {
+                    expected.push_back((frame.correlation_id, frame.description.clone()))
+                }
                 Fate::Silent => {}
                 Fate::Closes => {
                     counters.predicted_closes.fetch_add(1, Ordering::Relaxed);
@@ -687,8 +708,9 @@ fn session(shared: &Shared, rng: &mut StdRng) -> Result<(), String> {
                 }
                 Ok(n) => {
                     input.extend_from_slice(&chunk[..n]);
-                    take_responses(&mut input, &mut expected, predictable, counters)
-                        .map_err(|e| format!("{e}; last frames sent:\n    {}", recent_frames(&recent)))?;
+                    take_responses(&mut input, &mut expected, predictable, counters).map_err(
+                        |e| format!("{e}; last frames sent:\n    {}", recent_frames(&recent)),
+                    )?;
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -786,11 +808,15 @@ impl Client {
         header
             .encode(&mut buf, api::request_header_version(key as i16, version))
             .map_err(|e| e.to_string())?;
-        request.encode(&mut buf, version).map_err(|e| e.to_string())?;
+        request
+            .encode(&mut buf, version)
+            .map_err(|e| e.to_string())?;
         let size = (buf.len() - 4) as i32;
         buf[..4].copy_from_slice(&size.to_be_bytes());
         let what = format!("{key:?} v{version}");
-        self.stream.write_all(&buf).map_err(|e| format!("{what}: write: {e}"))?;
+        self.stream
+            .write_all(&buf)
+            .map_err(|e| format!("{what}: write: {e}"))?;
         let mut prefix = [0u8; 4];
         self.stream
             .read_exact(&mut prefix)
@@ -804,8 +830,9 @@ impl Client {
             .read_exact(&mut body)
             .map_err(|e| format!("{what}: truncated response: {e}"))?;
         let mut body = Bytes::from(body);
-        let header = ResponseHeader::decode(&mut body, api::response_header_version(key as i16, version))
-            .map_err(|e| format!("{what}: response header: {e}"))?;
+        let header =
+            ResponseHeader::decode(&mut body, api::response_header_version(key as i16, version))
+                .map_err(|e| format!("{what}: response header: {e}"))?;
         if header.correlation_id != self.correlation_id {
             return Err(format!(
                 "{what}: correlation id {} for {}",
@@ -817,7 +844,8 @@ impl Client {
 }
 
 fn served_ranges(client: &mut Client) -> Result<Served, String> {
-    let response: ApiVersionsResponse = client.call(ApiKey::ApiVersions, 3, &api_versions_request_v3())?;
+    let response: ApiVersionsResponse =
+        client.call(ApiKey::ApiVersions, 3, &api_versions_request_v3())?;
     if response.error_code != 0 {
         return Err(format!("ApiVersions error {}", response.error_code));
     }
@@ -858,9 +886,19 @@ fn create_topic(client: &mut Client, name: &str, partitions: i32) -> Result<(), 
 }
 
 /// One healthy round: ApiVersions, Metadata, Produce one record, Fetch it back.
-fn healthy_round(client: &mut Client, round: u64, next_offset: &mut [i64; 2]) -> Result<(), String> {
-    let versions: ApiVersionsResponse = client.call(ApiKey::ApiVersions, 3, &api_versions_request_v3())?;
-    if versions.error_code != 0 || !versions.api_keys.iter().any(|k| k.api_key == ApiKey::Produce as i16) {
+fn healthy_round(
+    client: &mut Client,
+    round: u64,
+    next_offset: &mut [i64; 2],
+) -> Result<(), String> {
+    let versions: ApiVersionsResponse =
+        client.call(ApiKey::ApiVersions, 3, &api_versions_request_v3())?;
+    if versions.error_code != 0
+        || !versions
+            .api_keys
+            .iter()
+            .any(|k| k.api_key == ApiKey::Produce as i16)
+    {
         return Err(format!("ApiVersions answered {versions:?}"));
     }
     let metadata_request = MetadataRequest {
@@ -892,7 +930,10 @@ fn healthy_round(client: &mut Client, round: u64, next_offset: &mut [i64; 2]) ->
         ..Default::default()
     };
     let produced: ProduceResponse = client.call(ApiKey::Produce, 9, &produce)?;
-    let result = produced.responses.first().and_then(|t| t.partition_responses.first());
+    let result = produced
+        .responses
+        .first()
+        .and_then(|t| t.partition_responses.first());
     match result {
         Some(p) if p.error_code == 0 && p.base_offset == next_offset[partition] => {}
         other => {
@@ -932,7 +973,8 @@ fn healthy_round(client: &mut Client, round: u64, next_offset: &mut [i64; 2]) ->
         ));
     };
     let records = data.records.clone().unwrap_or_default();
-    let batch = wire::record_batch::records(&records).map_err(|e| format!("Fetch returned a bad batch: {e}"))?;
+    let batch = wire::record_batch::records(&records)
+        .map_err(|e| format!("Fetch returned a bad batch: {e}"))?;
     let found = batch
         .iter()
         .filter_map(Result::ok)
@@ -1019,11 +1061,18 @@ impl Broker {
 }
 
 fn broker_binary() -> PathBuf {
-    std::env::var_os("BROKER_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_broker")), PathBuf::from)
+    std::env::var_os("BROKER_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_broker")),
+        PathBuf::from,
+    )
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn start_broker(dir: &Path, port: u16) -> Broker {
@@ -1031,7 +1080,10 @@ fn start_broker(dir: &Path, port: u16) -> Broker {
     let data = dir.join("data");
     let child = Command::new(broker_binary())
         .arg("start")
-        .args(["--override", &format!("listeners=PLAINTEXT://127.0.0.1:{port}")])
+        .args([
+            "--override",
+            &format!("listeners=PLAINTEXT://127.0.0.1:{port}"),
+        ])
         .args(["--override", &format!("log.dirs={}", data.display())])
         .args(["--override", "num.shards=2"])
         .args(["--override", "auto.create.topics.enable=false"])
@@ -1044,7 +1096,10 @@ fn start_broker(dir: &Path, port: u16) -> Broker {
     let deadline = Instant::now() + Duration::from_secs(30);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         if let Ok(Some(status)) = broker.child.try_wait() {
-            panic!("broker exited at start-up ({status}):\n{}", broker.log_tail(30));
+            panic!(
+                "broker exited at start-up ({status}):\n{}",
+                broker.log_tail(30)
+            );
         }
         assert!(
             Instant::now() < deadline,
@@ -1057,9 +1112,10 @@ fn start_broker(dir: &Path, port: u16) -> Broker {
 }
 
 fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name)
-        .ok()
-        .map(|v| v.parse().unwrap_or_else(|_| panic!("{name}={v} is not a number")))
+    std::env::var(name).ok().map(|v| {
+        v.parse()
+            .unwrap_or_else(|_| panic!("{name}={v} is not a number"))
+    })
 }
 
 /// Runs `senders` fuzz threads until `frames` more frames are sent, `limit` passes, or a
@@ -1086,7 +1142,9 @@ fn fuzz_phase(
         std::thread::sleep(Duration::from_millis(100));
         let sent = shared.counters.frames.load(Ordering::Relaxed) - start_frames;
         if let Ok(Some(status)) = broker.child.try_wait() {
-            shared.fail(format!("the broker process exited during fuzzing: {status}"));
+            shared.fail(format!(
+                "the broker process exited during fuzzing: {status}"
+            ));
         }
         if shared.stop.load(Ordering::SeqCst) || sent >= frames || start.elapsed() >= limit {
             break;
@@ -1153,7 +1211,11 @@ fn fuzz_frames() {
     create_topic(&mut admin, TARGET_TOPIC, 2).unwrap();
     drop(admin);
     let table = request_generators();
-    assert!(table.len() > 70, "generators for {} request types", table.len());
+    assert!(
+        table.len() > 70,
+        "generators for {} request types",
+        table.len()
+    );
 
     let shared = Arc::new(Shared {
         addr,
@@ -1172,7 +1234,11 @@ fn fuzz_frames() {
     let fds_before = settle_fds(&broker, 0);
 
     let check = |broker: &Broker, shared: &Shared, stage: &str| {
-        let failures = shared.failures.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let failures = shared
+            .failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         assert!(
             failures.is_empty(),
             "{stage}: {} failure(s):\n{}\n--- broker log (tail) ---\n{}",

@@ -236,8 +236,7 @@ mod tests {
         const COUNT: u64 = (RING_CAPACITY as u64) * 3;
         let endpoints = build::<u64>(2);
         type Received = Arc<Mutex<Vec<Vec<(usize, u64)>>>>;
-        let received: Received =
-            Arc::new(Mutex::new(vec![vec![], vec![]]));
+        let received: Received = Arc::new(Mutex::new(vec![vec![], vec![]]));
         let mut threads = Vec::new();
         for endpoint in endpoints {
             let received = received.clone();

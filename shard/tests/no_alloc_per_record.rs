@@ -11,7 +11,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use shard::{LogConfig, PartitionLog};
-use wire::record_batch::{validate_batch, validate_records, BatchBuilder, Compression, RecordLimits};
+use wire::record_batch::{
+    validate_batch, validate_records, BatchBuilder, Compression, RecordLimits,
+};
 
 struct CountingAllocator;
 
@@ -49,22 +51,40 @@ unsafe impl GlobalAlloc for CountingAllocator {
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
 
-const CODECS: [Compression; 5] = [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
+const CODECS: [Compression; 5] = [
+    Compression::None,
+    Compression::Gzip,
+    Compression::Snappy,
+    Compression::Lz4,
+    Compression::Zstd,
+];
 
-const LIMITS: RecordLimits = RecordLimits { max_decompressed_bytes: 64 << 20, require_keys: true };
+const LIMITS: RecordLimits = RecordLimits {
+    max_decompressed_bytes: 64 << 20,
+    require_keys: true,
+};
 
 fn batch(codec: Compression, records: usize) -> bytes::Bytes {
     let mut builder = BatchBuilder::new(codec).base_timestamp(1_700_000_000_000);
     for i in 0..records {
         let key = format!("key-{i}");
-        builder = builder.push(Some(key.as_bytes()), Some(&[7u8; 100]), &[("h", Some(b"v"))], 1_700_000_000_000 + i as i64);
+        builder = builder.push(
+            Some(key.as_bytes()),
+            Some(&[7u8; 100]),
+            &[("h", Some(b"v"))],
+            1_700_000_000_000 + i as i64,
+        );
     }
     builder.build()
 }
 
 /// Allocations made by validate + append of `bytes`, measured on a warm log and a warm
 /// decompression buffer.
-fn allocations_per_append(log: &mut PartitionLog, scratch: &mut Vec<u8>, bytes: &bytes::Bytes) -> u64 {
+fn allocations_per_append(
+    log: &mut PartitionLog,
+    scratch: &mut Vec<u8>,
+    bytes: &bytes::Bytes,
+) -> u64 {
     ALLOCATIONS.with(|n| n.set(0));
     COUNTING.with(|c| c.set(true));
     let header = validate_batch(bytes).expect("valid batch");

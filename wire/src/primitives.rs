@@ -621,7 +621,10 @@ mod tests {
 
     #[test]
     fn encode_errors() {
-        let mut msg = MetadataRequest { topics: None, ..Default::default() };
+        let mut msg = MetadataRequest {
+            topics: None,
+            ..Default::default()
+        };
         // Null topics are not allowed in v0.
         assert_eq!(
             msg.encode(&mut BytesMut::new(), 0),

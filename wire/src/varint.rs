@@ -136,7 +136,14 @@ mod tests {
 
     #[test]
     fn boundaries() {
-        for (value, len) in [(0u32, 1), (127, 1), (128, 2), (16_383, 2), (16_384, 3), (u32::MAX, 5)] {
+        for (value, len) in [
+            (0u32, 1),
+            (127, 1),
+            (128, 2),
+            (16_383, 2),
+            (16_384, 3),
+            (u32::MAX, 5),
+        ] {
             let mut out = Vec::new();
             write_unsigned_varint(&mut out, value);
             assert_eq!(out.len(), len, "{value}");
@@ -152,7 +159,10 @@ mod tests {
 
     #[test]
     fn refuses_bad_input() {
-        assert_eq!(read_unsigned_varint(&[0x80, 0x80]), Err(VarintError::Truncated));
+        assert_eq!(
+            read_unsigned_varint(&[0x80, 0x80]),
+            Err(VarintError::Truncated)
+        );
         assert_eq!(read_unsigned_varint(&[]), Err(VarintError::Truncated));
         assert_eq!(
             read_unsigned_varint(&[0xff, 0xff, 0xff, 0xff, 0xff, 0x01]),

@@ -6,7 +6,9 @@ use std::rc::Rc;
 
 use wire::generated::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
 use wire::generated::delete_topics_response::DeletableTopicResult;
-use wire::generated::{CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse};
+use wire::generated::{
+    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+};
 use wire::primitives::Uuid;
 use wire::ErrorCode;
 
@@ -15,11 +17,19 @@ use crate::config;
 use crate::forward::{Reply, Request, TopicOutcome, TopicSpec};
 use crate::shard::Shard;
 
-pub async fn handle_create_topics(shard: Rc<Shard>, request: CreateTopicsRequest, ctx: RequestContext) -> Response {
+pub async fn handle_create_topics(
+    shard: Rc<Shard>,
+    request: CreateTopicsRequest,
+    ctx: RequestContext,
+) -> Response {
     // Kafka refuses every copy of a topic named twice in one request.
     let mut seen = HashSet::new();
-    let duplicated: HashSet<String> =
-        request.topics.iter().filter(|topic| !seen.insert(topic.name.clone())).map(|topic| topic.name.clone()).collect();
+    let duplicated: HashSet<String> = request
+        .topics
+        .iter()
+        .filter(|topic| !seen.insert(topic.name.clone()))
+        .map(|topic| topic.name.clone())
+        .collect();
     let specs: Vec<TopicSpec> = request
         .topics
         .iter()
@@ -31,14 +41,32 @@ pub async fn handle_create_topics(shard: Rc<Shard>, request: CreateTopicsRequest
                 .filter_map(|entry| entry.value.clone().map(|value| (entry.name.clone(), value)))
                 .collect();
             // A manual assignment fixes the partition count (replicas are this node).
-            let num_partitions = if topic.assignments.is_empty() { topic.num_partitions } else { topic.assignments.len() as i32 };
-            TopicSpec { name: topic.name.clone(), num_partitions, replication_factor: topic.replication_factor, configs }
+            let num_partitions = if topic.assignments.is_empty() {
+                topic.num_partitions
+            } else {
+                topic.assignments.len() as i32
+            };
+            TopicSpec {
+                name: topic.name.clone(),
+                num_partitions,
+                replication_factor: topic.replication_factor,
+                configs,
+            }
         })
         .collect();
     let outcomes = if specs.is_empty() {
         Vec::new()
     } else {
-        match shard.call(0, Request::CreateTopics { topics: specs.clone(), validate_only: request.validate_only }).await {
+        match shard
+            .call(
+                0,
+                Request::CreateTopics {
+                    topics: specs.clone(),
+                    validate_only: request.validate_only,
+                },
+            )
+            .await
+        {
             Reply::Topics(outcomes) => outcomes,
             _ => Vec::new(),
         }
@@ -52,7 +80,10 @@ pub async fn handle_create_topics(shard: Rc<Shard>, request: CreateTopicsRequest
                 return CreatableTopicResult {
                     name: topic.name.clone(),
                     error_code: ErrorCode::InvalidRequest.code(),
-                    error_message: Some(format!("Create topics request from client contains multiple entries for topic {}", topic.name)),
+                    error_message: Some(format!(
+                        "Create topics request from client contains multiple entries for topic {}",
+                        topic.name
+                    )),
                     ..Default::default()
                 };
             }
@@ -93,17 +124,33 @@ pub async fn handle_create_topics(shard: Rc<Shard>, request: CreateTopicsRequest
             }
         })
         .collect();
-    let response = CreateTopicsResponse { throttle_time_ms: 0, topics, ..Default::default() };
+    let response = CreateTopicsResponse {
+        throttle_time_ms: 0,
+        topics,
+        ..Default::default()
+    };
     encode_response(&ctx, ctx.api_version, &response)
 }
 
-pub async fn handle_delete_topics(shard: Rc<Shard>, request: DeleteTopicsRequest, ctx: RequestContext) -> Response {
+pub async fn handle_delete_topics(
+    shard: Rc<Shard>,
+    request: DeleteTopicsRequest,
+    ctx: RequestContext,
+) -> Response {
     let image = shard.image();
     // v6 names topics by name or by id; older versions by name only.
     let wanted: Vec<(Option<String>, Uuid)> = if ctx.api_version >= 6 {
-        request.topics.iter().map(|topic| (topic.name.clone(), topic.topic_id)).collect()
+        request
+            .topics
+            .iter()
+            .map(|topic| (topic.name.clone(), topic.topic_id))
+            .collect()
     } else {
-        request.topic_names.iter().map(|name| (Some(name.clone()), Uuid::ZERO)).collect()
+        request
+            .topic_names
+            .iter()
+            .map(|name| (Some(name.clone()), Uuid::ZERO))
+            .collect()
     };
     let names: Vec<Option<String>> = wanted
         .iter()
@@ -135,19 +182,31 @@ pub async fn handle_delete_topics(shard: Rc<Shard>, request: DeleteTopicsRequest
             Some(name) => {
                 let outcome = outcomes.next();
                 let (error_code, error_message, topic_id) = match outcome {
-                    Some(outcome) => (outcome.error_code, outcome.error_message, Uuid(outcome.topic_id)),
+                    Some(outcome) => (
+                        outcome.error_code,
+                        outcome.error_message,
+                        Uuid(outcome.topic_id),
+                    ),
                     None => (ErrorCode::UnknownServerError.code(), None, Uuid::ZERO),
                 };
                 DeletableTopicResult {
                     name: Some(name),
                     topic_id,
                     error_code,
-                    error_message: if ctx.api_version >= 5 { error_message } else { None },
+                    error_message: if ctx.api_version >= 5 {
+                        error_message
+                    } else {
+                        None
+                    },
                     ..Default::default()
                 }
             }
         })
         .collect();
-    let response = DeleteTopicsResponse { throttle_time_ms: 0, responses, ..Default::default() };
+    let response = DeleteTopicsResponse {
+        throttle_time_ms: 0,
+        responses,
+        ..Default::default()
+    };
     encode_response(&ctx, ctx.api_version, &response)
 }

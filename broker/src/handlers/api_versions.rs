@@ -14,13 +14,22 @@ fn api_keys() -> Vec<ApiVersion> {
         .iter()
         .map(|&(key, min, max)| {
             let (min_version, max_version) = super::advertised_range(key, min, max);
-            ApiVersion { api_key: key as i16, min_version, max_version, ..Default::default() }
+            ApiVersion {
+                api_key: key as i16,
+                min_version,
+                max_version,
+                ..Default::default()
+            }
         })
         .collect()
 }
 
 pub fn handle(ctx: &RequestContext, _request: ApiVersionsRequest) -> Response {
-    let response = ApiVersionsResponse { error_code: 0, api_keys: api_keys(), ..Default::default() };
+    let response = ApiVersionsResponse {
+        error_code: 0,
+        api_keys: api_keys(),
+        ..Default::default()
+    };
     encode_response(ctx, ctx.api_version, &response)
 }
 

@@ -4,7 +4,9 @@
 
 use std::rc::Rc;
 
-use wire::generated::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym};
+use wire::generated::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
 use wire::generated::{DescribeConfigsRequest, DescribeConfigsResponse};
 use wire::ErrorCode;
 
@@ -15,7 +17,11 @@ use crate::shard::Shard;
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 
-pub async fn handle(shard: Rc<Shard>, request: DescribeConfigsRequest, ctx: RequestContext) -> Response {
+pub async fn handle(
+    shard: Rc<Shard>,
+    request: DescribeConfigsRequest,
+    ctx: RequestContext,
+) -> Response {
     let image = shard.image();
     // A resource listed more than once is described once (its first listing): each copy
     // would otherwise add every config of the resource to the response.
@@ -25,20 +31,32 @@ pub async fn handle(shard: Rc<Shard>, request: DescribeConfigsRequest, ctx: Requ
         .iter()
         .filter(|resource| seen.insert((resource.resource_type, resource.resource_name.as_str())))
         .map(|resource| {
-            let entries: Result<Vec<ConfigEntry>, (ErrorCode, String)> = match resource.resource_type {
-                RESOURCE_TOPIC => match image.topic(&resource.resource_name) {
-                    Some(topic) => Ok(config::describe_topic(&shard.config, &topic.configs)),
-                    None => Err((ErrorCode::UnknownTopicOrPartition, format!("Topic '{}' does not exist.", resource.resource_name))),
-                },
-                RESOURCE_BROKER => {
-                    if resource.resource_name.is_empty() || resource.resource_name == shard.config.node_id.to_string() {
-                        Ok(config::describe_broker(&shard.config))
-                    } else {
-                        Err((ErrorCode::InvalidRequest, format!("Unexpected broker id, expected {}", shard.config.node_id)))
+            let entries: Result<Vec<ConfigEntry>, (ErrorCode, String)> =
+                match resource.resource_type {
+                    RESOURCE_TOPIC => match image.topic(&resource.resource_name) {
+                        Some(topic) => Ok(config::describe_topic(&shard.config, &topic.configs)),
+                        None => Err((
+                            ErrorCode::UnknownTopicOrPartition,
+                            format!("Topic '{}' does not exist.", resource.resource_name),
+                        )),
+                    },
+                    RESOURCE_BROKER => {
+                        if resource.resource_name.is_empty()
+                            || resource.resource_name == shard.config.node_id.to_string()
+                        {
+                            Ok(config::describe_broker(&shard.config))
+                        } else {
+                            Err((
+                                ErrorCode::InvalidRequest,
+                                format!("Unexpected broker id, expected {}", shard.config.node_id),
+                            ))
+                        }
                     }
-                }
-                other => Err((ErrorCode::InvalidRequest, format!("Unsupported resource type {other}"))),
-            };
+                    other => Err((
+                        ErrorCode::InvalidRequest,
+                        format!("Unsupported resource type {other}"),
+                    )),
+                };
             match entries {
                 Err((code, message)) => DescribeConfigsResult {
                     error_code: code.code(),
@@ -55,19 +73,40 @@ pub async fn handle(shard: Rc<Shard>, request: DescribeConfigsRequest, ctx: Requ
                     resource_name: resource.resource_name.clone(),
                     configs: entries
                         .into_iter()
-                        .filter(|entry| resource.configuration_keys.as_ref().is_none_or(|keys| keys.contains(&entry.name)))
-                        .map(|entry| describe(entry, ctx.api_version, request.include_synonyms, request.include_documentation))
+                        .filter(|entry| {
+                            resource
+                                .configuration_keys
+                                .as_ref()
+                                .is_none_or(|keys| keys.contains(&entry.name))
+                        })
+                        .map(|entry| {
+                            describe(
+                                entry,
+                                ctx.api_version,
+                                request.include_synonyms,
+                                request.include_documentation,
+                            )
+                        })
                         .collect(),
                     ..Default::default()
                 },
             }
         })
         .collect();
-    let response = DescribeConfigsResponse { throttle_time_ms: 0, results, ..Default::default() };
+    let response = DescribeConfigsResponse {
+        throttle_time_ms: 0,
+        results,
+        ..Default::default()
+    };
     encode_response(&ctx, ctx.api_version, &response)
 }
 
-fn describe(entry: ConfigEntry, version: i16, include_synonyms: bool, include_documentation: bool) -> DescribeConfigsResourceResult {
+fn describe(
+    entry: ConfigEntry,
+    version: i16,
+    include_synonyms: bool,
+    include_documentation: bool,
+) -> DescribeConfigsResourceResult {
     let synonyms = if include_synonyms && entry.source != ConfigSource::Default {
         vec![DescribeConfigsSynonym {
             name: entry.name.clone(),
@@ -88,7 +127,11 @@ fn describe(entry: ConfigEntry, version: i16, include_synonyms: bool, include_do
         is_sensitive: entry.sensitive,
         synonyms,
         config_type: entry.config_type as i8,
-        documentation: if include_documentation { entry.documentation } else { None },
+        documentation: if include_documentation {
+            entry.documentation
+        } else {
+            None
+        },
         ..Default::default()
     }
 }

@@ -37,18 +37,33 @@ struct Wanted {
 }
 
 fn failed(code: ErrorCode) -> FetchResult {
-    FetchResult { error_code: code.code(), high_watermark: -1, log_start_offset: -1, records: Default::default() }
+    FetchResult {
+        error_code: code.code(),
+        high_watermark: -1,
+        log_start_offset: -1,
+        records: Default::default(),
+    }
 }
 
 /// Reads one partition on its owner: at most `max_bytes`, or at least one whole batch when
 /// `min_one`.
-fn read_one(shard: &Rc<Shard>, want: &Wanted, max_bytes: usize, min_one: bool) -> LocalBoxFuture<'static, FetchResult> {
+fn read_one(
+    shard: &Rc<Shard>,
+    want: &Wanted,
+    max_bytes: usize,
+    min_one: bool,
+) -> LocalBoxFuture<'static, FetchResult> {
     match want.target {
         Err(code) => futures::future::ready(failed(code)).boxed_local(),
         Ok((target, topic_id)) => {
             let shard = shard.clone();
-            let request =
-                Request::Fetch { topic_id, partition: want.partition, offset: want.offset, max_bytes, min_one };
+            let request = Request::Fetch {
+                topic_id,
+                partition: want.partition,
+                offset: want.offset,
+                max_bytes,
+                min_one,
+            };
             async move {
                 match shard.call(target, request).await {
                     Reply::Fetch(result) => result,
@@ -118,7 +133,8 @@ async fn read_all(shard: &Rc<Shard>, wanted: &[Wanted], budget: usize) -> Vec<Fe
 fn trim_to_whole_batches(records: &bytes::Bytes, limit: usize) -> bytes::Bytes {
     let mut end = 0usize;
     while let Some(length) = records.get(end + 8..end + 12) {
-        let batch = wire::record_batch::LOG_OVERHEAD + i32::from_be_bytes(length.try_into().expect("4 bytes")).max(0) as usize;
+        let batch = wire::record_batch::LOG_OVERHEAD
+            + i32::from_be_bytes(length.try_into().expect("4 bytes")).max(0) as usize;
         if end + batch > limit || end + batch > records.len() {
             break;
         }
@@ -130,12 +146,20 @@ fn trim_to_whole_batches(records: &bytes::Bytes, limit: usize) -> bytes::Bytes {
 /// Fetch at a version we do not serve (v0-3, message formats 0 and 1): every partition gets
 /// UNSUPPORTED_VERSION.
 pub fn unsupported_version(request: FetchRequest, ctx: &RequestContext) -> Response {
-    let response = build_response(&request, ctx, std::iter::repeat_with(|| failed(ErrorCode::UnsupportedVersion)));
+    let response = build_response(
+        &request,
+        ctx,
+        std::iter::repeat_with(|| failed(ErrorCode::UnsupportedVersion)),
+    );
     encode_response(ctx, ctx.api_version, &response)
 }
 
 /// The response to `request`, taking one result per partition in request order.
-fn build_response(request: &FetchRequest, ctx: &RequestContext, mut results: impl Iterator<Item = FetchResult>) -> FetchResponse {
+fn build_response(
+    request: &FetchRequest,
+    ctx: &RequestContext,
+    mut results: impl Iterator<Item = FetchResult>,
+) -> FetchResponse {
     let by_id = ctx.api_version >= 13;
     let read_committed = request.isolation_level == 1;
     let responses = request
@@ -165,16 +189,32 @@ fn build_response(request: &FetchRequest, ctx: &RequestContext, mut results: imp
             ..Default::default()
         })
         .collect();
-    FetchResponse { throttle_time_ms: 0, error_code: 0, session_id: 0, responses, ..Default::default() }
+    FetchResponse {
+        throttle_time_ms: 0,
+        error_code: 0,
+        session_id: 0,
+        responses,
+        ..Default::default()
+    }
 }
 
 /// `request` with every partition listed after its first listing removed (and topics left
 /// with no partition dropped).
-fn dedupe(mut request: FetchRequest, by_id: bool, seen: &mut HashSet<(String, Uuid, i32)>) -> FetchRequest {
+fn dedupe(
+    mut request: FetchRequest,
+    by_id: bool,
+    seen: &mut HashSet<(String, Uuid, i32)>,
+) -> FetchRequest {
     for topic in &mut request.topics {
-        let name = if by_id { String::new() } else { topic.topic.clone() };
+        let name = if by_id {
+            String::new()
+        } else {
+            topic.topic.clone()
+        };
         let id = if by_id { topic.topic_id } else { Uuid::ZERO };
-        topic.partitions.retain(|partition| seen.insert((name.clone(), id, partition.partition)));
+        topic
+            .partitions
+            .retain(|partition| seen.insert((name.clone(), id, partition.partition)));
     }
     request.topics.retain(|topic| !topic.partitions.is_empty());
     request
@@ -184,8 +224,14 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
     let image = shard.image();
     let shard_count = shard.shard_count();
     let by_id = ctx.api_version >= 13;
-    let unknown_topic = if by_id { ErrorCode::UnknownTopicId } else { ErrorCode::UnknownTopicOrPartition };
-    let budget = request.max_bytes.clamp(0, shard.config.fetch_max_bytes as i32) as usize;
+    let unknown_topic = if by_id {
+        ErrorCode::UnknownTopicId
+    } else {
+        ErrorCode::UnknownTopicOrPartition
+    };
+    let budget = request
+        .max_bytes
+        .clamp(0, shard.config.fetch_max_bytes as i32) as usize;
     let mut wanted = Vec::new();
     // A partition listed more than once is read and answered once (the first listing), as
     // Kafka's fetch map keeps one entry per partition: otherwise every copy would get its
@@ -193,13 +239,19 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
     let mut seen = HashSet::new();
     let request = dedupe(request, by_id, &mut seen);
     for topic in &request.topics {
-        let topic_image = if by_id { image.topic_by_id(&topic.topic_id.0) } else { image.topic(&topic.topic) };
+        let topic_image = if by_id {
+            image.topic_by_id(&topic.topic_id.0)
+        } else {
+            image.topic(&topic.topic)
+        };
         for partition in &topic.partitions {
             let target = match topic_image {
                 None => Err(unknown_topic),
                 Some(topic_image) => match topic_image.partition(partition.partition) {
                     None => Err(ErrorCode::UnknownTopicOrPartition),
-                    Some(owner) => Ok((usize::from(owner.shard) % shard_count, topic_image.topic_id)),
+                    Some(owner) => {
+                        Ok((usize::from(owner.shard) % shard_count, topic_image.topic_id))
+                    }
                 },
             };
             wanted.push(Wanted {
@@ -213,14 +265,23 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
     let mut results = read_all(&shard, &wanted, budget).await;
     let bytes: usize = results.iter().map(|result| result.records.len()).sum();
     let any_error = results.iter().any(|result| result.error_code != 0);
-    if bytes < request.min_bytes.max(1) as usize && request.max_wait_ms > 0 && !any_error && !wanted.is_empty() {
+    if bytes < request.min_bytes.max(1) as usize
+        && request.max_wait_ms > 0
+        && !any_error
+        && !wanted.is_empty()
+    {
         let wait_ms = (request.max_wait_ms as u64).min(MAX_WAIT_CAP_MS);
         let waits: Vec<LocalBoxFuture<'static, ()>> = wanted
             .iter()
             .filter_map(|want| want.target.ok().map(|target| (target, want)))
             .map(|((target, topic_id), want)| {
                 let shard = shard.clone();
-                let request = Request::WaitForData { topic_id, partition: want.partition, offset: want.offset, wait_ms };
+                let request = Request::WaitForData {
+                    topic_id,
+                    partition: want.partition,
+                    offset: want.offset,
+                    wait_ms,
+                };
                 async move {
                     shard.call(target, request).await;
                 }
@@ -232,5 +293,9 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
             results = read_all(&shard, &wanted, budget).await;
         }
     }
-    encode_response(&ctx, ctx.api_version, &build_response(&request, &ctx, results.into_iter()))
+    encode_response(
+        &ctx,
+        ctx.api_version,
+        &build_response(&request, &ctx, results.into_iter()),
+    )
 }

@@ -32,7 +32,10 @@ pub fn handle(ctx: &RequestContext, request: FindCoordinatorRequest) -> Response
                 ..Default::default()
             })
             .collect();
-        FindCoordinatorResponse { coordinators, ..Default::default() }
+        FindCoordinatorResponse {
+            coordinators,
+            ..Default::default()
+        }
     } else {
         FindCoordinatorResponse {
             error_code: code,

@@ -7,7 +7,9 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use futures::FutureExt;
-use wire::generated::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use wire::generated::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
 use wire::generated::{ListOffsetsRequest, ListOffsetsResponse};
 use wire::ErrorCode;
 
@@ -16,13 +18,21 @@ use crate::forward::{OffsetResult, Reply, Request};
 use crate::shard::Shard;
 
 fn failed(code: ErrorCode) -> OffsetResult {
-    OffsetResult { error_code: code.code(), timestamp: -1, offset: -1 }
+    OffsetResult {
+        error_code: code.code(),
+        timestamp: -1,
+        offset: -1,
+    }
 }
 
 /// ListOffsets v0 (the pre-KIP-79 offsets list), which we do not serve: every partition gets
 /// UNSUPPORTED_VERSION.
 pub fn unsupported_version(request: ListOffsetsRequest, ctx: &RequestContext) -> Response {
-    let response = build_response(&request, ctx, std::iter::repeat(failed(ErrorCode::UnsupportedVersion)));
+    let response = build_response(
+        &request,
+        ctx,
+        std::iter::repeat(failed(ErrorCode::UnsupportedVersion)),
+    );
     encode_response(ctx, ctx.api_version, &response)
 }
 
@@ -48,7 +58,11 @@ fn build_response(
                         timestamp: result.timestamp,
                         offset: result.offset,
                         // v4+ only (not ignorable in older versions).
-                        leader_epoch: if result.error_code == 0 && ctx.api_version >= 4 { 0 } else { -1 },
+                        leader_epoch: if result.error_code == 0 && ctx.api_version >= 4 {
+                            0
+                        } else {
+                            -1
+                        },
                         ..Default::default()
                     }
                 })
@@ -56,10 +70,18 @@ fn build_response(
             ..Default::default()
         })
         .collect();
-    ListOffsetsResponse { throttle_time_ms: 0, topics, ..Default::default() }
+    ListOffsetsResponse {
+        throttle_time_ms: 0,
+        topics,
+        ..Default::default()
+    }
 }
 
-pub async fn handle(shard: Rc<Shard>, request: ListOffsetsRequest, ctx: RequestContext) -> Response {
+pub async fn handle(
+    shard: Rc<Shard>,
+    request: ListOffsetsRequest,
+    ctx: RequestContext,
+) -> Response {
     let image = shard.image();
     let shard_count = shard.shard_count();
     let mut lookups: Vec<LocalBoxFuture<'static, OffsetResult>> = Vec::new();
@@ -68,21 +90,34 @@ pub async fn handle(shard: Rc<Shard>, request: ListOffsetsRequest, ctx: RequestC
     let mut listed: HashMap<(&str, i32), u32> = HashMap::new();
     for topic in &request.topics {
         for partition in &topic.partitions {
-            *listed.entry((topic.name.as_str(), partition.partition_index)).or_default() += 1;
+            *listed
+                .entry((topic.name.as_str(), partition.partition_index))
+                .or_default() += 1;
         }
     }
     for topic in &request.topics {
         let topic_image = image.topic(&topic.name);
         for partition in &topic.partitions {
-            let owner = topic_image.and_then(|t| t.partition(partition.partition_index).map(|p| (t.topic_id, p.shard)));
+            let owner = topic_image.and_then(|t| {
+                t.partition(partition.partition_index)
+                    .map(|p| (t.topic_id, p.shard))
+            });
             let duplicated = listed[&(topic.name.as_str(), partition.partition_index)] > 1;
             lookups.push(match owner {
-                _ if duplicated => futures::future::ready(failed(ErrorCode::InvalidRequest)).boxed_local(),
-                None => futures::future::ready(failed(ErrorCode::UnknownTopicOrPartition)).boxed_local(),
+                _ if duplicated => {
+                    futures::future::ready(failed(ErrorCode::InvalidRequest)).boxed_local()
+                }
+                None => {
+                    futures::future::ready(failed(ErrorCode::UnknownTopicOrPartition)).boxed_local()
+                }
                 Some((topic_id, owner)) => {
                     let shard = shard.clone();
                     let target = usize::from(owner) % shard_count;
-                    let request = Request::ListOffsets { topic_id, partition: partition.partition_index, timestamp: partition.timestamp };
+                    let request = Request::ListOffsets {
+                        topic_id,
+                        partition: partition.partition_index,
+                        timestamp: partition.timestamp,
+                    };
                     async move {
                         match shard.call(target, request).await {
                             Reply::ListOffsets(result) => result,
@@ -95,5 +130,9 @@ pub async fn handle(shard: Rc<Shard>, request: ListOffsetsRequest, ctx: RequestC
         }
     }
     let results = futures::future::join_all(lookups).await;
-    encode_response(&ctx, ctx.api_version, &build_response(&request, &ctx, results.into_iter()))
+    encode_response(
+        &ctx,
+        ctx.api_version,
+        &build_response(&request, &ctx, results.into_iter()),
+    )
 }

@@ -4,7 +4,9 @@
 
 use std::rc::Rc;
 
-use wire::generated::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+use wire::generated::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
 use wire::generated::{MetadataRequest, MetadataResponse};
 use wire::primitives::Uuid;
 use wire::ErrorCode;
@@ -34,13 +36,15 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
     let mut requested = request.topics.unwrap_or_default();
     let mut seen = std::collections::HashSet::with_capacity(requested.len());
     requested.retain(|topic| seen.insert((topic.name.clone(), topic.topic_id)));
-    let auto_create = config.auto_create_topics_enable && (ctx.api_version < 4 || request.allow_auto_topic_creation);
+    let auto_create = config.auto_create_topics_enable
+        && (ctx.api_version < 4 || request.allow_auto_topic_creation);
     if !all_topics && auto_create {
         let image = shard.image();
         // Bounded like a CreateTopics request: names past the bounds are not created by this
         // request (they answer UNKNOWN_TOPIC_OR_PARTITION; a client's next Metadata creates more).
         let per_topic = u64::try_from(config.num_partitions.max(1)).unwrap_or(1);
-        let max_topics = (MAX_PARTITIONS_PER_REQUEST / per_topic).min(MAX_AUTO_CREATE_TOPICS_PER_REQUEST) as usize;
+        let max_topics = (MAX_PARTITIONS_PER_REQUEST / per_topic)
+            .min(MAX_AUTO_CREATE_TOPICS_PER_REQUEST) as usize;
         let mut seen = std::collections::HashSet::new();
         let missing: Vec<TopicSpec> = requested
             .iter()
@@ -56,7 +60,15 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
             })
             .collect();
         if !missing.is_empty() {
-            shard.call(0, Request::CreateTopics { topics: missing, validate_only: false }).await;
+            shard
+                .call(
+                    0,
+                    Request::CreateTopics {
+                        topics: missing,
+                        validate_only: false,
+                    },
+                )
+                .await;
         }
     }
     let image = shard.image();
@@ -83,7 +95,11 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
         ..Default::default()
     };
     let topics = if all_topics {
-        image.topics_by_name.values().map(|topic| describe(topic)).collect()
+        image
+            .topics_by_name
+            .values()
+            .map(|topic| describe(topic))
+            .collect()
     } else {
         requested
             .iter()
@@ -130,7 +146,12 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
             rack: None,
             ..Default::default()
         }],
-        cluster_id: Some(config.cluster_id.clone().unwrap_or_else(|| DEFAULT_CLUSTER_ID.to_string())),
+        cluster_id: Some(
+            config
+                .cluster_id
+                .clone()
+                .unwrap_or_else(|| DEFAULT_CLUSTER_ID.to_string()),
+        ),
         controller_id: node_id,
         topics,
         ..Default::default()

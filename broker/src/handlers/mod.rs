@@ -56,7 +56,10 @@ pub fn advertised_range(key: ApiKey, min: i16, max: i16) -> (i16, i16) {
 }
 
 fn served_range(api_key: i16) -> Option<(i16, i16)> {
-    SUPPORTED.iter().find(|(key, _, _)| *key as i16 == api_key).map(|&(_, min, max)| (min, max))
+    SUPPORTED
+        .iter()
+        .find(|(key, _, _)| *key as i16 == api_key)
+        .map(|&(_, min, max)| (min, max))
 }
 
 /// What a handler needs of the request header.
@@ -71,12 +74,19 @@ pub struct RequestContext {
 /// (the request's place and bytes) is traded for the response's bytes when the handler ends.
 pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes, held: Held) -> Result<Task<Outcome>, String> {
     if frame.len() < 8 {
-        return Err(format!("request of {} bytes is shorter than a request header", frame.len()));
+        return Err(format!(
+            "request of {} bytes is shorter than a request header",
+            frame.len()
+        ));
     }
     let api_key = i16::from_be_bytes([frame[0], frame[1]]);
     let api_version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
-    let ctx = RequestContext { api_key, api_version, correlation_id };
+    let ctx = RequestContext {
+        api_key,
+        api_version,
+        correlation_id,
+    };
     let Some((min, max)) = served_range(api_key) else {
         return Err(format!("unsupported API key {api_key}"));
     };
@@ -88,17 +98,27 @@ pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes, held: Held) -> Result<Task<
         }
         // A version Kafka defines but we do not serve (old message formats): every partition
         // gets UNSUPPORTED_VERSION. Versions nobody defines cannot be parsed: close.
-        let known = api::supported_range(api_key).is_some_and(|(low, high)| (low..=high).contains(&api_version));
+        let known = api::supported_range(api_key)
+            .is_some_and(|(low, high)| (low..=high).contains(&api_version));
         if !known {
-            return Err(format!("unknown version {api_version} of API key {api_key}"));
+            return Err(format!(
+                "unknown version {api_version} of API key {api_key}"
+            ));
         }
         let header_version = api::request_header_version(api_key, api_version);
-        RequestHeader::decode(&mut frame, header_version).map_err(|error| format!("bad request header: {error}"))?;
+        RequestHeader::decode(&mut frame, header_version)
+            .map_err(|error| format!("bad request header: {error}"))?;
         let response = match ApiKey::from_i16(api_key) {
             Some(ApiKey::Produce) => produce::unsupported_version(decode(&ctx, frame)?, &ctx),
             Some(ApiKey::Fetch) => fetch::unsupported_version(decode(&ctx, frame)?, &ctx),
-            Some(ApiKey::ListOffsets) => list_offsets::unsupported_version(decode(&ctx, frame)?, &ctx),
-            _ => return Err(format!("unsupported version {api_version} of API key {api_key}")),
+            Some(ApiKey::ListOffsets) => {
+                list_offsets::unsupported_version(decode(&ctx, frame)?, &ctx)
+            }
+            _ => {
+                return Err(format!(
+                    "unsupported version {api_version} of API key {api_key}"
+                ))
+            }
         };
         return Ok(ready(response, held));
     }
@@ -115,15 +135,27 @@ pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes, held: Held) -> Result<Task<
         ApiKey::Produce => spawn(produce::handle(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::Fetch => spawn(fetch::handle(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::ListOffsets => spawn(list_offsets::handle(shard, decode(&ctx, body)?, ctx), held),
-        ApiKey::CreateTopics => spawn(admin::handle_create_topics(shard, decode(&ctx, body)?, ctx), held),
-        ApiKey::DeleteTopics => spawn(admin::handle_delete_topics(shard, decode(&ctx, body)?, ctx), held),
-        ApiKey::DescribeConfigs => spawn(describe_configs::handle(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::CreateTopics => spawn(
+            admin::handle_create_topics(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::DeleteTopics => spawn(
+            admin::handle_delete_topics(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::DescribeConfigs => spawn(
+            describe_configs::handle(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
         _ => unreachable!("SUPPORTED lists only handled keys"),
     };
     Ok(task)
 }
 
-fn spawn(handler: impl std::future::Future<Output = Response> + 'static, held: Held) -> Task<Outcome> {
+fn spawn(
+    handler: impl std::future::Future<Output = Response> + 'static,
+    held: Held,
+) -> Task<Outcome> {
     glommio::spawn_local(async move { held.finish(handler.await) })
 }
 
@@ -134,7 +166,10 @@ fn ready(response: Response, held: Held) -> Task<Outcome> {
 /// Decodes a request body; a body that does not parse closes the connection, as in Kafka.
 fn decode<T: Decodable>(ctx: &RequestContext, mut body: Bytes) -> Result<T, String> {
     T::decode(&mut body, ctx.api_version).map_err(|error| {
-        format!("undecodable body of API key {} version {}: {error}", ctx.api_key, ctx.api_version)
+        format!(
+            "undecodable body of API key {} version {}: {error}",
+            ctx.api_key, ctx.api_version
+        )
     })
 }
 
@@ -151,7 +186,11 @@ pub type Response = Result<Option<BytesMut>, String>;
 pub const MAX_RESPONSE_BYTES: usize = 1 << 30;
 
 /// Encodes a whole response frame: size, response header, body.
-pub fn encode_response<T: Encodable>(ctx: &RequestContext, api_version: i16, response: &T) -> Response {
+pub fn encode_response<T: Encodable>(
+    ctx: &RequestContext,
+    api_version: i16,
+    response: &T,
+) -> Response {
     let header_version = api::response_header_version(ctx.api_key, api_version);
     let header_len = 4 + usize::from(header_version >= 1);
     let body_len = response.encoded_len(api_version);
@@ -169,8 +208,15 @@ pub fn encode_response<T: Encodable>(ctx: &RequestContext, api_version: i16, res
         varint::write_unsigned_varint(&mut out, 0);
     }
     if let Err(error) = response.encode(&mut out, api_version) {
-        return Err(format!("response to API key {} v{api_version} could not be encoded: {error}", ctx.api_key));
+        return Err(format!(
+            "response to API key {} v{api_version} could not be encoded: {error}",
+            ctx.api_key
+        ));
     }
-    debug_assert_eq!(out.len(), 4 + header_len + body_len, "encoded_len agrees with encode");
+    debug_assert_eq!(
+        out.len(),
+        4 + header_len + body_len,
+        "encoded_len agrees with encode"
+    );
     Ok(Some(out))
 }

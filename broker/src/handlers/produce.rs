@@ -15,7 +15,12 @@ use crate::forward::{ProduceResult, Reply, Request};
 use crate::shard::Shard;
 
 fn failed(code: ErrorCode) -> ProduceResult {
-    ProduceResult { error_code: code.code(), base_offset: -1, log_append_time_ms: -1, log_start_offset: -1 }
+    ProduceResult {
+        error_code: code.code(),
+        base_offset: -1,
+        log_append_time_ms: -1,
+        log_start_offset: -1,
+    }
 }
 
 /// Produce at a version we do not serve (v0-2, message formats 0 and 1): every partition
@@ -24,12 +29,18 @@ pub fn unsupported_version(request: ProduceRequest, ctx: &RequestContext) -> Res
     if request.acks == 0 {
         return Ok(None);
     }
-    let response = build_response(&request, std::iter::repeat(failed(ErrorCode::UnsupportedVersion)));
+    let response = build_response(
+        &request,
+        std::iter::repeat(failed(ErrorCode::UnsupportedVersion)),
+    );
     encode_response(ctx, ctx.api_version, &response)
 }
 
 /// The response to `request`, taking one result per partition in request order.
-fn build_response(request: &ProduceRequest, mut results: impl Iterator<Item = ProduceResult>) -> ProduceResponse {
+fn build_response(
+    request: &ProduceRequest,
+    mut results: impl Iterator<Item = ProduceResult>,
+) -> ProduceResponse {
     let responses = request
         .topic_data
         .iter()
@@ -53,7 +64,11 @@ fn build_response(request: &ProduceRequest, mut results: impl Iterator<Item = Pr
             ..Default::default()
         })
         .collect();
-    ProduceResponse { responses, throttle_time_ms: 0, ..Default::default() }
+    ProduceResponse {
+        responses,
+        throttle_time_ms: 0,
+        ..Default::default()
+    }
 }
 
 pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestContext) -> Response {
@@ -68,10 +83,15 @@ pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestConte
         let topic_image = image.topic(&topic.name).cloned();
         for partition in &topic.partition_data {
             let result = match (&topic_image, valid_acks) {
-                (_, false) => futures::future::ready(failed(ErrorCode::InvalidRequiredAcks)).boxed_local(),
-                (None, true) => futures::future::ready(failed(ErrorCode::UnknownTopicOrPartition)).boxed_local(),
+                (_, false) => {
+                    futures::future::ready(failed(ErrorCode::InvalidRequiredAcks)).boxed_local()
+                }
+                (None, true) => {
+                    futures::future::ready(failed(ErrorCode::UnknownTopicOrPartition)).boxed_local()
+                }
                 (Some(topic_image), true) => match topic_image.partition(partition.index) {
-                    None => futures::future::ready(failed(ErrorCode::UnknownTopicOrPartition)).boxed_local(),
+                    None => futures::future::ready(failed(ErrorCode::UnknownTopicOrPartition))
+                        .boxed_local(),
                     Some(owner) => {
                         let shard = shard.clone();
                         let target = usize::from(owner.shard) % shard_count;
@@ -98,5 +118,9 @@ pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestConte
     if acks == 0 {
         return Ok(None);
     }
-    encode_response(&ctx, ctx.api_version, &build_response(&request, results.into_iter()))
+    encode_response(
+        &ctx,
+        ctx.api_version,
+        &build_response(&request, results.into_iter()),
+    )
 }

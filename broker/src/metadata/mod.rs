@@ -424,7 +424,10 @@ mod tests {
         assert_eq!(e(c.create_topic("bad name", 1, 1, none(), 4, false)), 17);
         assert_eq!(e(c.create_topic("t", 0, 1, none(), 4, false)), 37);
         assert_eq!(e(c.create_topic("t", -2, 1, none(), 4, false)), 37);
-        assert_eq!(e(c.create_topic("t", MAX_PARTITIONS_PER_TOPIC + 1, 1, none(), 4, true)), 37);
+        assert_eq!(
+            e(c.create_topic("t", MAX_PARTITIONS_PER_TOPIC + 1, 1, none(), 4, true)),
+            37
+        );
         assert_eq!(e(c.create_topic("t", 1, 3, none(), 4, false)), 38);
         assert_eq!(e(c.create_topic("t", 1, 0, none(), 4, false)), 38);
         let bad: BTreeMap<_, _> = [("nope".to_string(), "1".to_string())].into();

@@ -523,7 +523,9 @@ impl PartitionLog {
         async move {
             match plan? {
                 None => Ok(Bytes::new()),
-                Some(segs) => read_planned(segs, offset, max_bytes, limit_offset, chunk, min_one).await,
+                Some(segs) => {
+                    read_planned(segs, offset, max_bytes, limit_offset, chunk, min_one).await
+                }
             }
         }
     }
