@@ -51,6 +51,11 @@ const READ_CHUNK_BYTES: usize = 64 * 1024;
 const PEER_CHECK_INTERVAL: Duration = Duration::from_millis(200);
 
 /// After a refused request, how long the responses already being computed may take to be
+/// After the peer's orderly close, how long answers already being computed may still be
+/// written before the rest is cancelled (well under the 1 s in which a closed long poll must
+/// let go of its connection).
+const HALF_CLOSE_DRAIN_TIMEOUT: Duration = Duration::from_millis(200);
+
 /// written before the connection closes anyway.
 const CLOSE_DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -222,6 +227,14 @@ pub async fn serve(
     };
     drop(responses);
     match end {
+        End::PeerGone(None) => {
+            // An orderly close (FIN) may be a half-close after the last request: answers that
+            // are ready within a short grace are still written, as before; long polls and
+            // anything slower are cancelled when it ends.
+            let drain = glommio::timer::sleep(HALF_CLOSE_DRAIN_TIMEOUT);
+            futures::pin_mut!(drain);
+            let _ = futures::future::select(writer_task, drain).await;
+        }
         End::PeerGone(reason) => {
             // A client going away (even by reset) is ordinary, not worth a warning.
             if let Some(reason) = reason {

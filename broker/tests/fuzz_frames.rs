@@ -1056,7 +1056,18 @@ impl Broker {
     fn log_tail(&self, lines: usize) -> String {
         let text = fs::read_to_string(&self.log).unwrap_or_default();
         let all: Vec<&str> = text.lines().collect();
-        all[all.len().saturating_sub(lines)..].join("\n")
+        // Errors and panics anywhere in the log first: the tail is mostly refused frames.
+        let errors: Vec<&str> = all
+            .iter()
+            .copied()
+            .filter(|line| line.contains("ERROR") || line.contains("panicked"))
+            .take(20)
+            .collect();
+        format!(
+            "{}\n--- tail ---\n{}",
+            errors.join("\n"),
+            all[all.len().saturating_sub(lines)..].join("\n")
+        )
     }
 }
 
