@@ -51,13 +51,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
 
-const CODECS: [Compression; 5] = [
-    Compression::None,
-    Compression::Gzip,
-    Compression::Snappy,
-    Compression::Lz4,
-    Compression::Zstd,
-];
+const CODECS: [Compression; 5] = Compression::ALL;
 
 const LIMITS: RecordLimits = RecordLimits {
     max_decompressed_bytes: 64 << 20,

@@ -123,6 +123,15 @@ pub enum Compression {
 }
 
 impl Compression {
+    /// Every codec, in attribute-id order.
+    pub const ALL: [Compression; 5] = [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
+
     /// The codec for an attribute id, or `None` for the unassigned ids 5-7.
     pub fn from_id(id: u8) -> Option<Compression> {
         match id {

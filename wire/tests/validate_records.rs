@@ -12,13 +12,7 @@ use wire::record_batch::{
 };
 use wire::varint::{write_varint, write_varlong};
 
-const CODECS: [Compression; 5] = [
-    Compression::None,
-    Compression::Gzip,
-    Compression::Snappy,
-    Compression::Lz4,
-    Compression::Zstd,
-];
+const CODECS: [Compression; 5] = Compression::ALL;
 
 const LIMITS: RecordLimits = RecordLimits {
     max_decompressed_bytes: 1 << 20,
