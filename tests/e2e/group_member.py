@@ -7,6 +7,7 @@
 reports, one JSON object per line on stdout:
 
     {"ev": "assign", "parts": [..], "now": [..], "protocol": "EAGER"|"COOPERATIVE"}
+                                             (COOPERATIVE: callbacks hand over increments)
     {"ev": "revoke", "parts": [..], "now": [..]}   ("lost" likewise)
     {"ev": "recs", "recs": [[partition, offset, key], ..]}
     {"ev": "committed", "offsets": {partition: next_offset}}
@@ -72,15 +73,13 @@ def run_confluent(args, conf, stop):
     c.update(conf)
     consumer = Consumer(c)
     now = set()
-
-    def protocol(cons):
-        try:
-            return cons.rebalance_protocol()
-        except Exception:  # noqa: BLE001 - older bindings
-            return None
+    # The Python binding does not expose rd_kafka_rebalance_protocol(): incremental callbacks
+    # come with cooperative-sticky and with the consumer protocol (KIP-848).
+    proto = ("COOPERATIVE"
+             if c.get("partition.assignment.strategy") == "cooperative-sticky"
+             or c.get("group.protocol") == "consumer" else "EAGER")
 
     def on_assign(cons, parts):
-        proto = protocol(cons)
         ps = sorted(p.partition for p in parts)
         if proto == "COOPERATIVE":
             now.update(ps)
@@ -91,7 +90,7 @@ def run_confluent(args, conf, stop):
 
     def on_revoke(cons, parts, ev="revoke"):
         ps = sorted(p.partition for p in parts)
-        if protocol(cons) == "COOPERATIVE":
+        if proto == "COOPERATIVE":
             now.difference_update(ps)
         else:
             now.clear()
