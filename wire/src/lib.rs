@@ -9,6 +9,7 @@ pub mod compression;
 pub mod error_code;
 pub mod frame;
 pub mod generated;
+pub mod group_records;
 pub mod primitives;
 pub mod record_batch;
 pub mod varint;
