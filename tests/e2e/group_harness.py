@@ -125,6 +125,10 @@ class Member:
     def close(self, timeout=CLOSE_TIMEOUT):
         """Asks the member to close its consumer cleanly (LeaveGroup for dynamic members) and
         waits for the process to exit. Returns its exit code."""
+        self.request_close()
+        return self.wait_exit(timeout)
+
+    def request_close(self):
         if self.alive():
             try:
                 self.proc.stdin.write(b"close\n")
@@ -132,12 +136,15 @@ class Member:
                 self.proc.stdin.close()
             except (BrokenPipeError, OSError):
                 pass
+
+    def wait_exit(self, timeout=CLOSE_TIMEOUT):
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(10)
-            raise AssertionError(f"{self.name} did not close within {timeout}s: {self.describe()}")
+            raise AssertionError(f"{self.name} did not exit within {timeout}s of being asked to "
+                                 f"close: {self.describe()}")
         self._reader.join(5)
         return rc
 
@@ -176,17 +183,9 @@ class KcatMember(Member):
             line = json.dumps(ev) if ev else json.dumps({"ev": "raw", "line": line})
         super()._handle(line)
 
-    def close(self, timeout=CLOSE_TIMEOUT):
+    def request_close(self):
         if self.alive():
             self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-            raise AssertionError(f"{self.name} did not exit within {timeout}s of SIGTERM")
-        self._reader.join(5)
-        return rc
 
 
 def parse_kcat_status(line):

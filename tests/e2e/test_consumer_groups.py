@@ -53,8 +53,11 @@ def start(group, client, n, **kw):
 
 
 def close_all(members):
+    """Closes members together (each leaves the group), as an application shutting down."""
     for m in members:
-        rc = m.close()
+        m.request_close()
+    for m in members:
+        rc = m.wait_exit()
         assert rc == 0, f"{m.name} exited with {rc}: {m.describe()}"
 
 
