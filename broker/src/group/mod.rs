@@ -57,9 +57,9 @@ const LOAD_READ_BYTES: usize = 4 << 20;
 /// Kafka's `Utils.abs(groupId.hashCode()) % partitions`, with Java's String.hashCode over
 /// UTF-16 code units, so a group maps to the same partition as in Kafka.
 pub fn partition_for(group_id: &str, partitions: i32) -> i32 {
-    let hash = group_id
-        .encode_utf16()
-        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)));
+    let hash = group_id.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    });
     let positive = if hash == i32::MIN { 0 } else { hash.abs() };
     positive % partitions.max(1)
 }
@@ -169,6 +169,9 @@ pub enum GroupOp {
     List,
 }
 
+/// Offsets of one group to expire: (partition, its topic id, group, (topic, partition)s).
+type ExpiryPlan = (i32, TopicId, String, Vec<(String, i32)>);
+
 /// Offsets of one topic as OffsetFetch answers them: (partition, offset, leader epoch,
 /// metadata, error).
 pub type FetchedTopic = (String, Vec<(i32, i64, i32, Option<String>, i16)>);
@@ -179,7 +182,10 @@ pub enum GroupAnswer {
     Code(i16),
     Leave(LeaveGroupResponseParts),
     OffsetCommit(OffsetCommitResponse),
-    OffsetFetch { error_code: i16, topics: Vec<FetchedTopic> },
+    OffsetFetch {
+        error_code: i16,
+        topics: Vec<FetchedTopic>,
+    },
     OffsetDelete(OffsetDeleteResponse),
     Describe(DescribedGroup),
     List(Vec<ListedGroup>),
@@ -226,7 +232,10 @@ impl Coordinator {
                 (log.log_start_offset(), log.log_end_offset())
             };
             while offset < end {
-                let read = target.log.borrow().read_bounded(offset, LOAD_READ_BYTES, end, true);
+                let read = target
+                    .log
+                    .borrow()
+                    .read_bounded(offset, LOAD_READ_BYTES, end, true);
                 let bytes = match read.await {
                     Ok(bytes) => bytes,
                     Err(error) => {
@@ -381,13 +390,15 @@ impl Coordinator {
 
     /// Persists a group whose membership changed in a way a restart must see.
     async fn persist_group(shard: &Rc<Shard>, partition: i32, group_id: &str) {
-        let record = shard.coordinator.with_groups(partition, |groups, topic_id| {
-            let group = groups.get_mut(group_id)?;
-            group
-                .classic
-                .take_dirty()
-                .then(|| (topic_id, Self::group_record(group_id, group)))
-        });
+        let record = shard
+            .coordinator
+            .with_groups(partition, |groups, topic_id| {
+                let group = groups.get_mut(group_id)?;
+                group
+                    .classic
+                    .take_dirty()
+                    .then(|| (topic_id, Self::group_record(group_id, group)))
+            });
         if let Ok(Some((topic_id, record))) = record {
             if let Err(code) = Self::append(shard, topic_id, partition, &[record]).await {
                 tracing::warn!(group = group_id, ?code, "persisting group state failed");
@@ -453,7 +464,13 @@ impl Coordinator {
                         now,
                     );
                     let persist = (group.classic.leader_synced() && group.classic.take_dirty())
-                        .then(|| (topic_id, group.classic.generation, Self::group_record(&group_id, group)));
+                        .then(|| {
+                            (
+                                topic_id,
+                                group.classic.generation,
+                                Self::group_record(&group_id, group),
+                            )
+                        });
                     (step, persist)
                 });
                 let (step, persist) = match step {
@@ -461,7 +478,9 @@ impl Coordinator {
                     Err(code) => return GroupAnswer::Sync(sync_error(code)),
                 };
                 if let Some((topic_id, generation, record)) = persist {
-                    let ok = Self::append(shard, topic_id, partition, &[record]).await.is_ok();
+                    let ok = Self::append(shard, topic_id, partition, &[record])
+                        .await
+                        .is_ok();
                     let now = coordinator.now();
                     let _ = coordinator.with_groups(partition, |groups, _| {
                         if let Some(group) = groups.get_mut(&group_id) {
@@ -483,14 +502,16 @@ impl Coordinator {
                 group_instance_id,
                 generation_id,
             } => {
-                let code = coordinator.with_groups(partition, |groups, _| match groups.get_mut(&group_id) {
-                    Some(group) => group.classic.heartbeat(
-                        &member_id,
-                        group_instance_id.as_deref(),
-                        generation_id,
-                        now,
-                    ),
-                    None => ErrorCode::UnknownMemberId,
+                let code = coordinator.with_groups(partition, |groups, _| {
+                    match groups.get_mut(&group_id) {
+                        Some(group) => group.classic.heartbeat(
+                            &member_id,
+                            group_instance_id.as_deref(),
+                            generation_id,
+                            now,
+                        ),
+                        None => ErrorCode::UnknownMemberId,
+                    }
                 });
                 GroupAnswer::Code(code.unwrap_or_else(|code| code).code())
             }
@@ -550,9 +571,9 @@ impl Coordinator {
                 };
                 GroupAnswer::Leave(parts)
             }
-            GroupOp::OffsetCommit { request, version } => {
-                GroupAnswer::OffsetCommit(Self::offset_commit(shard, partition, request, version).await)
-            }
+            GroupOp::OffsetCommit { request, version } => GroupAnswer::OffsetCommit(
+                Self::offset_commit(shard, partition, request, version).await,
+            ),
             GroupOp::OffsetFetch { group_id, topics } => {
                 let answer = coordinator.with_groups(partition, |groups, _| {
                     let group = groups.get(&group_id);
@@ -574,8 +595,11 @@ impl Coordinator {
                         None => {
                             let mut by_topic: BTreeMap<String, Vec<_>> = BTreeMap::new();
                             if let Some(group) = group {
-                                for ((topic, p), _) in &group.offsets {
-                                    by_topic.entry(topic.clone()).or_default().push(fetched(topic, *p));
+                                for (topic, p) in group.offsets.keys() {
+                                    by_topic
+                                        .entry(topic.clone())
+                                        .or_default()
+                                        .push(fetched(topic, *p));
                                 }
                             }
                             by_topic.into_iter().collect()
@@ -597,15 +621,16 @@ impl Coordinator {
                 GroupAnswer::OffsetDelete(Self::offset_delete(shard, partition, request).await)
             }
             GroupOp::Describe { group_id } => {
-                let described = coordinator.with_groups(partition, |groups, _| match groups.get(&group_id) {
-                    Some(group) => describe(&group_id, group),
-                    None => DescribedGroup {
-                        error_code: 0,
-                        group_id: group_id.clone(),
-                        group_state: "Dead".into(),
-                        ..Default::default()
-                    },
-                });
+                let described =
+                    coordinator.with_groups(partition, |groups, _| match groups.get(&group_id) {
+                        Some(group) => describe(&group_id, group),
+                        None => DescribedGroup {
+                            error_code: 0,
+                            group_id: group_id.clone(),
+                            group_state: "Dead".into(),
+                            ..Default::default()
+                        },
+                    });
                 GroupAnswer::Describe(described.unwrap_or_else(|code| DescribedGroup {
                     error_code: code.code(),
                     group_id,
@@ -625,7 +650,11 @@ impl Coordinator {
                             }
                             listed.push(ListedGroup {
                                 group_id: id.clone(),
-                                protocol_type: group.classic.protocol_type.clone().unwrap_or_else(|| "consumer".into()),
+                                protocol_type: group
+                                    .classic
+                                    .protocol_type
+                                    .clone()
+                                    .unwrap_or_else(|| "consumer".into()),
                                 group_state: group.state_name().into(),
                                 group_type: "classic".into(),
                                 ..Default::default()
@@ -732,8 +761,11 @@ impl Coordinator {
         let mut accepted: Vec<((String, i32), Committed)> = Vec::new();
         for topic in &request.topics {
             for p in &topic.partitions {
-                if partition_error(&topic.name, p.partition_index, p.committed_metadata.as_ref())
-                    != ErrorCode::None
+                if partition_error(
+                    &topic.name,
+                    p.partition_index,
+                    p.committed_metadata.as_ref(),
+                ) != ErrorCode::None
                 {
                     continue;
                 }
@@ -796,28 +828,30 @@ impl Coordinator {
         partition: i32,
         request: OffsetDeleteRequest,
     ) -> OffsetDeleteResponse {
-        let plan = shard.coordinator.with_groups(partition, |groups, topic_id| {
-            let Some(group) = groups.get(&request.group_id) else {
-                return Err(ErrorCode::GroupIdNotFound);
-            };
-            let subscribed: Vec<String> = if group.classic.state() == State::Empty {
-                Vec::new()
-            } else if group.classic.protocol_type.as_deref() == Some("consumer") {
-                group
-                    .classic
-                    .members()
-                    .flat_map(|m| {
-                        m.protocols
-                            .first()
-                            .map(|(_, metadata)| classic::subscribed_topics(metadata))
-                            .unwrap_or_default()
-                    })
-                    .collect()
-            } else {
-                return Err(ErrorCode::NonEmptyGroup);
-            };
-            Ok((topic_id, subscribed))
-        });
+        let plan = shard
+            .coordinator
+            .with_groups(partition, |groups, topic_id| {
+                let Some(group) = groups.get(&request.group_id) else {
+                    return Err(ErrorCode::GroupIdNotFound);
+                };
+                let subscribed: Vec<String> = if group.classic.state() == State::Empty {
+                    Vec::new()
+                } else if group.classic.protocol_type.as_deref() == Some("consumer") {
+                    group
+                        .classic
+                        .members()
+                        .flat_map(|m| {
+                            m.protocols
+                                .first()
+                                .map(|(_, metadata)| classic::subscribed_topics(metadata))
+                                .unwrap_or_default()
+                        })
+                        .collect()
+                } else {
+                    return Err(ErrorCode::NonEmptyGroup);
+                };
+                Ok((topic_id, subscribed))
+            });
         let (topic_id, subscribed) = match plan {
             Err(code) | Ok(Err(code)) => {
                 return OffsetDeleteResponse {
@@ -885,39 +919,41 @@ impl Coordinator {
     }
 
     async fn delete_group(shard: &Rc<Shard>, partition: i32, group_id: &str) -> ErrorCode {
-        let plan = shard.coordinator.with_groups(partition, |groups, topic_id| {
-            let Some(group) = groups.get(group_id) else {
-                return Err(ErrorCode::GroupIdNotFound);
-            };
-            match group.classic.state() {
-                State::Empty => {}
-                State::Dead => return Err(ErrorCode::GroupIdNotFound),
-                _ => return Err(ErrorCode::NonEmptyGroup),
-            }
-            let mut records: Vec<GroupRecord> = group
-                .offsets
-                .keys()
-                .map(|(topic, p)| {
-                    GroupRecord::OffsetCommit(
-                        OffsetCommitKey {
-                            group: group_id.to_string(),
-                            topic: topic.clone(),
-                            partition: *p,
-                            ..Default::default()
-                        },
-                        None,
-                    )
-                })
-                .collect();
-            records.push(GroupRecord::GroupMetadata(
-                GroupMetadataKey {
-                    group: group_id.to_string(),
-                    ..Default::default()
-                },
-                None,
-            ));
-            Ok((topic_id, records))
-        });
+        let plan = shard
+            .coordinator
+            .with_groups(partition, |groups, topic_id| {
+                let Some(group) = groups.get(group_id) else {
+                    return Err(ErrorCode::GroupIdNotFound);
+                };
+                match group.classic.state() {
+                    State::Empty => {}
+                    State::Dead => return Err(ErrorCode::GroupIdNotFound),
+                    _ => return Err(ErrorCode::NonEmptyGroup),
+                }
+                let mut records: Vec<GroupRecord> = group
+                    .offsets
+                    .keys()
+                    .map(|(topic, p)| {
+                        GroupRecord::OffsetCommit(
+                            OffsetCommitKey {
+                                group: group_id.to_string(),
+                                topic: topic.clone(),
+                                partition: *p,
+                                ..Default::default()
+                            },
+                            None,
+                        )
+                    })
+                    .collect();
+                records.push(GroupRecord::GroupMetadata(
+                    GroupMetadataKey {
+                        group: group_id.to_string(),
+                        ..Default::default()
+                    },
+                    None,
+                ));
+                Ok((topic_id, records))
+            });
         let (topic_id, records) = match plan {
             Err(code) | Ok(Err(code)) => return code,
             Ok(Ok(plan)) => plan,
@@ -941,15 +977,19 @@ impl Coordinator {
             let (idle_wait, retention_every) = {
                 let Some(shard) = shard.upgrade() else { return };
                 let coordinator = &shard.coordinator;
-                let every = Duration::from_millis(shard.config.groups.offsets_retention_check_interval_ms);
+                let every =
+                    Duration::from_millis(shard.config.groups.offsets_retention_check_interval_ms);
                 let wait = (!coordinator.has_live_groups()).then(|| coordinator.live.listen());
                 (wait, every)
             };
             match idle_wait {
                 None => glommio::timer::sleep(TICK).await,
                 Some(listener) => {
-                    futures::future::select(listener, Box::pin(glommio::timer::sleep(retention_every)))
-                        .await;
+                    futures::future::select(
+                        listener,
+                        Box::pin(glommio::timer::sleep(retention_every)),
+                    )
+                    .await;
                 }
             }
             let Some(shard) = shard.upgrade() else { return };
@@ -992,11 +1032,12 @@ impl Coordinator {
     async fn expire_offsets(shard: &Rc<Shard>) {
         let retention = shard.config.groups.offsets_retention_ms;
         let now = wall_ms();
-        let mut plans: Vec<(i32, TopicId, String, Vec<(String, i32)>)> = Vec::new();
+        let mut plans: Vec<ExpiryPlan> = Vec::new();
         for (partition, state) in shard.coordinator.partitions.borrow().iter() {
             if let PartitionState::Loaded { groups, topic_id } = state {
                 for (id, group) in groups {
-                    if group.classic.state() != State::Empty || now - group.empty_since < retention {
+                    if group.classic.state() != State::Empty || now - group.empty_since < retention
+                    {
                         continue;
                     }
                     let expired: Vec<(String, i32)> = group
@@ -1026,7 +1067,10 @@ impl Coordinator {
                     )
                 })
                 .collect();
-            if Self::append(shard, topic_id, partition, &records).await.is_ok() {
+            if Self::append(shard, topic_id, partition, &records)
+                .await
+                .is_ok()
+            {
                 let _ = shard.coordinator.with_groups(partition, |groups, _| {
                     if let Some(group) = groups.get_mut(&group_id) {
                         for key in &expired {
@@ -1049,7 +1093,11 @@ fn describe(group_id: &str, group: &Group) -> DescribedGroup {
         group_id: group_id.to_string(),
         group_state: group.state_name().into(),
         protocol_type: classic.protocol_type.clone().unwrap_or_default(),
-        protocol_data: if stable { protocol.clone() } else { String::new() },
+        protocol_data: if stable {
+            protocol.clone()
+        } else {
+            String::new()
+        },
         members: classic
             .members()
             .map(|m| DescribedGroupMember {
@@ -1066,7 +1114,11 @@ fn describe(group_id: &str, group: &Group) -> DescribedGroup {
                 } else {
                     Bytes::new()
                 },
-                member_assignment: if stable { m.assignment.clone() } else { Bytes::new() },
+                member_assignment: if stable {
+                    m.assignment.clone()
+                } else {
+                    Bytes::new()
+                },
                 ..Default::default()
             })
             .collect(),

@@ -159,7 +159,10 @@ pub fn dispatch(
             // Kafka reports a member's host as "/<ip>".
             let ip = peer.rsplit_once(':').map_or(peer, |(ip, _)| ip);
             let host = format!("/{}", ip.trim_matches(|c| c == '[' || c == ']'));
-            spawn(groups::join_group(shard, decode(&ctx, body)?, ctx, host), held)
+            spawn(
+                groups::join_group(shard, decode(&ctx, body)?, ctx, host),
+                held,
+            )
         }
         ApiKey::SyncGroup => spawn(groups::sync_group(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::Heartbeat => spawn(groups::heartbeat(shard, decode(&ctx, body)?, ctx), held),
@@ -168,9 +171,10 @@ pub fn dispatch(
         ApiKey::OffsetFetch => spawn(groups::offset_fetch(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::OffsetDelete => spawn(groups::offset_delete(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::ListGroups => spawn(groups::list_groups(shard, decode(&ctx, body)?, ctx), held),
-        ApiKey::DescribeGroups => {
-            spawn(groups::describe_groups(shard, decode(&ctx, body)?, ctx), held)
-        }
+        ApiKey::DescribeGroups => spawn(
+            groups::describe_groups(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
         ApiKey::DeleteGroups => spawn(groups::delete_groups(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::Metadata => spawn(metadata::handle(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::Produce => spawn(produce::handle(shard, decode(&ctx, body)?, ctx), held),
