@@ -4,6 +4,14 @@ kafkajs and `kcat -G`, each member its own process (group_harness.py).
 Every test compares record sets exactly: each produced (partition, offset) read once by the
 group as a whole, none missing, none extra. Assignments are read from the clients' own rebalance
 callbacks. Session timeouts are short (6 s) so that a killed member is noticed quickly.
+
+Run alone (after scripts/test.sh has installed target/venv and kafkajs in target/e2e-js):
+
+    BROKER_BIN=$PWD/target/release/broker target/venv/bin/python -m pytest -q \
+        tests/e2e/test_consumer_groups.py
+
+The group.protocol=consumer (KIP-848) cases skip, printing why, only while the broker does not
+advertise ConsumerGroupHeartbeat.
 """
 
 import time
