@@ -363,7 +363,8 @@ def wait_consumed(group, members, produced, timeout, linger=0.5):
     def missing():
         count, _ = consumed(members)
         miss = sorted(k for k in produced if k not in count)
-        return f"{len(miss)} of {len(produced)} records unread, e.g. {miss[:8]}\n" + group.describe()
+        head = f"{len(miss)} of {len(produced)} records unread, e.g. {miss[:8]}\n"
+        return head + group.describe()
 
     wait_for(done, timeout, "every produced record to be read", missing)
     time.sleep(linger)

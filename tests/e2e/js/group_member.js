@@ -48,7 +48,8 @@ async function main() {
   const consumer = kafka.consumer(consumerConf);
 
   consumer.on(consumer.events.GROUP_JOIN, (e) => {
-    const parts = ((e.payload.memberAssignment || {})[args.topic] || []).slice().sort((a, b) => a - b);
+    const assigned = (e.payload.memberAssignment || {})[args.topic] || [];
+    const parts = assigned.slice().sort((a, b) => a - b);
     emit({ ev: 'assign', parts, now: parts, protocol: 'EAGER', assignor: e.payload.groupProtocol });
   });
   consumer.on(consumer.events.CRASH, (e) => {
@@ -91,7 +92,9 @@ async function main() {
       if (args.commit) {
         const next = (BigInt(last.offset) + 1n).toString();
         try {
-          await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
+          await consumer.commitOffsets([
+            { topic: batch.topic, partition: batch.partition, offset: next },
+          ]);
           emit({ ev: 'committed', offsets: { [batch.partition]: Number(next) } });
         } catch (err) {
           emit({ ev: 'error', msg: `commit failed: ${err.message}` });
