@@ -8,8 +8,10 @@
 mod admin;
 mod api_versions;
 mod describe_configs;
+mod describe_producers;
 mod fetch;
 mod find_coordinator;
+mod init_producer_id;
 mod list_offsets;
 mod metadata;
 mod produce;
@@ -37,6 +39,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteTopics, 0, 6),
     (ApiKey::DescribeConfigs, 0, 4),
     (ApiKey::FindCoordinator, 0, 6),
+    (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::DescribeProducers, 0, 0),
 ];
 
 /// Versions advertised in ApiVersions below the served range, answered with
@@ -145,6 +149,14 @@ pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes, held: Held) -> Result<Task<
         ),
         ApiKey::DescribeConfigs => spawn(
             describe_configs::handle(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::InitProducerId => spawn(
+            init_producer_id::handle(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::DescribeProducers => spawn(
+            describe_producers::handle(shard, decode(&ctx, body)?, ctx),
             held,
         ),
         _ => unreachable!("SUPPORTED lists only handled keys"),
