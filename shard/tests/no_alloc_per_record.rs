@@ -136,7 +136,12 @@ fn idempotent_batch(pid: i64, sequence: i32, records: usize) -> bytes::Bytes {
         .base_timestamp(1_700_000_000_000)
         .producer(pid, 0, sequence);
     for i in 0..records {
-        builder = builder.push(None, Some(&[7u8; 100]), &[], 1_700_000_000_000 + i as i64);
+        builder = builder.push(
+            Some(b"k"),
+            Some(&[7u8; 100]),
+            &[],
+            1_700_000_000_000 + i as i64,
+        );
     }
     builder.build()
 }

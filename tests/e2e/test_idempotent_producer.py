@@ -35,7 +35,7 @@ class CuttingProxy:
     when the response to its k-th Produce request comes back from the broker, k random in
     [cut_min, cut_max], until `max_cuts` connections were cut."""
 
-    def __init__(self, cut_min=3, cut_max=40, max_cuts=25, seed=1):
+    def __init__(self, cut_min=3, cut_max=30, max_cuts=30, seed=1):
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind(("127.0.0.1", 0))
@@ -155,7 +155,7 @@ def idempotent_producer(bootstrap):
         "enable.idempotence": True,
         "acks": "all",
         "linger.ms": 2,
-        "batch.num.messages": 500,
+        "batch.num.messages": 100,
         "max.in.flight.requests.per.connection": 5,
         "message.timeout.ms": 300000,
         "reconnect.backoff.ms": 20,
@@ -257,11 +257,22 @@ def test_kafka_python_idempotent_producer(proxied_broker):
 
 # ---------------------------------------------------------------------------------------------
 # Raw protocol.
-def init_producer_id(sock, correlation_id, transactional_id=None, version=0):
-    body = kproto.string(transactional_id) + kproto.i32(60000)
-    frame = kproto.frame(
-        kproto.request_header_v1(INIT_PRODUCER_ID, version, correlation_id) + body)
-    r = kproto.roundtrip(sock, frame, correlation_id)
+def init_producer_id(sock, correlation_id, transactional_id=None, version=0, producer_id=-1,
+                     producer_epoch=-1):
+    """InitProducerId at any version 0-5; returns (error_code, producer_id, producer_epoch)."""
+    flexible = version >= 2
+    if flexible:
+        body = kproto.compact_string(transactional_id) + kproto.i32(60000)
+        if version >= 3:
+            body += kproto.i64(producer_id) + kproto.i16(producer_epoch)
+        body += kproto.uvarint(0)
+        header = kproto.request_header_v2(INIT_PRODUCER_ID, version, correlation_id)
+    else:
+        body = kproto.string(transactional_id) + kproto.i32(60000)
+        header = kproto.request_header_v1(INIT_PRODUCER_ID, version, correlation_id)
+    r = kproto.roundtrip(sock, kproto.frame(header + body), correlation_id)
+    if flexible:
+        r.take(1)  # response header tagged fields
     r.i32()  # throttle
     return r.i16(), r.i64(), r.i16()
 
@@ -328,6 +339,12 @@ def test_raw_duplicates_gaps_and_epochs(broker):
         assert [(p[0], p[1], p[2]) for p in producers] == [(pid, 1, 0)]
         # Transactions are not served: a clear, fatal answer.
         assert init_producer_id(s, 12, "txn-1")[0] == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        # KIP-360 without a transactional id: a new id at epoch 0, as Kafka answers; a producer
+        # id without an epoch is an invalid request (42).
+        err, new_pid, new_epoch = init_producer_id(s, 13, version=4, producer_id=pid,
+                                                   producer_epoch=1)
+        assert err == 0 and new_pid != pid and new_epoch == 0
+        assert init_producer_id(s, 14, version=3, producer_id=pid)[0] == 42
     # Five records of the producer and one plain one: nothing stored twice.
     with kproto.connect(broker.bootstrap) as s:
         r = kproto.roundtrip(s, kproto.fetch_v4(20, topic, 0, 0), 20)
@@ -343,24 +360,50 @@ def test_producer_state_survives_restarts(broker):
         assert produce(s, 2, topic, b0) == (0, 0)
     for kill in (False, True):
         broker.restart(kill=kill)
-        with kproto.connect(broker.bootstrap) as s:
-            # The retry is still recognised after the restart (from the snapshot written at
-            # clean shutdown, or from the log's batch headers after kill -9).
-            assert produce(s, 3, topic, b0) == (0, 0)
-            assert produce(s, 4, topic, batch(pid, 0, 9, 1, b"y"))[0] == \
-                OUT_OF_ORDER_SEQUENCE_NUMBER
+        # The retry is still recognised after the restart (from the snapshot written at clean
+        # shutdown, or from the log's batch headers after kill -9).
+        assert produce_when_ready(broker, topic, b0) == (0, 0)
+        assert produce_when_ready(broker, topic, batch(pid, 0, 9, 1, b"y"))[0] == \
+            OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+def produce_when_ready(broker, topic, b, timeout=15):
+    """Produce on a fresh connection, retrying while the restarted broker still opens its
+    partitions (NOT_LEADER_OR_FOLLOWER, or a connection refused or reset)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with kproto.connect(broker.bootstrap) as s:
+                result = produce(s, 3, topic, b)
+            if result[0] != 6:
+                return result
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "partition not ready after restart"
+        time.sleep(0.1)
+
+
+def init_when_ready(broker, version, timeout=15):
+    """InitProducerId on a fresh connection, retrying while a restarted broker is not yet
+    accepting (connection refused or reset)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with kproto.connect(broker.bootstrap) as s:
+                return init_producer_id(s, 1, version=version)
+        except OSError:
+            assert time.monotonic() < deadline, "broker not ready after restart"
+            time.sleep(0.1)
 
 
 def test_producer_ids_never_repeat_across_kill9(broker):
     seen = set()
-    for round_ in range(4):
-        # Several connections: with more than one shard, each shard takes its own block.
-        for c in range(4):
-            with kproto.connect(broker.bootstrap) as s:
-                for i in range(5):
-                    err, pid, epoch = init_producer_id(s, i, version=i % 2)
-                    assert err == 0 and epoch == 0
-                    assert pid not in seen, f"producer id {pid} handed out twice"
-                    seen.add(pid)
+    for _ in range(4):
+        # Fresh connections: with more than one shard, each shard takes its own block.
+        for i in range(20):
+            err, pid, epoch = init_when_ready(broker, version=i % 6)
+            assert err == 0 and epoch == 0, (err, pid, epoch)
+            assert pid not in seen, f"producer id {pid} handed out twice"
+            seen.add(pid)
         broker.restart(kill=True)
     assert len(seen) == 80
