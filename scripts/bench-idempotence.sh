@@ -1,8 +1,8 @@
 #!/bin/bash
 # Broker CPU (utime+stime from /proc/<pid>/stat) per GiB produced, idempotence off vs on,
-mkdir -p "${OUT:-/tmp/idem-bench}"
 # alternating rounds, librdkafka engine of bench producer-perf, 1 shard.
 set -e
+mkdir -p "${OUT:-/tmp/idem-bench}"
 W=${W:-$(pwd)}
 rm -rf ${OUT:-/tmp/idem-bench}/data
 $W/target/release/broker start --override listeners=PLAINTEXT://127.0.0.1:19392 \
