@@ -28,6 +28,10 @@ use crate::group::classic::JoinArgs;
 use crate::group::{self, FetchedTopic, GroupAnswer, GroupOp, OFFSETS_TOPIC};
 use crate::shard::Shard;
 
+/// Kafka's AclOperation codes allowed on a GROUP resource (READ 3, DELETE 6, DESCRIBE 8,
+/// DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11) as DescribeGroups' bit field.
+const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11);
+
 /// FindCoordinator key types.
 const KEY_TYPE_GROUP: i8 = 0;
 
@@ -601,9 +605,12 @@ pub async fn describe_groups(
                 },
             }
         };
-        if !(version >= 3 && request.include_authorized_operations) {
-            described.authorized_operations = i32::MIN;
-        }
+        described.authorized_operations = if version >= 3 && request.include_authorized_operations {
+            // No ACLs: every operation Kafka defines on a group resource is allowed.
+            GROUP_OPERATIONS
+        } else {
+            i32::MIN
+        };
         if version < 4 {
             for member in &mut described.members {
                 member.group_instance_id = None;

@@ -8,8 +8,10 @@
 mod admin;
 mod api_versions;
 mod describe_configs;
+mod describe_producers;
 mod fetch;
 mod groups;
+mod init_producer_id;
 mod list_offsets;
 mod metadata;
 mod produce;
@@ -47,6 +49,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::DescribeProducers, 0, 0),
 ];
 
 /// Versions advertised in ApiVersions below the served range, answered with
@@ -190,6 +194,14 @@ pub fn dispatch(
         ),
         ApiKey::DescribeConfigs => spawn(
             describe_configs::handle(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::InitProducerId => spawn(
+            init_producer_id::handle(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::DescribeProducers => spawn(
+            describe_producers::handle(shard, decode(&ctx, body)?, ctx),
             held,
         ),
         _ => unreachable!("SUPPORTED lists only handled keys"),
