@@ -116,6 +116,10 @@ pub struct StabilizeArgs {
     /// the time without it too; fails when the broker does not tell it.
     #[arg(long)]
     pub initial_delay_aware: bool,
+    /// Member i sends its first JoinGroup i x this many ms after the first member (0: all
+    /// at once). Members arriving one by one rebalance the group more often.
+    #[arg(long, default_value_t = 0)]
+    pub join_interval_ms: u64,
     /// Gives up after this many seconds.
     #[arg(long, default_value_t = 300)]
     pub timeout_s: u64,
@@ -603,6 +607,7 @@ pub struct StabilizeReport {
     pub join_requests: u64,
     pub sync_requests: u64,
     pub heartbeat_interval_ms: u64,
+    pub join_interval_ms: u64,
     pub group: String,
 }
 
@@ -688,6 +693,7 @@ pub fn run_stabilize(a: &StabilizeArgs) -> Result<StabilizeReport> {
                     a.rebalance_timeout_ms,
                 )?;
                 barrier.wait();
+                std::thread::sleep(Duration::from_millis(a.join_interval_ms * index as u64));
                 let _ = tx.send(Event::Started(Instant::now()));
                 'rejoin: while !stop.load(Ordering::Relaxed) {
                     let (leader, members) = member.join()?;
@@ -776,6 +782,7 @@ pub fn run_stabilize(a: &StabilizeArgs) -> Result<StabilizeReport> {
         join_requests: joins,
         sync_requests: syncs,
         heartbeat_interval_ms: a.heartbeat_interval_ms,
+        join_interval_ms: a.join_interval_ms,
         group,
     })
 }
@@ -922,6 +929,10 @@ pub struct MemoryReport {
     pub rss_after_bytes: u64,
     /// (after - before) / groups; negative when the broker gave memory back.
     pub bytes_per_group: f64,
+    /// The anonymous part of the RSS (heap, without mapped files such as log indexes).
+    pub rss_anon_before_bytes: Option<u64>,
+    pub rss_anon_after_bytes: Option<u64>,
+    pub anon_bytes_per_group: Option<f64>,
     pub seconds: f64,
     pub groups_per_s: f64,
     pub initial_rebalance_delay_ms: Option<u64>,
@@ -931,8 +942,11 @@ pub struct MemoryReport {
 impl MemoryReport {
     pub fn line(&self) -> String {
         const MIB: f64 = 1024.0 * 1024.0;
+        let anon = self
+            .anon_bytes_per_group
+            .map_or(String::new(), |a| format!(" ({a:.0} anonymous)"));
         format!(
-            "memory: {} groups ({}), broker RSS {:.1} MiB -> {:.1} MiB, {:.0} bytes/group (created in {:.2} s, {:.0} groups/s)",
+            "memory: {} groups ({}), broker RSS {:.1} MiB -> {:.1} MiB, {:.0} bytes/group{anon} (created in {:.2} s, {:.0} groups/s)",
             self.groups,
             if self.stay { "members stay" } else { "members left" },
             self.rss_before_bytes as f64 / MIB,
@@ -944,16 +958,17 @@ impl MemoryReport {
     }
 }
 
-/// VmRSS of a process, in bytes (`/proc/<pid>/status`).
-pub fn vm_rss_bytes(pid: u32) -> Result<u64> {
+/// VmRSS and RssAnon (Linux 4.5+) of a process, in bytes (`/proc/<pid>/status`).
+pub fn rss_bytes(pid: u32) -> Result<(u64, Option<u64>)> {
     let path = format!("/proc/{pid}/status");
     let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-    parse_vm_rss(&status).ok_or_else(|| anyhow!("no VmRSS line in {path}"))
+    let rss = status_kb(&status, "VmRSS:").ok_or_else(|| anyhow!("no VmRSS line in {path}"))?;
+    Ok((rss, status_kb(&status, "RssAnon:")))
 }
 
-/// The VmRSS line of a `/proc/<pid>/status` text (kB) in bytes.
-pub fn parse_vm_rss(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+/// A `KEY: N kB` line of a `/proc/<pid>/status` text, in bytes.
+pub fn status_kb(status: &str, key: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(key))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
 }
@@ -1022,7 +1037,7 @@ pub fn run_memory(a: &MemoryArgs) -> Result<MemoryReport> {
     }
     drop(boot);
 
-    let rss_before = vm_rss_bytes(pid)?;
+    let (rss_before, anon_before) = rss_bytes(pid)?;
     let next = Arc::new(AtomicUsize::new(0));
     let failed = Arc::new(AtomicBool::new(false));
     let start = Instant::now();
@@ -1059,7 +1074,11 @@ pub fn run_memory(a: &MemoryArgs) -> Result<MemoryReport> {
         t.join().map_err(|_| anyhow!("a worker panicked"))??;
     }
     let seconds = start.elapsed().as_secs_f64();
-    let rss_after = vm_rss_bytes(pid)?;
+    let (rss_after, anon_after) = rss_bytes(pid)?;
+    let anon_per_group = match (anon_before, anon_after) {
+        (Some(before), Some(after)) => Some((after as f64 - before as f64) / a.groups as f64),
+        _ => None,
+    };
     Ok(MemoryReport {
         groups: a.groups,
         stay: a.stay,
@@ -1067,6 +1086,9 @@ pub fn run_memory(a: &MemoryArgs) -> Result<MemoryReport> {
         rss_before_bytes: rss_before,
         rss_after_bytes: rss_after,
         bytes_per_group: (rss_after as f64 - rss_before as f64) / a.groups as f64,
+        rss_anon_before_bytes: anon_before,
+        rss_anon_after_bytes: anon_after,
+        anon_bytes_per_group: anon_per_group,
         seconds,
         groups_per_s: a.groups as f64 / seconds,
         initial_rebalance_delay_ms: delay,
@@ -1081,8 +1103,8 @@ mod tests {
     #[test]
     fn vm_rss_is_read_in_bytes() {
         let status = "Name:\tbroker\nVmPeak:\t  200 kB\nVmRSS:\t   1234 kB\nThreads:\t3\n";
-        assert_eq!(parse_vm_rss(status), Some(1234 * 1024));
-        assert_eq!(parse_vm_rss("Name:\tx\n"), None);
+        assert_eq!(status_kb(status, "VmRSS:"), Some(1234 * 1024));
+        assert_eq!(status_kb("Name:\tx\n", "VmRSS:"), None);
     }
 
     #[test]
