@@ -933,6 +933,9 @@ pub struct MemoryReport {
     pub rss_anon_before_bytes: Option<u64>,
     pub rss_anon_after_bytes: Option<u64>,
     pub anon_bytes_per_group: Option<f64>,
+    /// VmData (heap address space, touched or not) per group: memory a group pins that
+    /// RSS does not show until it is written.
+    pub vm_data_bytes_per_group: Option<f64>,
     pub seconds: f64,
     pub groups_per_s: f64,
     pub initial_rebalance_delay_ms: Option<u64>,
@@ -958,12 +961,21 @@ impl MemoryReport {
     }
 }
 
-/// VmRSS and RssAnon (Linux 4.5+) of a process, in bytes (`/proc/<pid>/status`).
-pub fn rss_bytes(pid: u32) -> Result<(u64, Option<u64>)> {
+/// VmRSS, RssAnon (Linux 4.5+) and VmData of a process, in bytes (`/proc/<pid>/status`).
+pub fn rss_bytes(pid: u32) -> Result<(u64, Option<u64>, Option<u64>)> {
     let path = format!("/proc/{pid}/status");
     let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
     let rss = status_kb(&status, "VmRSS:").ok_or_else(|| anyhow!("no VmRSS line in {path}"))?;
-    Ok((rss, status_kb(&status, "RssAnon:")))
+    Ok((
+        rss,
+        status_kb(&status, "RssAnon:"),
+        status_kb(&status, "VmData:"),
+    ))
+}
+
+/// (after - before) / n, when both are known.
+fn per(before: Option<u64>, after: Option<u64>, n: usize) -> Option<f64> {
+    Some((after? as f64 - before? as f64) / n as f64)
 }
 
 /// A `KEY: N kB` line of a `/proc/<pid>/status` text, in bytes.
@@ -1037,7 +1049,7 @@ pub fn run_memory(a: &MemoryArgs) -> Result<MemoryReport> {
     }
     drop(boot);
 
-    let (rss_before, anon_before) = rss_bytes(pid)?;
+    let (rss_before, anon_before, data_before) = rss_bytes(pid)?;
     let next = Arc::new(AtomicUsize::new(0));
     let failed = Arc::new(AtomicBool::new(false));
     let start = Instant::now();
@@ -1074,11 +1086,7 @@ pub fn run_memory(a: &MemoryArgs) -> Result<MemoryReport> {
         t.join().map_err(|_| anyhow!("a worker panicked"))??;
     }
     let seconds = start.elapsed().as_secs_f64();
-    let (rss_after, anon_after) = rss_bytes(pid)?;
-    let anon_per_group = match (anon_before, anon_after) {
-        (Some(before), Some(after)) => Some((after as f64 - before as f64) / a.groups as f64),
-        _ => None,
-    };
+    let (rss_after, anon_after, data_after) = rss_bytes(pid)?;
     Ok(MemoryReport {
         groups: a.groups,
         stay: a.stay,
@@ -1088,7 +1096,8 @@ pub fn run_memory(a: &MemoryArgs) -> Result<MemoryReport> {
         bytes_per_group: (rss_after as f64 - rss_before as f64) / a.groups as f64,
         rss_anon_before_bytes: anon_before,
         rss_anon_after_bytes: anon_after,
-        anon_bytes_per_group: anon_per_group,
+        anon_bytes_per_group: per(anon_before, anon_after, a.groups),
+        vm_data_bytes_per_group: per(data_before, data_after, a.groups),
         seconds,
         groups_per_s: a.groups as f64 / seconds,
         initial_rebalance_delay_ms: delay,
