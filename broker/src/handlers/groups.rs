@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use bytes::Bytes;
+
 use wire::generated::delete_groups_response::DeletableGroupResult;
 use wire::generated::describe_groups_response::DescribedGroup;
 use wire::generated::find_coordinator_response::Coordinator as CoordinatorEntry;
@@ -200,7 +202,9 @@ pub async fn join_group(
             protocols: request
                 .protocols
                 .iter()
-                .map(|p| (p.name.clone(), p.metadata.clone()))
+                // Copied: a slice would keep the whole connection read buffer it came
+                // from (64 KiB) alive as long as the member stays in its group.
+                .map(|p| (p.name.clone(), Bytes::copy_from_slice(&p.metadata)))
                 .collect(),
             require_known_member_id: version >= 4,
         };
@@ -254,7 +258,7 @@ pub async fn sync_group(
             assignments: request
                 .assignments
                 .iter()
-                .map(|a| (a.member_id.clone(), a.assignment.clone()))
+                .map(|a| (a.member_id.clone(), Bytes::copy_from_slice(&a.assignment)))
                 .collect(),
         };
         match call(&shard, &request.group_id, op).await {
