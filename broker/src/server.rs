@@ -267,10 +267,31 @@ fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
 }
 
 /// Shards listen with SO_REUSEPORT, which would also let a second broker share the port and
-/// take half of its connections. A bind without SO_REUSEPORT fails if anything listens there,
-/// so a broker started on a busy port fails at once with "address in use", as Kafka does.
+/// take part of its connections. So a listener that accepts a connection on the port before
+/// we bind means the port is taken: fail at once, as Kafka does ("address in use"). (A plain
+/// bind without SO_REUSEPORT is no test: right after a kill -9 the dead broker's accepted
+/// sockets linger in FIN_WAIT and make it fail although nobody listens.)
 fn ensure_port_free(address: &str) -> anyhow::Result<()> {
-    std::net::TcpListener::bind(address)
-        .map(drop)
-        .with_context(|| format!("listener {address} is not available"))
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+    let resolved = address
+        .to_socket_addrs()
+        .with_context(|| format!("resolving listener {address}"))?;
+    for mut addr in resolved {
+        if addr.ip().is_unspecified() {
+            let loopback = match addr.ip() {
+                IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            };
+            addr = SocketAddr::new(loopback, addr.port());
+        }
+        if std::net::TcpStream::connect_timeout(&addr, PORT_PROBE_TIMEOUT).is_ok() {
+            return Err(anyhow!(
+                "listener {address} is not available: address in use (another process accepts connections on {addr})"
+            ));
+        }
+    }
+    Ok(())
 }
+
+/// How long the start-up probe of the listener port waits for a connection.
+const PORT_PROBE_TIMEOUT: Duration = Duration::from_millis(500);
