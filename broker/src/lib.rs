@@ -4,6 +4,7 @@
 pub mod config;
 pub mod connection;
 pub mod forward;
+pub mod group;
 pub mod handlers;
 pub mod limits;
 pub mod metadata;

@@ -133,7 +133,9 @@ mod tests {
         );
         let (key, value) = record.encode().unwrap();
         assert_eq!(&key[..2], &[0, 1]);
-        let back = GroupRecord::decode(&key, value.as_deref()).unwrap().unwrap();
+        let back = GroupRecord::decode(&key, value.as_deref())
+            .unwrap()
+            .unwrap();
         assert_eq!(back, record);
         let tombstone = GroupRecord::decode(&key, None).unwrap().unwrap();
         assert!(matches!(tombstone, GroupRecord::OffsetCommit(_, None)));
@@ -144,6 +146,8 @@ mod tests {
         assert!(GroupRecord::decode(&[0, 99, 1, 2], None).unwrap().is_none());
         assert!(GroupRecord::decode(&[0], None).is_err());
         assert!(GroupRecord::decode(&[0, 1, 0xff], None).is_err());
-        assert!(GroupRecord::decode(&[0, 1, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 1], Some(&[0])).is_err());
+        assert!(
+            GroupRecord::decode(&[0, 1, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 1], Some(&[0])).is_err()
+        );
     }
 }
