@@ -464,6 +464,69 @@ pub const BROKER_KEYS: &[Spec] = &[
         Check::AtLeast(-1),
         "Bytes of requests and unwritten responses one shard holds before it stops reading sockets (-1 or 0 = 67108864).",
     ),
+    spec(
+        "offsets.topic.num.partitions",
+        T::Int,
+        Some("50"),
+        Check::Between(1, 1000),
+        "Partitions of __consumer_offsets, created on first use (a group's coordinator is the owner of its partition).",
+    ),
+    spec(
+        "offsets.topic.segment.bytes",
+        T::Int,
+        Some("104857600"),
+        Check::AtLeast(1),
+        "Segment size of __consumer_offsets.",
+    ),
+    spec(
+        "offsets.retention.minutes",
+        T::Int,
+        Some("10080"),
+        Check::AtLeast(1),
+        "Committed offsets of a group that has been empty this long are deleted.",
+    ),
+    spec(
+        "offsets.retention.check.interval.ms",
+        T::Long,
+        Some("600000"),
+        Check::AtLeast(1),
+        "How often expired committed offsets are looked for.",
+    ),
+    spec(
+        "offset.metadata.max.bytes",
+        T::Int,
+        Some("4096"),
+        Check::AtLeast(0),
+        "Largest metadata string of an offset commit (OFFSET_METADATA_TOO_LARGE above it).",
+    ),
+    spec(
+        "group.initial.rebalance.delay.ms",
+        T::Int,
+        Some("3000"),
+        Check::AtLeast(0),
+        "How long the first rebalance of an empty classic group waits for more members to join.",
+    ),
+    spec(
+        "group.min.session.timeout.ms",
+        T::Int,
+        Some("6000"),
+        Check::AtLeast(0),
+        "Smallest session timeout a classic group member may ask for.",
+    ),
+    spec(
+        "group.max.session.timeout.ms",
+        T::Int,
+        Some("1800000"),
+        Check::AtLeast(0),
+        "Largest session timeout a classic group member may ask for.",
+    ),
+    spec(
+        "group.max.size",
+        T::Int,
+        Some("2147483647"),
+        Check::AtLeast(1),
+        "Most members of one classic group (GROUP_MAX_SIZE_REACHED beyond).",
+    ),
 ];
 
 /// Kafka keys commonly found in `server.properties` that mean nothing to us (thread pools,
@@ -478,7 +541,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
-    "group.initial.rebalance.delay.ms",
     "process.roles",
     "controller.quorum.voters",
     "controller.listener.names",
@@ -978,6 +1040,20 @@ fn unescape(s: &str) -> Result<String, String> {
 // ---------------------------------------------------------------------------------------------
 // Broker config
 
+/// The group coordinator's settings, Kafka's keys and defaults.
+#[derive(Clone, Debug)]
+pub struct GroupConfig {
+    pub offsets_topic_num_partitions: i32,
+    pub offsets_topic_segment_bytes: u64,
+    pub offsets_retention_ms: i64,
+    pub offsets_retention_check_interval_ms: u64,
+    pub offset_metadata_max_bytes: usize,
+    pub initial_rebalance_delay_ms: u64,
+    pub min_session_timeout_ms: i32,
+    pub max_session_timeout_ms: i32,
+    pub max_size: usize,
+}
+
 /// Typed broker configuration. Effective values: aliases and unit variants are already folded
 /// (e.g. `log_roll_ms` comes from log.roll.ms or log.roll.hours).
 #[derive(Clone, Debug)]
@@ -1021,6 +1097,8 @@ pub struct BrokerConfig {
     pub queued_max_requests: u32,
     /// Per shard; <= 0 = `limits::DEFAULT_SHARD_PENDING_BYTES`.
     pub queued_max_request_bytes: i64,
+    /// Group coordinator settings (`offsets.*`, `group.*`).
+    pub groups: GroupConfig,
     /// Ignored Kafka keys that were present (for the startup log / tests).
     pub ignored: Vec<String>,
     /// Keys explicitly set (file or overrides), canonical spelling, raw values.
@@ -1174,6 +1252,41 @@ impl BrokerConfig {
                 get("socket.request.max.bytes"),
             )?,
             fetch_max_bytes: num("fetch.max.bytes", get("fetch.max.bytes"))?,
+            groups: GroupConfig {
+                offsets_topic_num_partitions: num(
+                    "offsets.topic.num.partitions",
+                    get("offsets.topic.num.partitions"),
+                )?,
+                offsets_topic_segment_bytes: num(
+                    "offsets.topic.segment.bytes",
+                    get("offsets.topic.segment.bytes"),
+                )?,
+                offsets_retention_ms: num::<i64>(
+                    "offsets.retention.minutes",
+                    get("offsets.retention.minutes"),
+                )? * 60_000,
+                offsets_retention_check_interval_ms: num(
+                    "offsets.retention.check.interval.ms",
+                    get("offsets.retention.check.interval.ms"),
+                )?,
+                offset_metadata_max_bytes: num(
+                    "offset.metadata.max.bytes",
+                    get("offset.metadata.max.bytes"),
+                )?,
+                initial_rebalance_delay_ms: num(
+                    "group.initial.rebalance.delay.ms",
+                    get("group.initial.rebalance.delay.ms"),
+                )?,
+                min_session_timeout_ms: num(
+                    "group.min.session.timeout.ms",
+                    get("group.min.session.timeout.ms"),
+                )?,
+                max_session_timeout_ms: num(
+                    "group.max.session.timeout.ms",
+                    get("group.max.session.timeout.ms"),
+                )?,
+                max_size: num("group.max.size", get("group.max.size"))?,
+            },
             log_retention_ms: if log_retention_ms < 0 {
                 -1
             } else {

@@ -152,7 +152,7 @@ pub async fn serve(
                     request.advance(frame::FRAME_HEADER_BYTES);
                     let held = Held::new(&load, fetch, buffered.split(frame_bytes));
                     crate::shard::Stats::bump(&shard.stats.requests);
-                    match handlers::dispatch(&shard, request, held) {
+                    match handlers::dispatch(&shard, request, held, &peer) {
                         Ok(task) => {
                             if responses.send(task).await.is_err() {
                                 break 'read End::WriterStopped;

@@ -77,6 +77,12 @@ pub enum Request {
     DeleteTopics { names: Vec<String> },
     /// A new metadata image: open logs for new partitions, drop deleted ones, then adopt it.
     ImageUpdate(Arc<Image>),
+    /// Work for the coordinator of a group whose `__consumer_offsets` partition this shard
+    /// owns (`partition`); `GroupOp::List` asks for every group of the shard.
+    Group {
+        partition: i32,
+        op: crate::group::GroupOp,
+    },
 }
 
 /// Results of a partition produce: Kafka's fields of PartitionProduceResponse.
@@ -130,4 +136,5 @@ pub enum Reply {
     Topics(Vec<TopicOutcome>),
     /// The image is adopted; the topics listed have partitions that stay offline.
     ImageApplied(Vec<TopicFailure>),
+    Group(crate::group::GroupAnswer),
 }

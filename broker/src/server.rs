@@ -179,6 +179,7 @@ async fn run_shard(
     let _ = ready.send(Ok(id));
     let budget = ShardBudget::new(&shard.config);
     let refusals = RefusalLog::default();
+    glommio::spawn_local(crate::group::Coordinator::run_timer(Rc::downgrade(&shard))).detach();
     let retained = Rc::downgrade(&shard);
     let retention_check = Duration::from_millis(shard.config.log_retention_check_interval_ms);
     glommio::spawn_local(async move {

@@ -109,6 +109,8 @@ pub struct Shard {
     /// publication reports belong to the request that published it.
     topic_changes: glommio::sync::Semaphore,
     pub stats: Stats,
+    /// The group coordinator of this shard's `__consumer_offsets` partitions.
+    pub coordinator: crate::group::Coordinator,
 }
 
 impl Shard {
@@ -135,6 +137,7 @@ impl Shard {
             abandoned_dirs: RefCell::new(Vec::new()),
             topic_changes: glommio::sync::Semaphore::new(1),
             stats: Stats::default(),
+            coordinator: crate::group::Coordinator::default(),
         })
     }
 
@@ -306,6 +309,9 @@ impl Shard {
             } => Reply::Topics(self.create_topics(topics, validate_only).await),
             Request::DeleteTopics { names } => Reply::Topics(self.delete_topics(names).await),
             Request::ImageUpdate(image) => Reply::ImageApplied(self.apply_image(image).await),
+            Request::Group { partition, op } => {
+                Reply::Group(crate::group::Coordinator::execute(self, partition, op).await)
+            }
         }
     }
 
@@ -600,6 +606,14 @@ impl Shard {
                 self.partitions
                     .borrow_mut()
                     .insert((topic.topic_id, partition_id), partition);
+                if topic.name == crate::group::OFFSETS_TOPIC {
+                    glommio::spawn_local(crate::group::Coordinator::load(
+                        self.clone(),
+                        topic.topic_id,
+                        partition_id,
+                    ))
+                    .detach();
+                }
                 Ok(())
             }
             Err(error) => {

@@ -9,7 +9,7 @@ mod admin;
 mod api_versions;
 mod describe_configs;
 mod fetch;
-mod find_coordinator;
+mod groups;
 mod list_offsets;
 mod metadata;
 mod produce;
@@ -37,6 +37,16 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteTopics, 0, 6),
     (ApiKey::DescribeConfigs, 0, 4),
     (ApiKey::FindCoordinator, 0, 6),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::OffsetCommit, 0, 9),
+    (ApiKey::OffsetFetch, 0, 9),
+    (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::ListGroups, 0, 5),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::DeleteGroups, 0, 2),
 ];
 
 /// Versions advertised in ApiVersions below the served range, answered with
@@ -67,12 +77,21 @@ pub struct RequestContext {
     pub api_key: i16,
     pub api_version: i16,
     pub correlation_id: i32,
+    /// The header's client id (moved out of the decoded header, not copied).
+    pub client_id: String,
 }
 
 /// Routes one request frame (without its size prefix). `Err` carries the reason the
 /// connection must be closed (Kafka closes connections on requests it cannot parse). `held`
 /// (the request's place and bytes) is traded for the response's bytes when the handler ends.
-pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes, held: Held) -> Result<Task<Outcome>, String> {
+///
+/// `peer` is the client's address, as the group coordinator reports it (`client_host`).
+pub fn dispatch(
+    shard: &Rc<Shard>,
+    mut frame: Bytes,
+    held: Held,
+    peer: &str,
+) -> Result<Task<Outcome>, String> {
     if frame.len() < 8 {
         return Err(format!(
             "request of {} bytes is shorter than a request header",
@@ -82,10 +101,11 @@ pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes, held: Held) -> Result<Task<
     let api_key = i16::from_be_bytes([frame[0], frame[1]]);
     let api_version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
-    let ctx = RequestContext {
+    let mut ctx = RequestContext {
         api_key,
         api_version,
         correlation_id,
+        client_id: String::new(),
     };
     let Some((min, max)) = served_range(api_key) else {
         return Err(format!("unsupported API key {api_key}"));
@@ -123,14 +143,35 @@ pub fn dispatch(shard: &Rc<Shard>, mut frame: Bytes, held: Held) -> Result<Task<
         return Ok(ready(response, held));
     }
     let header_version = api::request_header_version(api_key, api_version);
-    let _header = RequestHeader::decode(&mut frame, header_version)
+    let header = RequestHeader::decode(&mut frame, header_version)
         .map_err(|error| format!("bad request header: {error}"))?;
+    ctx.client_id = header.client_id.unwrap_or_default();
     let shard = shard.clone();
     let body = frame;
     let key = ApiKey::from_i16(api_key).expect("served keys are known");
     let task = match key {
         ApiKey::ApiVersions => ready(api_versions::handle(&ctx, decode(&ctx, body)?), held),
-        ApiKey::FindCoordinator => ready(find_coordinator::handle(&ctx, decode(&ctx, body)?), held),
+        ApiKey::FindCoordinator => spawn(
+            groups::find_coordinator(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::JoinGroup => {
+            // Kafka reports a member's host as "/<ip>".
+            let ip = peer.rsplit_once(':').map_or(peer, |(ip, _)| ip);
+            let host = format!("/{}", ip.trim_matches(|c| c == '[' || c == ']'));
+            spawn(groups::join_group(shard, decode(&ctx, body)?, ctx, host), held)
+        }
+        ApiKey::SyncGroup => spawn(groups::sync_group(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::Heartbeat => spawn(groups::heartbeat(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::LeaveGroup => spawn(groups::leave_group(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::OffsetCommit => spawn(groups::offset_commit(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::OffsetFetch => spawn(groups::offset_fetch(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::OffsetDelete => spawn(groups::offset_delete(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::ListGroups => spawn(groups::list_groups(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::DescribeGroups => {
+            spawn(groups::describe_groups(shard, decode(&ctx, body)?, ctx), held)
+        }
+        ApiKey::DeleteGroups => spawn(groups::delete_groups(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::Metadata => spawn(metadata::handle(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::Produce => spawn(produce::handle(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::Fetch => spawn(fetch::handle(shard, decode(&ctx, body)?, ctx), held),

@@ -1,0 +1,603 @@
+//! Group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+//! OffsetFetch, OffsetDelete, ListGroups, DescribeGroups, DeleteGroups.
+//!
+//! Each handler finds the shard that coordinates the group (the owner of the group's
+//! `__consumer_offsets` partition), runs the operation there (`group::Coordinator::execute`,
+//! over the mesh when it is another shard) and encodes the answer for the request's version.
+//! FindCoordinator creates `__consumer_offsets` on first use, as Kafka does.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use wire::generated::describe_groups_response::DescribedGroup;
+use wire::generated::find_coordinator_response::Coordinator as CoordinatorEntry;
+use wire::generated::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use wire::generated::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
+use wire::generated::delete_groups_response::DeletableGroupResult;
+use wire::generated::*;
+use wire::ErrorCode;
+
+use super::{encode_response, RequestContext, Response};
+use crate::forward::{Reply, Request, TopicSpec};
+use crate::group::classic::JoinArgs;
+use crate::group::{self, FetchedTopic, GroupAnswer, GroupOp, OFFSETS_TOPIC};
+use crate::shard::Shard;
+
+/// FindCoordinator key types.
+const KEY_TYPE_GROUP: i8 = 0;
+
+/// Runs `op` on the coordinator of `group_id`; `Err` is the error every part of the answer
+/// gets (no coordinator yet, or it is loading).
+async fn call(shard: &Rc<Shard>, group_id: &str, op: GroupOp) -> Result<GroupAnswer, ErrorCode> {
+    let (target, partition) = group::locate(shard, group_id)?;
+    match shard.call(target, Request::Group { partition, op }).await {
+        Reply::Group(answer) => Ok(answer),
+        _ => Err(ErrorCode::UnknownServerError),
+    }
+}
+
+/// Creates `__consumer_offsets` if it does not exist (compacted, `offsets.topic.*`).
+async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
+    if shard.image().topic(OFFSETS_TOPIC).is_some() {
+        return Ok(());
+    }
+    let config = &shard.config.groups;
+    let configs = BTreeMap::from([
+        ("cleanup.policy".to_string(), "compact".to_string()),
+        (
+            "segment.bytes".to_string(),
+            config.offsets_topic_segment_bytes.to_string(),
+        ),
+    ]);
+    let spec = TopicSpec {
+        name: OFFSETS_TOPIC.into(),
+        num_partitions: config.offsets_topic_num_partitions,
+        replication_factor: 1,
+        configs,
+    };
+    let reply = shard
+        .call(
+            0,
+            Request::CreateTopics {
+                topics: vec![spec],
+                validate_only: false,
+            },
+        )
+        .await;
+    if let Reply::Topics(outcomes) = reply {
+        for outcome in outcomes {
+            if outcome.error_code != 0 && outcome.error_code != ErrorCode::TopicAlreadyExists.code() {
+                tracing::warn!(error_code = outcome.error_code, message = ?outcome.error_message, "creating __consumer_offsets failed");
+                return Err(ErrorCode::CoordinatorNotAvailable);
+            }
+        }
+    }
+    tracing::info!("created {OFFSETS_TOPIC}");
+    Ok(())
+}
+
+pub async fn find_coordinator(
+    shard: Rc<Shard>,
+    request: FindCoordinatorRequest,
+    ctx: RequestContext,
+) -> Response {
+    let keys: Vec<String> = if ctx.api_version >= 4 {
+        request.coordinator_keys.clone()
+    } else {
+        vec![request.key.clone()]
+    };
+    let key_type = if ctx.api_version >= 1 {
+        request.key_type
+    } else {
+        KEY_TYPE_GROUP
+    };
+    let advertised = &shard.config.advertised_listeners[0];
+    let (host, port) = (advertised.host.clone(), i32::from(advertised.port));
+    let node_id = shard.config.node_id;
+    let outcome = if key_type != KEY_TYPE_GROUP {
+        // Transactions have no coordinator yet: retriable, so clients wait.
+        Err((ErrorCode::CoordinatorNotAvailable, "this broker has no transaction coordinator yet"))
+    } else {
+        match ensure_offsets_topic(&shard).await {
+            Ok(()) => Ok(()),
+            Err(code) => Err((code, "the group coordinator is not available")),
+        }
+    };
+    let entry = |key: String| match &outcome {
+        Ok(()) => CoordinatorEntry {
+            key,
+            node_id,
+            host: host.clone(),
+            port,
+            error_code: 0,
+            error_message: None,
+            ..Default::default()
+        },
+        Err((code, message)) => CoordinatorEntry {
+            key,
+            node_id: -1,
+            host: String::new(),
+            port: -1,
+            error_code: code.code(),
+            error_message: Some((*message).into()),
+            ..Default::default()
+        },
+    };
+    let response = if ctx.api_version >= 4 {
+        FindCoordinatorResponse {
+            coordinators: keys.into_iter().map(entry).collect(),
+            ..Default::default()
+        }
+    } else {
+        let e = entry(keys.into_iter().next().unwrap_or_default());
+        FindCoordinatorResponse {
+            error_code: e.error_code,
+            error_message: if ctx.api_version >= 1 { e.error_message } else { None },
+            node_id: e.node_id,
+            host: e.host,
+            port: e.port,
+            ..Default::default()
+        }
+    };
+    encode_response(&ctx, ctx.api_version, &response)
+}
+
+fn invalid_group_id(group_id: &str) -> bool {
+    group_id.is_empty()
+}
+
+pub async fn join_group(
+    shard: Rc<Shard>,
+    request: JoinGroupRequest,
+    ctx: RequestContext,
+    client_host: String,
+) -> Response {
+    let version = ctx.api_version;
+    let limits = &shard.config.groups;
+    let error = |code: ErrorCode| JoinGroupResponse {
+        error_code: code.code(),
+        generation_id: -1,
+        member_id: request.member_id.clone(),
+        ..Default::default()
+    };
+    let mut response = if invalid_group_id(&request.group_id) {
+        error(ErrorCode::InvalidGroupId)
+    } else if request.session_timeout_ms < limits.min_session_timeout_ms
+        || request.session_timeout_ms > limits.max_session_timeout_ms
+    {
+        error(ErrorCode::InvalidSessionTimeout)
+    } else {
+        let args = JoinArgs {
+            member_id: request.member_id.clone(),
+            group_instance_id: request.group_instance_id.clone(),
+            client_id: ctx.client_id.clone(),
+            client_host,
+            session_timeout_ms: request.session_timeout_ms,
+            // v0 has no rebalance timeout: Kafka uses the session timeout.
+            rebalance_timeout_ms: if version >= 1 {
+                request.rebalance_timeout_ms
+            } else {
+                request.session_timeout_ms
+            },
+            protocol_type: request.protocol_type.clone(),
+            protocols: request
+                .protocols
+                .iter()
+                .map(|p| (p.name.clone(), p.metadata.clone()))
+                .collect(),
+            require_known_member_id: version >= 4,
+        };
+        let op = GroupOp::Join {
+            group_id: request.group_id.clone(),
+            args,
+        };
+        match call(&shard, &request.group_id, op).await {
+            Ok(GroupAnswer::Join(response)) => response,
+            Ok(_) => error(ErrorCode::UnknownServerError),
+            Err(code) => error(code),
+        }
+    };
+    if version < 7 {
+        response.protocol_type = None;
+        if response.protocol_name.is_none() {
+            response.protocol_name = Some(String::new());
+        }
+    }
+    if version < 9 {
+        response.skip_assignment = false;
+    }
+    if version < 5 {
+        for member in &mut response.members {
+            member.group_instance_id = None;
+        }
+    }
+    encode_response(&ctx, version, &response)
+}
+
+pub async fn sync_group(shard: Rc<Shard>, request: SyncGroupRequest, ctx: RequestContext) -> Response {
+    let version = ctx.api_version;
+    let error = |code: ErrorCode| SyncGroupResponse {
+        error_code: code.code(),
+        ..Default::default()
+    };
+    let mut response = if invalid_group_id(&request.group_id) {
+        error(ErrorCode::InvalidGroupId)
+    } else {
+        let op = GroupOp::Sync {
+            group_id: request.group_id.clone(),
+            member_id: request.member_id.clone(),
+            group_instance_id: request.group_instance_id.clone(),
+            generation_id: request.generation_id,
+            protocol_type: request.protocol_type.clone(),
+            protocol_name: request.protocol_name.clone(),
+            assignments: request
+                .assignments
+                .iter()
+                .map(|a| (a.member_id.clone(), a.assignment.clone()))
+                .collect(),
+        };
+        match call(&shard, &request.group_id, op).await {
+            Ok(GroupAnswer::Sync(response)) => response,
+            Ok(_) => error(ErrorCode::UnknownServerError),
+            Err(code) => error(code),
+        }
+    };
+    if version < 5 {
+        response.protocol_type = None;
+        response.protocol_name = None;
+    }
+    encode_response(&ctx, version, &response)
+}
+
+pub async fn heartbeat(shard: Rc<Shard>, request: HeartbeatRequest, ctx: RequestContext) -> Response {
+    let code = if invalid_group_id(&request.group_id) {
+        ErrorCode::InvalidGroupId.code()
+    } else {
+        let op = GroupOp::Heartbeat {
+            group_id: request.group_id.clone(),
+            member_id: request.member_id.clone(),
+            group_instance_id: request.group_instance_id.clone(),
+            generation_id: request.generation_id,
+        };
+        match call(&shard, &request.group_id, op).await {
+            Ok(GroupAnswer::Code(code)) => code,
+            Ok(_) => ErrorCode::UnknownServerError.code(),
+            Err(code) => code.code(),
+        }
+    };
+    let response = HeartbeatResponse {
+        error_code: code,
+        ..Default::default()
+    };
+    encode_response(&ctx, ctx.api_version, &response)
+}
+
+pub async fn leave_group(shard: Rc<Shard>, request: LeaveGroupRequest, ctx: RequestContext) -> Response {
+    let version = ctx.api_version;
+    let group_id = request.group_id.clone();
+    let (error_code, mut members) = if invalid_group_id(&group_id) {
+        (ErrorCode::InvalidGroupId.code(), Vec::new())
+    } else {
+        match call(&shard, &group_id, GroupOp::Leave(request)).await {
+            Ok(GroupAnswer::Leave(parts)) => (parts.error_code, parts.members),
+            Ok(_) => (ErrorCode::UnknownServerError.code(), Vec::new()),
+            Err(code) => (code.code(), Vec::new()),
+        }
+    };
+    // v0-2 name one member and carry its result at the top level.
+    let error_code = if version < 3 {
+        members
+            .first()
+            .map_or(error_code, |m| if error_code != 0 { error_code } else { m.error_code })
+    } else {
+        error_code
+    };
+    if version < 3 {
+        members.clear();
+    }
+    let response = LeaveGroupResponse {
+        error_code,
+        members,
+        ..Default::default()
+    };
+    encode_response(&ctx, version, &response)
+}
+
+pub async fn offset_commit(
+    shard: Rc<Shard>,
+    request: OffsetCommitRequest,
+    ctx: RequestContext,
+) -> Response {
+    let version = ctx.api_version;
+    let everywhere = |request: &OffsetCommitRequest, code: ErrorCode| OffsetCommitResponse {
+        topics: request
+            .topics
+            .iter()
+            .map(|t| OffsetCommitResponseTopic {
+                name: t.name.clone(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| OffsetCommitResponsePartition {
+                        partition_index: p.partition_index,
+                        error_code: code.code(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let response = if invalid_group_id(&request.group_id) {
+        everywhere(&request, ErrorCode::InvalidGroupId)
+    } else {
+        let group_id = request.group_id.clone();
+        let copy = request.clone();
+        match call(&shard, &group_id, GroupOp::OffsetCommit { request, version }).await {
+            Ok(GroupAnswer::OffsetCommit(response)) => response,
+            Ok(_) => everywhere(&copy, ErrorCode::UnknownServerError),
+            Err(code) => everywhere(&copy, code),
+        }
+    };
+    encode_response(&ctx, version, &response)
+}
+
+async fn fetch_group_offsets(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    topics: Option<Vec<(String, Vec<i32>)>>,
+) -> (i16, Vec<FetchedTopic>) {
+    let requested = topics.clone();
+    let op = GroupOp::OffsetFetch {
+        group_id: group_id.to_string(),
+        topics,
+    };
+    match call(shard, group_id, op).await {
+        Ok(GroupAnswer::OffsetFetch { error_code, topics }) => (error_code, topics),
+        Ok(_) => (ErrorCode::UnknownServerError.code(), Vec::new()),
+        Err(code) => {
+            // Every requested partition carries the error too (v0-1 have no top-level code).
+            let topics = requested
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(name, partitions)| {
+                    let parts = partitions
+                        .into_iter()
+                        .map(|p| (p, -1, -1, Some(String::new()), code.code()))
+                        .collect();
+                    (name, parts)
+                })
+                .collect();
+            (code.code(), topics)
+        }
+    }
+}
+
+pub async fn offset_fetch(shard: Rc<Shard>, request: OffsetFetchRequest, ctx: RequestContext) -> Response {
+    let version = ctx.api_version;
+    let response = if version >= 8 {
+        let mut groups = Vec::with_capacity(request.groups.len());
+        for group in &request.groups {
+            let topics = group.topics.as_ref().map(|topics| {
+                topics
+                    .iter()
+                    .map(|t| (t.name.clone(), t.partition_indexes.clone()))
+                    .collect()
+            });
+            let (error_code, topics) = fetch_group_offsets(&shard, &group.group_id, topics).await;
+            groups.push(OffsetFetchResponseGroup {
+                group_id: group.group_id.clone(),
+                error_code,
+                topics: topics
+                    .into_iter()
+                    .map(|(name, partitions)| OffsetFetchResponseTopics {
+                        name,
+                        partitions: partitions
+                            .into_iter()
+                            .map(|(p, offset, epoch, metadata, error)| OffsetFetchResponsePartitions {
+                                partition_index: p,
+                                committed_offset: offset,
+                                committed_leader_epoch: epoch,
+                                metadata,
+                                error_code: error,
+                                ..Default::default()
+                            })
+                            .collect(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            });
+        }
+        OffsetFetchResponse {
+            groups,
+            ..Default::default()
+        }
+    } else {
+        // v0-1 must name topics; null (all) exists from v2.
+        let topics = request.topics.as_ref().map(|topics| {
+            topics
+                .iter()
+                .map(|t| (t.name.clone(), t.partition_indexes.clone()))
+                .collect()
+        });
+        let (error_code, topics) = fetch_group_offsets(&shard, &request.group_id, topics).await;
+        OffsetFetchResponse {
+            error_code: if version >= 2 { error_code } else { 0 },
+            topics: topics
+                .into_iter()
+                .map(|(name, partitions)| OffsetFetchResponseTopic {
+                    name,
+                    partitions: partitions
+                        .into_iter()
+                        .map(|(p, offset, epoch, metadata, error)| OffsetFetchResponsePartition {
+                            partition_index: p,
+                            committed_offset: offset,
+                            committed_leader_epoch: if version >= 5 { epoch } else { -1 },
+                            metadata,
+                            error_code: error,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    };
+    encode_response(&ctx, version, &response)
+}
+
+pub async fn offset_delete(
+    shard: Rc<Shard>,
+    request: OffsetDeleteRequest,
+    ctx: RequestContext,
+) -> Response {
+    let group_id = request.group_id.clone();
+    let response = if invalid_group_id(&group_id) {
+        OffsetDeleteResponse {
+            error_code: ErrorCode::InvalidGroupId.code(),
+            ..Default::default()
+        }
+    } else {
+        match call(&shard, &group_id, GroupOp::OffsetDelete(request)).await {
+            Ok(GroupAnswer::OffsetDelete(response)) => response,
+            Ok(_) => OffsetDeleteResponse {
+                error_code: ErrorCode::UnknownServerError.code(),
+                ..Default::default()
+            },
+            Err(code) => OffsetDeleteResponse {
+                error_code: code.code(),
+                ..Default::default()
+            },
+        }
+    };
+    encode_response(&ctx, ctx.api_version, &response)
+}
+
+pub async fn list_groups(shard: Rc<Shard>, request: ListGroupsRequest, ctx: RequestContext) -> Response {
+    let version = ctx.api_version;
+    let mut groups = Vec::new();
+    for target in 0..shard.shard_count() {
+        if let Reply::Group(GroupAnswer::List(listed)) = shard
+            .call(
+                target,
+                Request::Group {
+                    partition: -1,
+                    op: GroupOp::List,
+                },
+            )
+            .await
+        {
+            groups.extend(listed);
+        }
+    }
+    // KIP-518 state filter (v4+) and KIP-848 type filter (v5+), both case-insensitive.
+    groups.retain(|g| {
+        (request.states_filter.is_empty()
+            || request
+                .states_filter
+                .iter()
+                .any(|s| s.eq_ignore_ascii_case(&g.group_state)))
+            && (request.types_filter.is_empty()
+                || request
+                    .types_filter
+                    .iter()
+                    .any(|t| t.eq_ignore_ascii_case(&g.group_type)))
+    });
+    groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+    for g in &mut groups {
+        if version < 4 {
+            g.group_state = String::new();
+        }
+        if version < 5 {
+            g.group_type = String::new();
+        }
+    }
+    let response = ListGroupsResponse {
+        groups,
+        ..Default::default()
+    };
+    encode_response(&ctx, version, &response)
+}
+
+pub async fn describe_groups(
+    shard: Rc<Shard>,
+    request: DescribeGroupsRequest,
+    ctx: RequestContext,
+) -> Response {
+    let version = ctx.api_version;
+    let mut groups = Vec::with_capacity(request.groups.len());
+    for group_id in &request.groups {
+        let mut described = if invalid_group_id(group_id) {
+            DescribedGroup {
+                error_code: ErrorCode::InvalidGroupId.code(),
+                group_id: group_id.clone(),
+                ..Default::default()
+            }
+        } else {
+            let op = GroupOp::Describe {
+                group_id: group_id.clone(),
+            };
+            match call(&shard, group_id, op).await {
+                Ok(GroupAnswer::Describe(described)) => described,
+                Ok(_) => DescribedGroup {
+                    error_code: ErrorCode::UnknownServerError.code(),
+                    group_id: group_id.clone(),
+                    ..Default::default()
+                },
+                Err(code) => DescribedGroup {
+                    error_code: code.code(),
+                    group_id: group_id.clone(),
+                    ..Default::default()
+                },
+            }
+        };
+        if !(version >= 3 && request.include_authorized_operations) {
+            described.authorized_operations = i32::MIN;
+        }
+        if version < 4 {
+            for member in &mut described.members {
+                member.group_instance_id = None;
+            }
+        }
+        groups.push(described);
+    }
+    let response = DescribeGroupsResponse {
+        groups,
+        ..Default::default()
+    };
+    encode_response(&ctx, version, &response)
+}
+
+pub async fn delete_groups(shard: Rc<Shard>, request: DeleteGroupsRequest, ctx: RequestContext) -> Response {
+    let mut results = Vec::with_capacity(request.groups_names.len());
+    for group_id in &request.groups_names {
+        let error_code = if invalid_group_id(group_id) {
+            ErrorCode::InvalidGroupId.code()
+        } else {
+            let op = GroupOp::Delete {
+                group_id: group_id.clone(),
+            };
+            match call(&shard, group_id, op).await {
+                Ok(GroupAnswer::Code(code)) => code,
+                Ok(_) => ErrorCode::UnknownServerError.code(),
+                Err(code) => code.code(),
+            }
+        };
+        results.push(DeletableGroupResult {
+            group_id: group_id.clone(),
+            error_code,
+            ..Default::default()
+        });
+    }
+    let response = DeleteGroupsResponse {
+        results,
+        ..Default::default()
+    };
+    encode_response(&ctx, ctx.api_version, &response)
+}
