@@ -188,7 +188,11 @@ impl ClassicGroup {
         let candidates = self.candidate_protocols();
         let mut votes: Vec<(String, usize)> = candidates.iter().map(|c| (c.clone(), 0)).collect();
         for member in self.members.values() {
-            if let Some((name, _)) = member.protocols.iter().find(|(n, _)| candidates.contains(n)) {
+            if let Some((name, _)) = member
+                .protocols
+                .iter()
+                .find(|(n, _)| candidates.contains(n))
+            {
                 if let Some(vote) = votes.iter_mut().find(|(c, _)| c == name) {
                     vote.1 += 1;
                 }
@@ -231,10 +235,16 @@ impl ClassicGroup {
         initial_delay_ms: u64,
     ) -> Step<JoinGroupResponse> {
         if self.state() == State::Dead {
-            return Step::Now(Self::join_error(&args.member_id, ErrorCode::CoordinatorNotAvailable));
+            return Step::Now(Self::join_error(
+                &args.member_id,
+                ErrorCode::CoordinatorNotAvailable,
+            ));
         }
         if !self.supports(&args.protocol_type, &args.protocols) {
-            return Step::Now(Self::join_error(&args.member_id, ErrorCode::InconsistentGroupProtocol));
+            return Step::Now(Self::join_error(
+                &args.member_id,
+                ErrorCode::InconsistentGroupProtocol,
+            ));
         }
         // Static member: the instance id names the member, whatever member id it had.
         if let Some(instance) = args.group_instance_id.clone() {
@@ -281,23 +291,35 @@ impl ClassicGroup {
         }
         if self.pending.remove(&args.member_id).is_some() {
             if self.members.len() >= max_size {
-                return Step::Now(Self::join_error(&args.member_id, ErrorCode::GroupMaxSizeReached));
+                return Step::Now(Self::join_error(
+                    &args.member_id,
+                    ErrorCode::GroupMaxSizeReached,
+                ));
             }
             let member_id = args.member_id.clone();
             return self.add_member_and_rebalance(member_id, args, now, initial_delay_ms);
         }
         if !self.members.contains_key(&args.member_id) {
-            return Step::Now(Self::join_error(&args.member_id, ErrorCode::UnknownMemberId));
+            return Step::Now(Self::join_error(
+                &args.member_id,
+                ErrorCode::UnknownMemberId,
+            ));
         }
         self.rejoin_known(args, now)
     }
 
-    fn rejoin_static(&mut self, old_id: String, args: JoinArgs, now: u64) -> Step<JoinGroupResponse> {
+    fn rejoin_static(
+        &mut self,
+        old_id: String,
+        args: JoinArgs,
+        now: u64,
+    ) -> Step<JoinGroupResponse> {
         let Some(mut member) = self.members.remove(&old_id) else {
             // Known instance without a member (should not happen): treat as new.
             let member_id = Self::new_member_id(&args.client_id);
             if let Some(instance) = &args.group_instance_id {
-                self.static_members.insert(instance.clone(), member_id.clone());
+                self.static_members
+                    .insert(instance.clone(), member_id.clone());
             }
             return self.add_member_and_rebalance(member_id, args, now, 0);
         };
@@ -336,16 +358,20 @@ impl ClassicGroup {
                 response.skip_assignment = is_leader;
                 Step::Now(response)
             }
-            State::PreparingRebalance | State::CompletingRebalance | State::Stable | State::Empty => {
-                self.rejoin_known(
-                    JoinArgs {
-                        member_id: new_id,
-                        ..args
-                    },
-                    now,
-                )
-            }
-            State::Dead => Step::Now(Self::join_error(&new_id, ErrorCode::CoordinatorNotAvailable)),
+            State::PreparingRebalance
+            | State::CompletingRebalance
+            | State::Stable
+            | State::Empty => self.rejoin_known(
+                JoinArgs {
+                    member_id: new_id,
+                    ..args
+                },
+                now,
+            ),
+            State::Dead => Step::Now(Self::join_error(
+                &new_id,
+                ErrorCode::CoordinatorNotAvailable,
+            )),
         }
     }
 
@@ -731,7 +757,12 @@ impl ClassicGroup {
     }
 
     /// LeaveGroup of one member (by member id, or by instance id for a static member).
-    pub fn leave(&mut self, member_id: &str, group_instance_id: Option<&str>, now: u64) -> ErrorCode {
+    pub fn leave(
+        &mut self,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+        now: u64,
+    ) -> ErrorCode {
         if self.state() == State::Dead {
             return ErrorCode::CoordinatorNotAvailable;
         }
@@ -856,7 +887,8 @@ impl ClassicGroup {
         for m in &value.members {
             self.next_seq += 1;
             if let Some(instance) = &m.group_instance_id {
-                self.static_members.insert(instance.clone(), m.member_id.clone());
+                self.static_members
+                    .insert(instance.clone(), m.member_id.clone());
             }
             self.members.insert(
                 m.member_id.clone(),
@@ -962,7 +994,10 @@ mod tests {
         let b = now_response(group.join(args("", "b"), 0, 100, 100)).member_id;
         let mut ra = waited(group.join(args(&a, "a"), 1, 100, 100));
         let mut rb = waited(group.join(args(&b, "b"), 2, 100, 100));
-        assert!(ra.try_recv().unwrap().is_none(), "initial delay holds the join");
+        assert!(
+            ra.try_recv().unwrap().is_none(),
+            "initial delay holds the join"
+        );
         group.tick(200);
         let ja = ra.try_recv().unwrap().unwrap();
         let jb = rb.try_recv().unwrap().unwrap();
@@ -988,7 +1023,10 @@ mod tests {
             1,
             Some("consumer"),
             Some("range"),
-            vec![(a.clone(), Bytes::from_static(b"A")), (b.clone(), Bytes::from_static(b"B"))],
+            vec![
+                (a.clone(), Bytes::from_static(b"A")),
+                (b.clone(), Bytes::from_static(b"B")),
+            ],
             300,
         ));
         assert!(group.leader_synced());
@@ -997,8 +1035,14 @@ mod tests {
         assert_eq!(&sa.try_recv().unwrap().unwrap().assignment[..], b"A");
         assert_eq!(&sb.try_recv().unwrap().unwrap().assignment[..], b"B");
         assert_eq!(group.heartbeat(&a, None, 1, 400), ErrorCode::None);
-        assert_eq!(group.heartbeat(&a, None, 0, 400), ErrorCode::IllegalGeneration);
-        assert_eq!(group.heartbeat("x", None, 1, 400), ErrorCode::UnknownMemberId);
+        assert_eq!(
+            group.heartbeat(&a, None, 0, 400),
+            ErrorCode::IllegalGeneration
+        );
+        assert_eq!(
+            group.heartbeat("x", None, 1, 400),
+            ErrorCode::UnknownMemberId
+        );
     }
 
     #[test]
@@ -1009,7 +1053,10 @@ mod tests {
         group.assignments_persisted(1, true, 300);
         assert_eq!(group.leave(&b, None, 400), ErrorCode::None);
         assert_eq!(group.state(), State::PreparingRebalance);
-        assert_eq!(group.heartbeat(&a, None, 1, 400), ErrorCode::RebalanceInProgress);
+        assert_eq!(
+            group.heartbeat(&a, None, 1, 400),
+            ErrorCode::RebalanceInProgress
+        );
         let mut ra = waited(group.join(args(&a, "a"), 500, 100, 100));
         let ja = ra.try_recv().unwrap().unwrap();
         assert_eq!(ja.generation_id, 2);
@@ -1027,7 +1074,15 @@ mod tests {
         s.group_instance_id = Some("i1".into());
         let mut r = waited(group.join(s.clone(), 0, 100, 0));
         let j = r.try_recv().unwrap().unwrap();
-        let _sync = group.sync(&j.member_id, Some("i1"), 1, None, None, vec![(j.member_id.clone(), Bytes::from_static(b"X"))], 1);
+        let _sync = group.sync(
+            &j.member_id,
+            Some("i1"),
+            1,
+            None,
+            None,
+            vec![(j.member_id.clone(), Bytes::from_static(b"X"))],
+            1,
+        );
         group.assignments_persisted(1, true, 1);
         assert_eq!(group.state(), State::Stable);
         // Restart: same instance id, empty member id.
@@ -1037,7 +1092,10 @@ mod tests {
         assert_ne!(again.member_id, j.member_id);
         assert_eq!(group.state(), State::Stable);
         // The old incarnation is fenced.
-        assert_eq!(group.heartbeat(&j.member_id, Some("i1"), 1, 11), ErrorCode::FencedInstanceId);
+        assert_eq!(
+            group.heartbeat(&j.member_id, Some("i1"), 1, 11),
+            ErrorCode::FencedInstanceId
+        );
         let sync = group.sync(&again.member_id, Some("i1"), 1, None, None, vec![], 12);
         match sync {
             Step::Now(r) => assert_eq!(&r.assignment[..], b"X"),
@@ -1050,7 +1108,10 @@ mod tests {
         let mut group = ClassicGroup::new();
         let mut a = args("", "a");
         a.require_known_member_id = false;
-        a.protocols = vec![("range".into(), Bytes::new()), ("roundrobin".into(), Bytes::new())];
+        a.protocols = vec![
+            ("range".into(), Bytes::new()),
+            ("roundrobin".into(), Bytes::new()),
+        ];
         let _ = group.join(a.clone(), 0, 100, 0);
         let mut b = a.clone();
         b.protocols = vec![("roundrobin".into(), Bytes::new())];
@@ -1071,7 +1132,10 @@ mod tests {
             buf.extend_from_slice(t.as_bytes());
         }
         buf.extend_from_slice(&[0, 0, 0, 0]);
-        assert_eq!(subscribed_topics(&buf), vec!["ab".to_string(), "c".to_string()]);
+        assert_eq!(
+            subscribed_topics(&buf),
+            vec!["ab".to_string(), "c".to_string()]
+        );
         assert!(subscribed_topics(&[0xff]).is_empty());
         assert!(subscribed_topics(&[0, 0, 0x7f, 0xff, 0xff, 0xff]).is_empty());
     }

@@ -9,14 +9,16 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use wire::generated::delete_groups_response::DeletableGroupResult;
 use wire::generated::describe_groups_response::DescribedGroup;
 use wire::generated::find_coordinator_response::Coordinator as CoordinatorEntry;
+use wire::generated::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
 use wire::generated::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
-use wire::generated::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
-use wire::generated::delete_groups_response::DeletableGroupResult;
 use wire::generated::*;
 use wire::ErrorCode;
 
@@ -69,7 +71,8 @@ async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
         .await;
     if let Reply::Topics(outcomes) = reply {
         for outcome in outcomes {
-            if outcome.error_code != 0 && outcome.error_code != ErrorCode::TopicAlreadyExists.code() {
+            if outcome.error_code != 0 && outcome.error_code != ErrorCode::TopicAlreadyExists.code()
+            {
                 tracing::warn!(error_code = outcome.error_code, message = ?outcome.error_message, "creating __consumer_offsets failed");
                 return Err(ErrorCode::CoordinatorNotAvailable);
             }
@@ -99,7 +102,10 @@ pub async fn find_coordinator(
     let node_id = shard.config.node_id;
     let outcome = if key_type != KEY_TYPE_GROUP {
         // Transactions have no coordinator yet: retriable, so clients wait.
-        Err((ErrorCode::CoordinatorNotAvailable, "this broker has no transaction coordinator yet"))
+        Err((
+            ErrorCode::CoordinatorNotAvailable,
+            "this broker has no transaction coordinator yet",
+        ))
     } else {
         match ensure_offsets_topic(&shard).await {
             Ok(()) => Ok(()),
@@ -135,7 +141,11 @@ pub async fn find_coordinator(
         let e = entry(keys.into_iter().next().unwrap_or_default());
         FindCoordinatorResponse {
             error_code: e.error_code,
-            error_message: if ctx.api_version >= 1 { e.error_message } else { None },
+            error_message: if ctx.api_version >= 1 {
+                e.error_message
+            } else {
+                None
+            },
             node_id: e.node_id,
             host: e.host,
             port: e.port,
@@ -217,7 +227,11 @@ pub async fn join_group(
     encode_response(&ctx, version, &response)
 }
 
-pub async fn sync_group(shard: Rc<Shard>, request: SyncGroupRequest, ctx: RequestContext) -> Response {
+pub async fn sync_group(
+    shard: Rc<Shard>,
+    request: SyncGroupRequest,
+    ctx: RequestContext,
+) -> Response {
     let version = ctx.api_version;
     let error = |code: ErrorCode| SyncGroupResponse {
         error_code: code.code(),
@@ -252,7 +266,11 @@ pub async fn sync_group(shard: Rc<Shard>, request: SyncGroupRequest, ctx: Reques
     encode_response(&ctx, version, &response)
 }
 
-pub async fn heartbeat(shard: Rc<Shard>, request: HeartbeatRequest, ctx: RequestContext) -> Response {
+pub async fn heartbeat(
+    shard: Rc<Shard>,
+    request: HeartbeatRequest,
+    ctx: RequestContext,
+) -> Response {
     let code = if invalid_group_id(&request.group_id) {
         ErrorCode::InvalidGroupId.code()
     } else {
@@ -275,7 +293,11 @@ pub async fn heartbeat(shard: Rc<Shard>, request: HeartbeatRequest, ctx: Request
     encode_response(&ctx, ctx.api_version, &response)
 }
 
-pub async fn leave_group(shard: Rc<Shard>, request: LeaveGroupRequest, ctx: RequestContext) -> Response {
+pub async fn leave_group(
+    shard: Rc<Shard>,
+    request: LeaveGroupRequest,
+    ctx: RequestContext,
+) -> Response {
     let version = ctx.api_version;
     let group_id = request.group_id.clone();
     let (error_code, mut members) = if invalid_group_id(&group_id) {
@@ -289,9 +311,13 @@ pub async fn leave_group(shard: Rc<Shard>, request: LeaveGroupRequest, ctx: Requ
     };
     // v0-2 name one member and carry its result at the top level.
     let error_code = if version < 3 {
-        members
-            .first()
-            .map_or(error_code, |m| if error_code != 0 { error_code } else { m.error_code })
+        members.first().map_or(error_code, |m| {
+            if error_code != 0 {
+                error_code
+            } else {
+                m.error_code
+            }
+        })
     } else {
         error_code
     };
@@ -337,7 +363,13 @@ pub async fn offset_commit(
     } else {
         let group_id = request.group_id.clone();
         let copy = request.clone();
-        match call(&shard, &group_id, GroupOp::OffsetCommit { request, version }).await {
+        match call(
+            &shard,
+            &group_id,
+            GroupOp::OffsetCommit { request, version },
+        )
+        .await
+        {
             Ok(GroupAnswer::OffsetCommit(response)) => response,
             Ok(_) => everywhere(&copy, ErrorCode::UnknownServerError),
             Err(code) => everywhere(&copy, code),
@@ -350,11 +382,14 @@ async fn fetch_group_offsets(
     shard: &Rc<Shard>,
     group_id: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
+    member: (Option<String>, i32),
 ) -> (i16, Vec<FetchedTopic>) {
     let requested = topics.clone();
     let op = GroupOp::OffsetFetch {
         group_id: group_id.to_string(),
         topics,
+        member_id: member.0,
+        member_epoch: member.1,
     };
     match call(shard, group_id, op).await {
         Ok(GroupAnswer::OffsetFetch { error_code, topics }) => (error_code, topics),
@@ -377,7 +412,11 @@ async fn fetch_group_offsets(
     }
 }
 
-pub async fn offset_fetch(shard: Rc<Shard>, request: OffsetFetchRequest, ctx: RequestContext) -> Response {
+pub async fn offset_fetch(
+    shard: Rc<Shard>,
+    request: OffsetFetchRequest,
+    ctx: RequestContext,
+) -> Response {
     let version = ctx.api_version;
     let response = if version >= 8 {
         let mut groups = Vec::with_capacity(request.groups.len());
@@ -388,7 +427,14 @@ pub async fn offset_fetch(shard: Rc<Shard>, request: OffsetFetchRequest, ctx: Re
                     .map(|t| (t.name.clone(), t.partition_indexes.clone()))
                     .collect()
             });
-            let (error_code, topics) = fetch_group_offsets(&shard, &group.group_id, topics).await;
+            // v9 (KIP-848): a consumer group member says who it is.
+            let member = if version >= 9 {
+                (group.member_id.clone(), group.member_epoch)
+            } else {
+                (None, -1)
+            };
+            let (error_code, topics) =
+                fetch_group_offsets(&shard, &group.group_id, topics, member).await;
             groups.push(OffsetFetchResponseGroup {
                 group_id: group.group_id.clone(),
                 error_code,
@@ -398,13 +444,15 @@ pub async fn offset_fetch(shard: Rc<Shard>, request: OffsetFetchRequest, ctx: Re
                         name,
                         partitions: partitions
                             .into_iter()
-                            .map(|(p, offset, epoch, metadata, error)| OffsetFetchResponsePartitions {
-                                partition_index: p,
-                                committed_offset: offset,
-                                committed_leader_epoch: epoch,
-                                metadata,
-                                error_code: error,
-                                ..Default::default()
+                            .map(|(p, offset, epoch, metadata, error)| {
+                                OffsetFetchResponsePartitions {
+                                    partition_index: p,
+                                    committed_offset: offset,
+                                    committed_leader_epoch: epoch,
+                                    metadata,
+                                    error_code: error,
+                                    ..Default::default()
+                                }
                             })
                             .collect(),
                         ..Default::default()
@@ -425,7 +473,8 @@ pub async fn offset_fetch(shard: Rc<Shard>, request: OffsetFetchRequest, ctx: Re
                 .map(|t| (t.name.clone(), t.partition_indexes.clone()))
                 .collect()
         });
-        let (error_code, topics) = fetch_group_offsets(&shard, &request.group_id, topics).await;
+        let (error_code, topics) =
+            fetch_group_offsets(&shard, &request.group_id, topics, (None, -1)).await;
         OffsetFetchResponse {
             error_code: if version >= 2 { error_code } else { 0 },
             topics: topics
@@ -434,14 +483,16 @@ pub async fn offset_fetch(shard: Rc<Shard>, request: OffsetFetchRequest, ctx: Re
                     name,
                     partitions: partitions
                         .into_iter()
-                        .map(|(p, offset, epoch, metadata, error)| OffsetFetchResponsePartition {
-                            partition_index: p,
-                            committed_offset: offset,
-                            committed_leader_epoch: if version >= 5 { epoch } else { -1 },
-                            metadata,
-                            error_code: error,
-                            ..Default::default()
-                        })
+                        .map(
+                            |(p, offset, epoch, metadata, error)| OffsetFetchResponsePartition {
+                                partition_index: p,
+                                committed_offset: offset,
+                                committed_leader_epoch: if version >= 5 { epoch } else { -1 },
+                                metadata,
+                                error_code: error,
+                                ..Default::default()
+                            },
+                        )
                         .collect(),
                     ..Default::default()
                 })
@@ -479,7 +530,11 @@ pub async fn offset_delete(
     encode_response(&ctx, ctx.api_version, &response)
 }
 
-pub async fn list_groups(shard: Rc<Shard>, request: ListGroupsRequest, ctx: RequestContext) -> Response {
+pub async fn list_groups(
+    shard: Rc<Shard>,
+    request: ListGroupsRequest,
+    ctx: RequestContext,
+) -> Response {
     let version = ctx.api_version;
     let mut groups = Vec::new();
     for target in 0..shard.shard_count() {
@@ -574,7 +629,11 @@ pub async fn describe_groups(
     encode_response(&ctx, version, &response)
 }
 
-pub async fn delete_groups(shard: Rc<Shard>, request: DeleteGroupsRequest, ctx: RequestContext) -> Response {
+pub async fn delete_groups(
+    shard: Rc<Shard>,
+    request: DeleteGroupsRequest,
+    ctx: RequestContext,
+) -> Response {
     let mut results = Vec::with_capacity(request.groups_names.len());
     for group_id in &request.groups_names {
         let error_code = if invalid_group_id(group_id) {
@@ -597,6 +656,71 @@ pub async fn delete_groups(shard: Rc<Shard>, request: DeleteGroupsRequest, ctx: 
     }
     let response = DeleteGroupsResponse {
         results,
+        ..Default::default()
+    };
+    encode_response(&ctx, ctx.api_version, &response)
+}
+
+/// KIP-848 ConsumerGroupHeartbeat: runs on the group's coordinator shard.
+pub async fn consumer_group_heartbeat(
+    shard: Rc<Shard>,
+    request: ConsumerGroupHeartbeatRequest,
+    ctx: RequestContext,
+    client_host: String,
+) -> Response {
+    let version = ctx.api_version;
+    let group_id = request.group_id.clone();
+    let op = GroupOp::ConsumerHeartbeat {
+        request: Box::new(request),
+        version,
+        client_id: ctx.client_id.clone(),
+        client_host,
+    };
+    let response = match call(&shard, &group_id, op).await {
+        Ok(GroupAnswer::ConsumerHeartbeat(response)) => response,
+        Ok(_) => ConsumerGroupHeartbeatResponse {
+            error_code: ErrorCode::UnknownServerError.code(),
+            ..Default::default()
+        },
+        Err(code) => ConsumerGroupHeartbeatResponse {
+            error_code: code.code(),
+            ..Default::default()
+        },
+    };
+    encode_response(&ctx, version, &response)
+}
+
+/// KIP-848 ConsumerGroupDescribe: each group from its coordinator shard.
+pub async fn consumer_group_describe(
+    shard: Rc<Shard>,
+    request: ConsumerGroupDescribeRequest,
+    ctx: RequestContext,
+) -> Response {
+    use wire::generated::consumer_group_describe_response::DescribedGroup as Described;
+    let mut groups = Vec::with_capacity(request.group_ids.len());
+    for group_id in &request.group_ids {
+        let failed = |code: ErrorCode| Described {
+            error_code: code.code(),
+            group_id: group_id.clone(),
+            authorized_operations: i32::MIN,
+            ..Default::default()
+        };
+        let described = if invalid_group_id(group_id) {
+            failed(ErrorCode::InvalidGroupId)
+        } else {
+            let op = GroupOp::ConsumerDescribe {
+                group_id: group_id.clone(),
+            };
+            match call(&shard, group_id, op).await {
+                Ok(GroupAnswer::ConsumerDescribe(described)) => described,
+                Ok(_) => failed(ErrorCode::UnknownServerError),
+                Err(code) => failed(code),
+            }
+        };
+        groups.push(described);
+    }
+    let response = ConsumerGroupDescribeResponse {
+        groups,
         ..Default::default()
     };
     encode_response(&ctx, ctx.api_version, &response)

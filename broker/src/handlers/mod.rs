@@ -47,6 +47,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 0),
 ];
 
 /// Versions advertised in ApiVersions below the served range, answered with
@@ -159,7 +161,10 @@ pub fn dispatch(
             // Kafka reports a member's host as "/<ip>".
             let ip = peer.rsplit_once(':').map_or(peer, |(ip, _)| ip);
             let host = format!("/{}", ip.trim_matches(|c| c == '[' || c == ']'));
-            spawn(groups::join_group(shard, decode(&ctx, body)?, ctx, host), held)
+            spawn(
+                groups::join_group(shard, decode(&ctx, body)?, ctx, host),
+                held,
+            )
         }
         ApiKey::SyncGroup => spawn(groups::sync_group(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::Heartbeat => spawn(groups::heartbeat(shard, decode(&ctx, body)?, ctx), held),
@@ -168,10 +173,23 @@ pub fn dispatch(
         ApiKey::OffsetFetch => spawn(groups::offset_fetch(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::OffsetDelete => spawn(groups::offset_delete(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::ListGroups => spawn(groups::list_groups(shard, decode(&ctx, body)?, ctx), held),
-        ApiKey::DescribeGroups => {
-            spawn(groups::describe_groups(shard, decode(&ctx, body)?, ctx), held)
-        }
+        ApiKey::DescribeGroups => spawn(
+            groups::describe_groups(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
         ApiKey::DeleteGroups => spawn(groups::delete_groups(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::ConsumerGroupHeartbeat => {
+            let ip = peer.rsplit_once(':').map_or(peer, |(ip, _)| ip);
+            let host = format!("/{}", ip.trim_matches(|c| c == '[' || c == ']'));
+            spawn(
+                groups::consumer_group_heartbeat(shard, decode(&ctx, body)?, ctx, host),
+                held,
+            )
+        }
+        ApiKey::ConsumerGroupDescribe => spawn(
+            groups::consumer_group_describe(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
         ApiKey::Metadata => spawn(metadata::handle(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::Produce => spawn(produce::handle(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::Fetch => spawn(fetch::handle(shard, decode(&ctx, body)?, ctx), held),
