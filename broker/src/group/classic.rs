@@ -990,7 +990,10 @@ mod tests {
     }
 
     fn join_two(group: &mut ClassicGroup) -> (String, String) {
-        let a = now_response(group.join(args("", "a"), 0, 100, 100)).member_id;
+        let first = now_response(group.join(args("", "a"), 0, 100, 100));
+        assert_eq!(first.error_code, ErrorCode::MemberIdRequired.code());
+        assert!(first.member_id.starts_with("a-"));
+        let a = first.member_id;
         let b = now_response(group.join(args("", "b"), 0, 100, 100)).member_id;
         let mut ra = waited(group.join(args(&a, "a"), 1, 100, 100));
         let mut rb = waited(group.join(args(&b, "b"), 2, 100, 100));
@@ -1012,9 +1015,6 @@ mod tests {
     #[test]
     fn member_id_required_then_join_sync_stable() {
         let mut group = ClassicGroup::new();
-        let first = now_response(group.join(args("", "a"), 0, 100, 0));
-        assert_eq!(first.error_code, ErrorCode::MemberIdRequired.code());
-        assert!(first.member_id.starts_with("a-"));
         let (a, b) = join_two(&mut group);
         let mut sb = waited(group.sync(&b, None, 1, None, None, vec![], 300));
         let mut sa = waited(group.sync(
@@ -1112,11 +1112,11 @@ mod tests {
             ("range".into(), Bytes::new()),
             ("roundrobin".into(), Bytes::new()),
         ];
-        let _ = group.join(a.clone(), 0, 100, 0);
+        let _ = group.join(a.clone(), 0, 100, 10);
         let mut b = a.clone();
         b.protocols = vec![("roundrobin".into(), Bytes::new())];
-        let _ = group.join(b, 0, 100, 0);
-        group.tick(1);
+        let _ = group.join(b, 0, 100, 10);
+        group.tick(20);
         assert_eq!(group.protocol_name.as_deref(), Some("roundrobin"));
         let mut c = a.clone();
         c.protocols = vec![("sticky".into(), Bytes::new())];

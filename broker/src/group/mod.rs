@@ -212,6 +212,9 @@ pub enum GroupOp {
     List,
 }
 
+/// Offsets of one group to expire: (partition, its topic id, group, (topic, partition)s).
+type ExpiryPlan = (i32, TopicId, String, Vec<(String, i32)>);
+
 /// Offsets of one topic as OffsetFetch answers them: (partition, offset, leader epoch,
 /// metadata, error).
 pub type FetchedTopic = (String, Vec<(i32, i64, i32, Option<String>, i16)>);
@@ -1336,8 +1339,7 @@ impl Coordinator {
     async fn expire_offsets(shard: &Rc<Shard>) {
         let retention = shard.config.groups.offsets_retention_ms;
         let now = wall_ms();
-        type Plan = (i32, TopicId, String, Vec<(String, i32)>);
-        let mut plans: Vec<Plan> = Vec::new();
+        let mut plans: Vec<ExpiryPlan> = Vec::new();
         for (partition, state) in shard.coordinator.partitions.borrow().iter() {
             if let PartitionState::Loaded { groups, topic_id } = state {
                 for (id, group) in groups {

@@ -77,7 +77,8 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
         error_code: 0,
         name: Some(topic.name.clone()),
         topic_id: Uuid(topic.topic_id),
-        is_internal: false,
+        // v0 has no such field.
+        is_internal: ctx.api_version >= 1 && topic.name == crate::group::OFFSETS_TOPIC,
         partitions: topic
             .partitions
             .iter()
@@ -98,6 +99,8 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
         image
             .topics_by_name
             .values()
+            // Internal topics are listed only when asked for by name.
+            .filter(|topic| topic.name != crate::group::OFFSETS_TOPIC)
             .map(|topic| describe(topic))
             .collect()
     } else {

@@ -89,6 +89,10 @@ pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestConte
                 (None, true) => {
                     futures::future::ready(failed(ErrorCode::UnknownTopicOrPartition)).boxed_local()
                 }
+                // Kafka: "Cannot append to internal topic" for clients.
+                (Some(_), true) if topic.name == crate::group::OFFSETS_TOPIC => {
+                    futures::future::ready(failed(ErrorCode::InvalidTopicException)).boxed_local()
+                }
                 (Some(topic_image), true) => match topic_image.partition(partition.index) {
                     None => futures::future::ready(failed(ErrorCode::UnknownTopicOrPartition))
                         .boxed_local(),
