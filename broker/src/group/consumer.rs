@@ -646,7 +646,7 @@ impl ConsumerGroup {
             updated.subscribed_topic_names = names.iter().cloned().collect();
         }
         if let Some(regex) = &request.subscribed_topic_regex {
-            updated.subscribed_topic_regex = Some(regex.clone());
+            updated.subscribed_topic_regex = (!regex.is_empty()).then(|| regex.clone());
         }
         updated.client_id = context.client_id.to_string();
         updated.client_host = context.client_host.to_string();
@@ -1238,7 +1238,12 @@ fn validate_request(
     } else {
         return Err(invalid("MemberEpoch is invalid."));
     }
-    if request.subscribed_topic_regex.is_some() {
+    // An empty regex is no regex (librdkafka sends one beside a list of names).
+    if request
+        .subscribed_topic_regex
+        .as_deref()
+        .is_some_and(|r| !r.is_empty())
+    {
         return Err((
             ErrorCode::InvalidRegularExpression,
             "SubscribedTopicRegex is not supported by this broker.".to_string(),
