@@ -156,3 +156,125 @@ def test_committed_offsets_are_the_members(broker):
     committed = c.committed([TopicPartition(topic, 0)], timeout=30)
     assert committed[0].offset == 5
     c.close()
+
+
+# --- ConsumerGroupHeartbeat on the wire (v0, flexible) -------------------------------------
+
+CONSUMER_GROUP_HEARTBEAT = 68
+FIND_COORDINATOR = 10
+UNKNOWN_MEMBER_ID = 25
+FENCED_MEMBER_EPOCH = 110
+UNSUPPORTED_ASSIGNOR = 112
+INVALID_REQUEST = 42
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+
+
+def _read_uvarint(r):
+    shift = n = 0
+    while True:
+        b = r.i8() & 0xFF
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return n
+        shift += 7
+
+
+def _compact_string(r):
+    n = _read_uvarint(r)
+    return None if n == 0 else r.take(n - 1).decode()
+
+
+def heartbeat_v0(corr, group, member_id, epoch, topics=None, owned=None, rebalance_timeout=-1,
+                 assignor=None):
+    from kproto import compact_string, i16, i32, request_header_v2, uvarint, frame
+
+    def compact_array(items):
+        return uvarint(0) if items is None else uvarint(len(items) + 1) + b"".join(items)
+
+    body = (compact_string(group) + compact_string(member_id) + i32(epoch)
+            + compact_string(None) + compact_string(None) + i32(rebalance_timeout)
+            + compact_array(None if topics is None else [compact_string(t) for t in topics])
+            + compact_string(assignor)
+            + compact_array(None if owned is None else [
+                tid + compact_array([i32(p) for p in parts]) + uvarint(0)
+                for tid, parts in owned])
+            + uvarint(0))
+    return frame(request_header_v2(CONSUMER_GROUP_HEARTBEAT, 0, corr) + body)
+
+
+def parse_heartbeat(r):
+    _read_uvarint(r)  # response header tagged fields
+    r.i32()  # throttle
+    error = r.i16()
+    _compact_string(r)
+    member_id = _compact_string(r)
+    epoch = r.i32()
+    r.i32()  # heartbeat interval
+    assignment = None
+    if r.i8() >= 0:
+        assignment = {}
+        for _ in range(_read_uvarint(r) - 1):
+            tid = bytes(r.take(16))
+            assignment[tid] = [r.i32() for _ in range(_read_uvarint(r) - 1)]
+            _read_uvarint(r)
+        _read_uvarint(r)
+    return error, member_id, epoch, assignment
+
+
+def test_heartbeat_epochs_and_fencing_on_the_wire(broker):
+    import kproto
+    from kproto import frame, i8, request_header_v1, string
+
+    b = broker.bootstrap
+    topic = unique("kip848w")
+    group = unique("g848w")
+    create_topic(b, topic, 4)
+    s = kproto.connect(b)
+    corr = iter(range(1, 10_000))
+
+    def call(req_fn, *args, **kw):
+        c = next(corr)
+        return parse_heartbeat(kproto.roundtrip(s, req_fn(c, *args, **kw), c))
+
+    # FindCoordinator (v1, key type 0) creates __consumer_offsets; then join until loaded.
+    c = next(corr)
+    kproto.roundtrip(s, frame(request_header_v1(FIND_COORDINATOR, 1, c) + string(group) + i8(0)), c)
+    deadline = time.time() + 30
+    while True:
+        err, member, epoch, assignment = call(heartbeat_v0, group, "m1", 0, topics=[topic],
+                                              owned=[], rebalance_timeout=30000)
+        if err not in (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE) or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert (err, member, epoch) == (0, "m1", 1)
+    (tid, parts), = assignment.items()
+    assert sorted(parts) == [0, 1, 2, 3]
+
+    # A steady heartbeat: same epoch, no assignment sent.
+    assert call(heartbeat_v0, group, "m1", 1) == (0, "m1", 1, None)
+    # Epochs the coordinator does not know are fenced; unknown members are refused.
+    assert call(heartbeat_v0, group, "m1", 7)[0] == FENCED_MEMBER_EPOCH
+    assert call(heartbeat_v0, group, "nobody", 1)[0] == UNKNOWN_MEMBER_ID
+    assert call(heartbeat_v0, group, "m2", 0, topics=[topic], owned=[], rebalance_timeout=1,
+                assignor="nope")[0] == UNSUPPORTED_ASSIGNOR
+    assert call(heartbeat_v0, group, "m2", 0, topics=[topic], owned=None,
+                rebalance_timeout=1000)[0] == INVALID_REQUEST
+
+    # A second member: it waits (epoch 2, nothing yet) until m1 revokes half.
+    err, _, epoch, assignment = call(heartbeat_v0, group, "m2", 0, topics=[topic], owned=[],
+                                     rebalance_timeout=30000)
+    assert (err, epoch, assignment) == (0, 2, {})
+    err, _, epoch, assignment = call(heartbeat_v0, group, "m1", 1, owned=[(tid, [0, 1, 2, 3])])
+    assert err == 0 and epoch == 1 and len(assignment[tid]) == 2, (err, epoch, assignment)
+    kept = assignment[tid]
+    err, _, epoch, _ = call(heartbeat_v0, group, "m1", 1, owned=[(tid, kept)])
+    assert (err, epoch) == (0, 2)
+    err, _, epoch, assignment = call(heartbeat_v0, group, "m2", 2, owned=[])
+    assert err == 0 and sorted(assignment[tid] + kept) == [0, 1, 2, 3]
+
+    # Leaving (-1): the member is gone.
+    err, member, epoch, _ = call(heartbeat_v0, group, "m2", -1)
+    assert (err, member, epoch) == (0, "m2", -1)
+    assert call(heartbeat_v0, group, "m2", 2)[0] == UNKNOWN_MEMBER_ID
+    s.close()
