@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The project's test command (README, .ci/run): build, Rust tests, then the end-to-end suite
-# with real Kafka clients (confluent-kafka/librdkafka and kafka-python) against the release
-# broker binary.
+# with real Kafka clients (confluent-kafka/librdkafka, kafka-python, kafkajs, kcat) against the
+# release broker binary.
 #
 # Runs from a fresh clone on a fresh machine: needs cargo and python3 (with venv); the Python
 # dependencies (tests/e2e/requirements.txt) go into target/venv, re-installed only when that
-# file changes; kcat is installed with apt-get when missing. Checks formatting (cargo fmt) and
+# file changes; kafkajs (tests/e2e/js/package-lock.json) goes into target/e2e-js the same way
+# (npm ci); kcat is installed with apt-get when missing. Checks formatting (cargo fmt) and
 # lints (cargo clippy -D warnings) first.
 #
 # Environment:
@@ -51,6 +52,29 @@ else
     echo "$want" > "$VENV/.requirements-stamp"
     echo "installed: $(tr '\n' ' ' < <(grep -v '^#' "$REQ"))"
 fi
+
+section "kafkajs (target/e2e-js)"
+# kafkajs for the consumer-group tests' node scripts (tests/e2e/js), pinned by its
+# package-lock.json; installed with `npm ci` into target/e2e-js, again only when the lock changes.
+if ! command -v npm >/dev/null; then
+    SUDO=$([[ $(id -u) == 0 ]] && echo "" || echo sudo)
+    $SUDO apt-get install -y -q nodejs npm >/dev/null || { $SUDO apt-get update -q >/dev/null && $SUDO apt-get install -y -q nodejs npm >/dev/null; }
+fi
+JS_SRC="$ROOT/tests/e2e/js"
+JS_DIR="$ROOT/target/e2e-js"
+want="$(sha256sum "$JS_SRC/package-lock.json" | cut -d' ' -f1) node $(node --version)"
+have=$(cat "$JS_DIR/.lock-stamp" 2>/dev/null || true)
+if [[ -f "$JS_DIR/node_modules/kafkajs/package.json" && "$have" == "$want" ]]; then
+    echo "up to date ($want)"
+else
+    rm -rf "$JS_DIR"
+    mkdir -p "$JS_DIR"
+    cp "$JS_SRC/package.json" "$JS_SRC/package-lock.json" "$JS_DIR/"
+    npm ci --prefix "$JS_DIR" --no-audit --no-fund --loglevel=error
+    echo "$want" > "$JS_DIR/.lock-stamp"
+    echo "installed: kafkajs $(node -p "require('$JS_DIR/node_modules/kafkajs/package.json').version")"
+fi
+export E2E_NODE_PATH="$JS_DIR/node_modules"
 
 section "kcat"
 # The end-to-end suite drives kcat as users do; install it where it is missing (Debian).

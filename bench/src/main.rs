@@ -30,6 +30,8 @@ enum Command {
     NullBroker(bench::null_broker::NullBrokerArgs),
     /// Writes RESULTS.md from `limits --json` and `compare --json` outputs.
     Results(bench::compare::ResultsArgs),
+    /// Group coordinator: time to stabilise a group, offset commits/s, memory per group.
+    Groups(bench::groups::GroupsArgs),
 }
 
 fn main() {
@@ -43,6 +45,7 @@ fn main() {
         Command::Limits(args) => bench::limits::run(&args).map(drop),
         Command::NullBroker(args) => bench::null_broker::run(&args),
         Command::Results(args) => bench::compare::results(&args),
+        Command::Groups(args) => bench::groups::run(&args),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");

@@ -353,6 +353,13 @@ pub const BROKER_KEYS: &[Spec] = &[
         "Maximum partition size before deleting old segments (-1 = unlimited).",
     ),
     spec(
+        "producer.id.expiration.ms",
+        T::Int,
+        Some("86400000"),
+        Check::AtLeast(1),
+        "Time an idempotent producer's state is kept after its last batch.",
+    ),
+    spec(
         "log.retention.check.interval.ms",
         T::Long,
         Some("300000"),
@@ -714,6 +721,14 @@ pub const TOPIC_KEYS: &[Spec] = &[
         Check::None,
         None,
         "Preallocate segment files.",
+    ),
+    tspec(
+        "producer.id.expiration.ms",
+        T::Int,
+        Some("86400000"),
+        Check::AtLeast(1),
+        Some("producer.id.expiration.ms"),
+        "Time an idempotent producer's state is kept after its last batch (a broker config in Kafka; overridable per topic here).",
     ),
     tspec(
         "retention.bytes",
@@ -1456,6 +1471,7 @@ pub struct TopicConfig {
     /// "CreateTime" or "LogAppendTime".
     pub message_timestamp_type: String,
     pub min_insync_replicas: i32,
+    pub producer_id_expiration_ms: i64,
 }
 
 /// Checks topic overrides (CreateTopics / AlterConfigs): unknown key or bad value -> error
@@ -1537,6 +1553,10 @@ pub fn resolve(
             "CreateTime".into()
         },
         min_insync_replicas: num("min.insync.replicas", n("min.insync.replicas"))?,
+        producer_id_expiration_ms: num(
+            "producer.id.expiration.ms",
+            n("producer.id.expiration.ms"),
+        )?,
     })
 }
 
@@ -1803,6 +1823,7 @@ impl TopicConfig {
             retention_ms: self.retention_ms,
             retention_bytes: self.retention_bytes,
             cleanup_delete: self.cleanup_policy.iter().any(|p| p == "delete"),
+            producer_id_expiration_ms: self.producer_id_expiration_ms,
         }
     }
 }

@@ -68,6 +68,10 @@ pub enum Request {
         partition: i32,
         timestamp: i64,
     },
+    /// The producer state of one partition (DescribeProducers).
+    DescribeProducers { topic_id: TopicId, partition: i32 },
+    /// Metadata core: a new block of producer ids for the calling shard (InitProducerId).
+    AllocateProducerIds,
     /// Metadata core: create topics (`validate_only` creates nothing).
     CreateTopics {
         topics: Vec<TopicSpec>,
@@ -128,8 +132,21 @@ pub struct TopicFailure {
     pub error: String,
 }
 
+/// One producer of a partition, as DescribeProducers reports it.
+#[derive(Clone, Copy, Debug)]
+pub struct ProducerInfo {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub last_sequence: i32,
+    pub last_timestamp: i64,
+}
+
 pub enum Reply {
     Produce(ProduceResult),
+    /// DescribeProducers of one partition: error code and its producers.
+    Producers(i16, Vec<ProducerInfo>),
+    /// The first id of a new producer id block, or Kafka's error code.
+    ProducerIdBlock(Result<i64, i16>),
     Fetch(FetchResult),
     Waited,
     ListOffsets(OffsetResult),

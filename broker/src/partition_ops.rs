@@ -17,7 +17,7 @@ use crate::config::FlushPolicy;
 use wire::record_batch::{self, BatchError, RecordLimits};
 use wire::ErrorCode;
 
-use crate::forward::{FetchResult, OffsetResult, ProduceResult};
+use crate::forward::{FetchResult, OffsetResult, ProduceResult, ProducerInfo};
 use crate::metadata::records::TopicId;
 use crate::shard::{Shard, Stats};
 
@@ -131,12 +131,22 @@ pub async fn produce(
     let info = match append {
         Ok(info) => info,
         Err(LogError::RecordTooLarge { .. }) => return produce_error(ErrorCode::MessageTooLarge),
+        Err(LogError::Producer(error)) => {
+            tracing::debug!(%error, "idempotent batch refused");
+            return ProduceResult {
+                error_code: error.code(),
+                ..produce_error(ErrorCode::None)
+            };
+        }
         Err(error) => {
             tracing::error!(%error, "append failed");
             return produce_error(ErrorCode::KafkaStorageError);
         }
     };
-    target.appended.notify(usize::MAX);
+    if !info.duplicate {
+        target.appended.notify(usize::MAX);
+    }
+    // A retry still waits for durability: its original may not be on disk yet.
     if acks == -1 && target.config.flush_policy == FlushPolicy::Ack {
         if let Err(error) = shard.group_commit.wait_durable(&target.log).await {
             tracing::error!(%error, "fdatasync failed; acks=all produce not acknowledged");
@@ -154,6 +164,29 @@ pub async fn produce(
         log_append_time_ms,
         log_start_offset: info.log_start_offset,
     }
+}
+
+/// DescribeProducers for a partition of this shard: (error code, its producers).
+pub fn describe_producers(
+    shard: &Rc<Shard>,
+    topic_id: &TopicId,
+    partition: i32,
+) -> (i16, Vec<ProducerInfo>) {
+    let Some(target) = shard.partition(topic_id, partition) else {
+        return (ErrorCode::NotLeaderOrFollower.code(), Vec::new());
+    };
+    let log = target.log.borrow();
+    let producers = log
+        .producers()
+        .iter()
+        .map(|(producer_id, entry)| ProducerInfo {
+            producer_id,
+            producer_epoch: entry.epoch,
+            last_sequence: entry.last_seq(),
+            last_timestamp: entry.last_timestamp,
+        })
+        .collect();
+    (0, producers)
 }
 
 /// Reads whole batches from `offset` of a partition of this shard: at most `max_bytes`, or

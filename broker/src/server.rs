@@ -43,6 +43,8 @@ fn install_signal_handlers() {
 pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     let data_dir = resolve_data_dir(&mut config)?;
     tracing::info!(data_dir = %data_dir.display(), "data directory");
+    // Held until the process exits: two brokers on one data directory would corrupt it.
+    let _data_dir_lock = lock_data_dir(&data_dir)?;
     // Before any partition opens: a deletion a crash interrupted is finished, never undone.
     shard::log::dir::remove_deleted_dirs(&data_dir)
         .with_context(|| format!("removing deleted partitions in {}", data_dir.display()))?;
@@ -69,6 +71,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         .first()
         .ok_or_else(|| anyhow!("no listener configured"))?;
     let address = listener.addr();
+    ensure_port_free(&address)?;
     install_signal_handlers();
     let fd_limit = crate::limits::raise_fd_limit();
     let connection_limits = ConnectionLimits::new(&config, fd_limit);
@@ -238,4 +241,36 @@ async fn run_shard(
         partitions,
         stats.cancelled_waits.get(),
     );
+}
+
+/// Takes Kafka's `.lock` file of the data directory (an exclusive `flock`, released by the
+/// kernel when the process ends, however it ends).
+fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let path = data_dir.join(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(anyhow!(
+            "data directory {} is in use by another broker ({}: {})",
+            data_dir.display(),
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(file)
+}
+
+/// Shards listen with SO_REUSEPORT, which would also let a second broker share the port and
+/// take half of its connections. A bind without SO_REUSEPORT fails if anything listens there,
+/// so a broker started on a busy port fails at once with "address in use", as Kafka does.
+fn ensure_port_free(address: &str) -> anyhow::Result<()> {
+    std::net::TcpListener::bind(address)
+        .map(drop)
+        .with_context(|| format!("listener {address} is not available"))
 }

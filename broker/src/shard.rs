@@ -22,6 +22,7 @@ use crate::forward::{Reply, Request, ShardMsg, TopicFailure, TopicOutcome, Topic
 use crate::metadata::image::{Image, TopicImage};
 use crate::metadata::records::TopicId;
 use crate::metadata::{Controller, MAX_PARTITIONS_PER_REQUEST};
+use wire::ErrorCode;
 
 /// Longest stretch of control-plane work (topic creation, opening partition logs) shard 0 or
 /// any shard does before letting its other tasks (requests on its connections) run. Well
@@ -108,6 +109,8 @@ pub struct Shard {
     /// Metadata core: CreateTopics/DeleteTopics run one at a time, so the failures an image
     /// publication reports belong to the request that published it.
     topic_changes: glommio::sync::Semaphore,
+    /// This shard's block of producer ids: (next to give, end exclusive).
+    producer_ids: Cell<(i64, i64)>,
     pub stats: Stats,
     /// The group coordinator of this shard's `__consumer_offsets` partitions.
     pub coordinator: crate::group::Coordinator,
@@ -136,6 +139,7 @@ impl Shard {
             image_update: glommio::sync::Semaphore::new(1),
             abandoned_dirs: RefCell::new(Vec::new()),
             topic_changes: glommio::sync::Semaphore::new(1),
+            producer_ids: Cell::new((0, 0)),
             stats: Stats::default(),
             coordinator: crate::group::Coordinator::default(),
         })
@@ -303,6 +307,15 @@ impl Shard {
             } => Reply::ListOffsets(
                 crate::partition_ops::list_offsets(self, &topic_id, partition, timestamp).await,
             ),
+            Request::DescribeProducers {
+                topic_id,
+                partition,
+            } => {
+                let (code, producers) =
+                    crate::partition_ops::describe_producers(self, &topic_id, partition);
+                Reply::Producers(code, producers)
+            }
+            Request::AllocateProducerIds => Reply::ProducerIdBlock(self.allocate_producer_ids()),
             Request::CreateTopics {
                 topics,
                 validate_only,
@@ -313,6 +326,49 @@ impl Shard {
                 Reply::Group(crate::group::Coordinator::execute(self, partition, op).await)
             }
         }
+    }
+
+    /// Metadata core only: a new block of producer ids, durable before it is returned.
+    fn allocate_producer_ids(&self) -> Result<i64, i16> {
+        let controller = self
+            .controller
+            .as_ref()
+            .expect("producer id blocks are allocated on the metadata core");
+        let allocated = controller.borrow_mut().allocate_producer_ids();
+        allocated.map_err(|error| {
+            tracing::error!(%error, "producer id block not allocated");
+            match error {
+                crate::metadata::LogError::ProducerIdsExhausted => {
+                    ErrorCode::UnknownServerError.code()
+                }
+                // Kafka's brokers answer this while they cannot get a block from the
+                // controller (retriable: the client retries InitProducerId).
+                _ => ErrorCode::CoordinatorLoadInProgress.code(),
+            }
+        })
+    }
+
+    /// A producer id for InitProducerId (no transactional id). Each shard takes ids from a
+    /// block of `PRODUCER_ID_BLOCK_SIZE` it got from the metadata core (Kafka's
+    /// ProducerIdManager on each broker), so the mesh is crossed once per 1000 producers.
+    pub async fn next_producer_id(self: &Rc<Self>) -> Result<i64, i16> {
+        let (next, end) = self.producer_ids.get();
+        if next < end {
+            self.producer_ids.set((next + 1, end));
+            return Ok(next);
+        }
+        let first = match self.call(0, Request::AllocateProducerIds).await {
+            Reply::ProducerIdBlock(block) => block?,
+            _ => return Err(ErrorCode::UnknownServerError.code()),
+        };
+        // Another InitProducerId may have refilled the block meanwhile: then the rest of
+        // this one is left unused (ids are never reused, so gaps are harmless).
+        let (next, end) = self.producer_ids.get();
+        if next >= end {
+            self.producer_ids
+                .set((first + 1, first + crate::metadata::PRODUCER_ID_BLOCK_SIZE));
+        }
+        Ok(first)
     }
 
     /// Metadata core only: creates topics, then publishes the new image to every shard.
@@ -637,6 +693,12 @@ impl Shard {
             .map_or(0, |elapsed| elapsed.as_millis() as i64);
         let partitions: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
         for partition in partitions {
+            // Producer expiry rides on the retention timer (Kafka checks every 10 minutes,
+            // `producer.id.expiration.check.interval.ms`; retention's default is 5).
+            let expired = partition.log.borrow_mut().remove_expired_producers(now);
+            if expired > 0 {
+                tracing::debug!(shard = self.id, expired, "idle producers expired");
+            }
             let result = partition.log.borrow_mut().apply_retention(now);
             match result {
                 Ok(0) => {}

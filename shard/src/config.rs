@@ -40,6 +40,9 @@ pub struct LogConfig {
     /// `retention.ms` / `retention.bytes` delete segments. A `compact`-only topic keeps every
     /// segment (compaction itself is not implemented, so it keeps every record).
     pub cleanup_delete: bool,
+    /// `producer.id.expiration.ms`: an idempotent producer with no batch for this long is
+    /// forgotten (Kafka's default, one day).
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -56,6 +59,7 @@ impl Default for LogConfig {
             retention_ms: 7 * 24 * 60 * 60 * 1000,
             retention_bytes: -1,
             cleanup_delete: true,
+            producer_id_expiration_ms: 86_400_000,
         }
     }
 }

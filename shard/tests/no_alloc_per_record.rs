@@ -129,3 +129,65 @@ fn append_allocates_nothing_per_record() {
             }
         });
 }
+
+/// An uncompressed batch of `records` from producer `pid` starting at `sequence`.
+fn idempotent_batch(pid: i64, sequence: i32, records: usize) -> bytes::Bytes {
+    let mut builder = BatchBuilder::new(Compression::None)
+        .base_timestamp(1_700_000_000_000)
+        .producer(pid, 0, sequence);
+    for i in 0..records {
+        builder = builder.push(
+            Some(b"k"),
+            Some(&[7u8; 100]),
+            &[],
+            1_700_000_000_000 + i as i64,
+        );
+    }
+    builder.build()
+}
+
+/// The idempotent-producer check (sequence, epoch, duplicates) adds no allocation to validate +
+/// append for a producer the partition has seen before: a fresh batch and a retried one (answered
+/// from the producer state, not written) cost what a batch without a producer id costs.
+#[test]
+fn idempotent_check_allocates_nothing_for_a_known_producer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t-0");
+    glommio::LocalExecutorBuilder::default()
+        .make()
+        .unwrap()
+        .run(async move {
+            let mut log = PartitionLog::open(path, LogConfig::default())
+                .await
+                .unwrap();
+            let mut scratch = Vec::new();
+            let plain = batch(Compression::None, 10);
+            // Warm up, and make producers 1..=100 known (the first batch of a producer
+            // inserts it into the partition's map: that allocates, once per producer).
+            for pid in 1..=100 {
+                allocations_per_append(&mut log, &mut scratch, &idempotent_batch(pid, 0, 10));
+            }
+            for _ in 0..3 {
+                allocations_per_append(&mut log, &mut scratch, &plain);
+            }
+            let without = allocations_per_append(&mut log, &mut scratch, &plain);
+            for round in 0..20 {
+                // Each producer's second batch: sequence 10.
+                let fresh = idempotent_batch(round + 1, 10, 10);
+                let with = allocations_per_append(&mut log, &mut scratch, &fresh);
+                assert_eq!(
+                    with, without,
+                    "idempotent append allocated {with}, plain {without}"
+                );
+                let end = log.log_end_offset();
+                let retried = allocations_per_append(&mut log, &mut scratch, &fresh);
+                assert_eq!(retried, without, "retried batch allocated {retried}");
+                assert_eq!(
+                    log.log_end_offset(),
+                    end,
+                    "a retried batch was written again"
+                );
+            }
+            assert_eq!(log.producers().len(), 100);
+        });
+}

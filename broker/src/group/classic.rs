@@ -514,8 +514,9 @@ impl ClassicGroup {
         self.generation += 1;
         self.dirty = true;
         if self.members.is_empty() {
+            // Kafka keeps the protocol type of a group that emptied (it is still a
+            // "consumer" group, not a simple one).
             self.protocol_name = None;
-            self.protocol_type = None;
             self.leader = None;
             self.set_state(State::Empty);
             return;

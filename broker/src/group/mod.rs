@@ -817,11 +817,13 @@ impl Coordinator {
                             }
                             listed.push(ListedGroup {
                                 group_id: id.clone(),
+                                // "" for a group that only ever had commits (a simple
+                                // group), as Kafka lists it.
                                 protocol_type: group
                                     .classic
                                     .protocol_type
                                     .clone()
-                                    .unwrap_or_else(|| "consumer".into()),
+                                    .unwrap_or_default(),
                                 group_state: group.state_name().into(),
                                 group_type: "classic".into(),
                                 ..Default::default()

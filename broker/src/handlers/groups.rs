@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use bytes::Bytes;
+
 use wire::generated::delete_groups_response::DeletableGroupResult;
 use wire::generated::describe_groups_response::DescribedGroup;
 use wire::generated::find_coordinator_response::Coordinator as CoordinatorEntry;
@@ -27,6 +29,10 @@ use crate::forward::{Reply, Request, TopicSpec};
 use crate::group::classic::JoinArgs;
 use crate::group::{self, FetchedTopic, GroupAnswer, GroupOp, OFFSETS_TOPIC};
 use crate::shard::Shard;
+
+/// Kafka's AclOperation codes allowed on a GROUP resource (READ 3, DELETE 6, DESCRIBE 8,
+/// DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11) as DescribeGroups' bit field.
+const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11);
 
 /// FindCoordinator key types.
 const KEY_TYPE_GROUP: i8 = 0;
@@ -196,7 +202,9 @@ pub async fn join_group(
             protocols: request
                 .protocols
                 .iter()
-                .map(|p| (p.name.clone(), p.metadata.clone()))
+                // Copied: a slice would keep the whole connection read buffer it came
+                // from (64 KiB) alive as long as the member stays in its group.
+                .map(|p| (p.name.clone(), Bytes::copy_from_slice(&p.metadata)))
                 .collect(),
             require_known_member_id: version >= 4,
         };
@@ -250,7 +258,7 @@ pub async fn sync_group(
             assignments: request
                 .assignments
                 .iter()
-                .map(|a| (a.member_id.clone(), a.assignment.clone()))
+                .map(|a| (a.member_id.clone(), Bytes::copy_from_slice(&a.assignment)))
                 .collect(),
         };
         match call(&shard, &request.group_id, op).await {
@@ -612,9 +620,12 @@ pub async fn describe_groups(
                 },
             }
         };
-        if !(version >= 3 && request.include_authorized_operations) {
-            described.authorized_operations = i32::MIN;
-        }
+        described.authorized_operations = if version >= 3 && request.include_authorized_operations {
+            // No ACLs: every operation Kafka defines on a group resource is allowed.
+            GROUP_OPERATIONS
+        } else {
+            i32::MIN
+        };
         if version < 4 {
             for member in &mut described.members {
                 member.group_instance_id = None;

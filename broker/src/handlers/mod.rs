@@ -8,8 +8,10 @@
 mod admin;
 mod api_versions;
 mod describe_configs;
+mod describe_producers;
 mod fetch;
 mod groups;
+mod init_producer_id;
 mod list_offsets;
 mod metadata;
 mod produce;
@@ -49,6 +51,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 0),
+    (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::DescribeProducers, 0, 0),
 ];
 
 /// Versions advertised in ApiVersions below the served range, answered with
@@ -204,6 +208,14 @@ pub fn dispatch(
         ),
         ApiKey::DescribeConfigs => spawn(
             describe_configs::handle(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::InitProducerId => spawn(
+            init_producer_id::handle(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::DescribeProducers => spawn(
+            describe_producers::handle(shard, decode(&ctx, body)?, ctx),
             held,
         ),
         _ => unreachable!("SUPPORTED lists only handled keys"),

@@ -58,6 +58,9 @@ pub struct Image {
     /// Offset of the last record applied (None for an empty log); lets shards tell versions
     /// apart.
     pub offset: Option<u64>,
+    /// First producer id of the next block to hand out (ProducerIdsRecord.nextProducerId);
+    /// every id below it was given to some block already.
+    pub next_producer_id: i64,
 }
 
 impl Image {
@@ -206,6 +209,12 @@ impl Image {
                     tracing::warn!(?topic_id, "RemoveTopicRecord for unknown topic");
                 }
             }
+            MetadataRecord::ProducerIds {
+                next_producer_id, ..
+            } => {
+                // Never backwards, whatever a damaged log says: ids must not be reused.
+                self.next_producer_id = self.next_producer_id.max(*next_producer_id);
+            }
         }
     }
 
@@ -273,6 +282,13 @@ impl Image {
                     value: Some(v.clone()),
                 });
             }
+        }
+        if self.next_producer_id > 0 {
+            out.push(MetadataRecord::ProducerIds {
+                broker_id: -1,
+                broker_epoch: -1,
+                next_producer_id: self.next_producer_id,
+            });
         }
         out
     }

@@ -48,6 +48,10 @@ pub enum LogError {
     /// are accepted (restart to recover from what is on disk).
     #[error("metadata log is unusable after an earlier I/O failure")]
     Poisoned,
+    /// Every producer id up to i64::MAX has been handed out (Kafka: "Exhausted all
+    /// producerIds").
+    #[error("exhausted all producer ids")]
+    ProducerIdsExhausted,
 }
 
 pub struct MetadataLog {

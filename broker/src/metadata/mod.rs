@@ -24,6 +24,9 @@ use image::Image;
 pub use log::{LogError, MetadataLog};
 pub use records::{MetadataRecord, TopicId, RESOURCE_TOPIC};
 
+/// Producer ids per block handed to a shard (Kafka's `ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE`).
+pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
+
 /// Records between automatic snapshots.
 pub const DEFAULT_SNAPSHOT_EVERY: u64 = 1000;
 
@@ -242,6 +245,23 @@ impl Controller {
     /// Writes a snapshot now (e.g. at clean shutdown).
     pub fn snapshot(&mut self) -> Result<(), LogError> {
         self.log.snapshot(&self.image)
+    }
+
+    /// Hands out the next block of `PRODUCER_ID_BLOCK_SIZE` producer ids (Kafka's
+    /// ProducerIdControlManager): the ProducerIdsRecord is fdatasynced before the block is
+    /// returned, so after any crash the next block starts past it. Returns the block's first
+    /// id.
+    pub fn allocate_producer_ids(&mut self) -> Result<i64, LogError> {
+        let first = self.image.next_producer_id;
+        let next = first
+            .checked_add(PRODUCER_ID_BLOCK_SIZE)
+            .ok_or(LogError::ProducerIdsExhausted)?;
+        self.commit(&[MetadataRecord::ProducerIds {
+            broker_id: self.config.node_id,
+            broker_epoch: -1,
+            next_producer_id: next,
+        }])?;
+        Ok(first)
     }
 
     /// CreateTopics for one topic. `num_partitions` / `replication_factor` of -1 use the

@@ -58,6 +58,13 @@ pub enum MetadataRecord {
     },
     /// RemoveTopicRecord (apiKey 9).
     RemoveTopic { topic_id: TopicId },
+    /// ProducerIdsRecord (apiKey 15): a block of producer ids was handed out; ids below
+    /// `next_producer_id` are never given again.
+    ProducerIds {
+        broker_id: i32,
+        broker_epoch: i64,
+        next_producer_id: i64,
+    },
 }
 
 /// One log entry: offset, Raft term/epoch (0 until replication exists) and the record.
@@ -89,6 +96,7 @@ const TYPE_TOPIC: u8 = 2;
 const TYPE_PARTITION: u8 = 3;
 const TYPE_CONFIG: u8 = 4;
 const TYPE_REMOVE_TOPIC: u8 = 9;
+const TYPE_PRODUCER_IDS: u8 = 15;
 
 impl MetadataRecord {
     /// Kafka metadata apiKey of this record.
@@ -98,6 +106,7 @@ impl MetadataRecord {
             MetadataRecord::Partition { .. } => TYPE_PARTITION,
             MetadataRecord::Config { .. } => TYPE_CONFIG,
             MetadataRecord::RemoveTopic { .. } => TYPE_REMOVE_TOPIC,
+            MetadataRecord::ProducerIds { .. } => TYPE_PRODUCER_IDS,
         }
     }
 
@@ -146,6 +155,15 @@ impl MetadataRecord {
                 }
             }
             MetadataRecord::RemoveTopic { topic_id } => buf.extend_from_slice(topic_id),
+            MetadataRecord::ProducerIds {
+                broker_id,
+                broker_epoch,
+                next_producer_id,
+            } => {
+                buf.extend_from_slice(&broker_id.to_be_bytes());
+                buf.extend_from_slice(&broker_epoch.to_be_bytes());
+                buf.extend_from_slice(&next_producer_id.to_be_bytes());
+            }
         }
     }
 
@@ -153,7 +171,7 @@ impl MetadataRecord {
     pub fn decode_body(record_type: u8, version: u8, body: &[u8]) -> Result<Self, DecodeError> {
         if !matches!(
             record_type,
-            TYPE_TOPIC | TYPE_PARTITION | TYPE_CONFIG | TYPE_REMOVE_TOPIC
+            TYPE_TOPIC | TYPE_PARTITION | TYPE_CONFIG | TYPE_REMOVE_TOPIC | TYPE_PRODUCER_IDS
         ) {
             return Err(DecodeError::UnknownType(record_type));
         }
@@ -192,6 +210,11 @@ impl MetadataRecord {
                 resource_name: r.string()?,
                 name: r.string()?,
                 value: r.nullable_string()?,
+            },
+            TYPE_PRODUCER_IDS => MetadataRecord::ProducerIds {
+                broker_id: r.i32()?,
+                broker_epoch: r.i64()?,
+                next_producer_id: r.i64()?,
             },
             _ => MetadataRecord::RemoveTopic {
                 topic_id: r.uuid()?,
@@ -286,6 +309,9 @@ impl<'a> Reader<'a> {
     fn u32(&mut self) -> Result<u32, DecodeError> {
         Ok(u32::from_be_bytes(self.take(4)?.try_into().unwrap()))
     }
+    fn i64(&mut self) -> Result<i64, DecodeError> {
+        Ok(i64::from_be_bytes(self.take(8)?.try_into().unwrap()))
+    }
     fn i32(&mut self) -> Result<i32, DecodeError> {
         Ok(self.u32()? as i32)
     }
@@ -358,6 +384,11 @@ mod tests {
                 value: Some("".into()),
             },
             MetadataRecord::RemoveTopic { topic_id: id },
+            MetadataRecord::ProducerIds {
+                broker_id: 1,
+                broker_epoch: -1,
+                next_producer_id: 5000,
+            },
         ]
     }
 

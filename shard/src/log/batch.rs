@@ -58,3 +58,25 @@ pub(crate) fn peek(b: &[u8]) -> Result<Peek, String> {
 pub(crate) fn max_timestamp(b: &[u8]) -> i64 {
     be_i64(b, 35)
 }
+
+/// The whole 61-byte header as wire's `BatchHeader` (needs `BATCH_HEADER_BYTES`), without the
+/// checks of `BatchHeader::parse`, which wants the whole batch: used to rebuild producer state
+/// from batches already validated when they were written or recovered.
+pub(crate) fn header(b: &[u8]) -> wire::record_batch::BatchHeader {
+    debug_assert!(b.len() >= BATCH_HEADER_BYTES);
+    wire::record_batch::BatchHeader {
+        base_offset: be_i64(b, 0),
+        batch_length: be_i32(b, 8),
+        partition_leader_epoch: be_i32(b, 12),
+        magic: b[16] as i8,
+        crc: be_i32(b, 17) as u32,
+        attributes: i16::from_be_bytes([b[21], b[22]]),
+        last_offset_delta: be_i32(b, 23),
+        base_timestamp: be_i64(b, 27),
+        max_timestamp: be_i64(b, 35),
+        producer_id: be_i64(b, 43),
+        producer_epoch: i16::from_be_bytes([b[51], b[52]]),
+        base_sequence: be_i32(b, 53),
+        records_count: be_i32(b, 57),
+    }
+}

@@ -13,12 +13,14 @@
 //! - `checkpoint`: the recovery point file and the clean-shutdown marker.
 //! - `dir`: the directory's topic id (`partition.metadata`) and crash-safe deletion.
 //! - `partition_log`: `PartitionLog`, the public API (append / read / recovery / sync).
+//! - `producer_state`: idempotent-producer state (sequence checks, duplicates, snapshots).
 
 pub(crate) mod batch;
 pub(crate) mod checkpoint;
 pub mod dir;
 pub(crate) mod index;
 pub(crate) mod partition_log;
+pub mod producer_state;
 pub(crate) mod segment;
 #[cfg(test)]
 pub(crate) mod test_util;
@@ -39,6 +41,9 @@ pub struct AppendInfo {
     /// topics with `message.timestamp.type=LogAppendTime` (-1 otherwise, as Kafka does).
     pub log_append_time_ms: i64,
     pub log_start_offset: i64,
+    /// The batch was a retry of one already in the log (same producer, epoch and sequence
+    /// range): nothing was written and the offsets are the original batch's.
+    pub duplicate: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +79,10 @@ pub enum LogError {
     /// further appends and durable acks until it is reopened (which recovers from disk).
     #[error("log {} failed earlier: {reason}", path.display())]
     Failed { path: PathBuf, reason: String },
+    /// The idempotent producer's sequence or epoch does not fit the partition's state
+    /// (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH).
+    #[error(transparent)]
+    Producer(#[from] producer_state::ProducerError),
 }
 
 impl LogError {
@@ -98,6 +107,11 @@ pub(crate) fn segment_paths(dir: &Path, base_offset: i64) -> (PathBuf, PathBuf, 
         dir.join(format!("{stem}.index")),
         dir.join(format!("{stem}.timeindex")),
     )
+}
+
+/// `<dir>/<20-digit offset>.snapshot`: producer state as of `offset` (Kafka's naming).
+pub(crate) fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
+    dir.join(format!("{}.snapshot", file_stem(offset)))
 }
 
 /// Parses a 20-digit segment file stem back to its base offset.

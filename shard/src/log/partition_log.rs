@@ -26,8 +26,9 @@ use wire::record_batch::{patched_prefix, BatchHeader};
 use super::batch::{self, BATCH_HEADER_BYTES, PEEK_BYTES, PEEK_TS_BYTES};
 use super::checkpoint::{self, Checkpoint, CheckpointFile};
 use super::dir::{self, TopicId};
+use super::producer_state::{ProducerStateManager, NO_PRODUCER_ID};
 use super::segment::{read_exact_at, Segment, Walker};
-use super::{join_all, now_ms, parse_stem, segment_paths, AppendInfo, LogError};
+use super::{join_all, now_ms, parse_stem, segment_paths, snapshot_path, AppendInfo, LogError};
 use crate::config::LogConfig;
 
 pub struct PartitionLog {
@@ -56,6 +57,8 @@ pub struct PartitionLog {
     /// Count of fdatasync jobs completed (tests and metrics).
     syncs_completed: u64,
     recovery: RecoveryReport,
+    /// Idempotent producers' sequences and epochs (see `producer_state`).
+    producers: ProducerStateManager,
 }
 
 /// What `open` had to re-validate. All zero after a clean shutdown: then only the headers
@@ -291,6 +294,7 @@ impl PartitionLog {
             failed: None,
             syncs_completed: 0,
             recovery: report,
+            producers: ProducerStateManager::new(),
         };
         if report.segments_recovered > 0 {
             tracing::info!(
@@ -314,6 +318,7 @@ impl PartitionLog {
             log.durable_offset = log_end;
             log.sync_requested_offset = log_end;
         }
+        log.load_producer_state(now).await?;
         log.sync().await?;
         log.write_checkpoint(Checkpoint {
             next_offset: log_end,
@@ -420,6 +425,18 @@ impl PartitionLog {
                 max: self.config.max_message_bytes,
             });
         }
+        if header.producer_id != NO_PRODUCER_ID {
+            // Before anything is written: a retry is answered with its original offsets.
+            if let Some(dup) = self.producers.check(header)? {
+                return Ok(AppendInfo {
+                    base_offset: dup.first_offset,
+                    last_offset: dup.last_offset,
+                    log_append_time_ms: -1,
+                    log_start_offset: self.log_start_offset,
+                    duplicate: true,
+                });
+            }
+        }
         let base_offset = self.log_end_offset();
         let last_offset = base_offset + header.last_offset_delta as i64;
         if self.should_roll(batch.len() as u64, last_offset, now) {
@@ -444,6 +461,7 @@ impl PartitionLog {
             return Err(e);
         }
         self.active_dirty = true;
+        self.producers.update(header, base_offset);
         self.messages_since_sync += header.records_count.max(0) as u64;
         self.first_unsynced_ms.get_or_insert(now);
         Ok(AppendInfo {
@@ -451,6 +469,7 @@ impl PartitionLog {
             last_offset,
             log_append_time_ms: now,
             log_start_offset: self.log_start_offset,
+            duplicate: false,
         })
     }
 
@@ -487,6 +506,7 @@ impl PartitionLog {
         tracing::debug!(dir = %self.dir.display(), base, "rolled segment");
         self.segments.push(seg);
         self.dir_dirty = true;
+        self.write_producer_snapshot(base);
         Ok(())
     }
 
@@ -780,6 +800,8 @@ impl PartitionLog {
             position: self.active().size,
         };
         self.write_checkpoint(cp)?;
+        // The state at the log end, so the next open walks no batch headers.
+        self.write_producer_snapshot(self.log_end_offset());
         let marker = checkpoint::clean_marker(&self.dir);
         std::fs::File::create(&marker).map_err(|e| LogError::io("create", &marker, e))?;
         checkpoint::sync_dir(&self.dir)
@@ -833,8 +855,114 @@ impl PartitionLog {
         }
         if deleted > 0 {
             self.log_start_offset = self.log_start_offset.max(self.segments[0].base_offset);
+            // Snapshots go with their segments (the one at the new log start stays).
+            for offset in list_snapshots(&self.dir)? {
+                if offset < self.log_start_offset {
+                    remove_file_if_exists(&snapshot_path(&self.dir, offset))?;
+                }
+            }
         }
         Ok(deleted)
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Idempotent producers
+    // ---------------------------------------------------------------------------------
+
+    /// The partition's producer state (DescribeProducers, tests).
+    pub fn producers(&self) -> &ProducerStateManager {
+        &self.producers
+    }
+
+    /// Drops producers idle for `producer.id.expiration.ms` (by their last batch's max
+    /// timestamp, as Kafka does). Returns how many were dropped.
+    pub fn remove_expired_producers(&mut self, now: i64) -> usize {
+        self.producers
+            .remove_expired(now, self.config.producer_id_expiration_ms)
+    }
+
+    /// Writes `<offset>.snapshot` (the state after every batch below `offset`): tmp file, then
+    /// rename. Not fdatasynced: a snapshot torn by a power loss fails its CRC and the next open
+    /// falls back to an older snapshot or the log itself, so a failure here only costs time at
+    /// the next start and is logged, not returned.
+    fn write_producer_snapshot(&self, offset: i64) {
+        let path = snapshot_path(&self.dir, offset);
+        let tmp = path.with_extension("snapshot.tmp");
+        let bytes = self.producers.to_snapshot();
+        let written = std::fs::write(&tmp, &bytes).and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(error) = written {
+            tracing::warn!(path = %path.display(), %error, "producer state snapshot not written");
+        }
+    }
+
+    /// Rebuilds the producer state at open: the newest readable snapshot at or below the log
+    /// end, then the headers of the batches after it (only headers: producer id, epoch,
+    /// sequence, last offset delta, max timestamp). Snapshots past the log end (recovery cut
+    /// the log below them) and unreadable ones are deleted, so state past a truncation point
+    /// never comes back.
+    async fn load_producer_state(&mut self, now: i64) -> Result<(), LogError> {
+        let log_end = self.log_end_offset();
+        let mut snapshots = list_snapshots(&self.dir)?;
+        snapshots.sort_unstable_by(|a, b| b.cmp(a));
+        let mut from = self.log_start_offset;
+        for offset in snapshots {
+            let path = snapshot_path(&self.dir, offset);
+            if offset > log_end {
+                tracing::info!(path = %path.display(), log_end, "deleting producer snapshot past the log end");
+                remove_file_if_exists(&path)?;
+                continue;
+            }
+            let read = std::fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|b| ProducerStateManager::from_snapshot(&b).map_err(|e| e.to_string()));
+            match read {
+                Ok(state) => {
+                    self.producers = state;
+                    from = offset.max(self.log_start_offset);
+                    break;
+                }
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "ignoring unreadable producer snapshot");
+                    remove_file_if_exists(&path)?;
+                }
+            }
+        }
+        let mut batches = 0u64;
+        let first = self
+            .segments
+            .partition_point(|s| s.base_offset <= from)
+            .saturating_sub(1);
+        for seg in &self.segments[first..] {
+            if seg.next_offset <= from || seg.size == 0 {
+                continue;
+            }
+            let mut pos = if seg.base_offset < from {
+                seg.index.lookup(from) as u64
+            } else {
+                0
+            };
+            let path = seg.log_path.clone();
+            let mut walker = Walker::new(seg.file()?, seg.size, 64 << 10);
+            while pos < seg.size {
+                let b = walker
+                    .bytes(pos, BATCH_HEADER_BYTES)
+                    .await
+                    .map_err(|e| LogError::io("read", &path, e))?
+                    .ok_or_else(|| corrupt(&path, pos, "partial batch header"))?;
+                let header = batch::header(b);
+                let total = batch::peek(b).map_err(|r| corrupt(&path, pos, r))?.total;
+                if header.last_offset() >= from {
+                    self.producers.update(&header, header.base_offset);
+                    batches += 1;
+                }
+                pos += total as u64;
+            }
+        }
+        let expired = self.remove_expired_producers(now);
+        if batches > 0 || !self.producers.is_empty() {
+            tracing::debug!(dir = %self.dir.display(), from, batches, producers = self.producers.len(), expired, "producer state loaded");
+        }
+        Ok(())
     }
 }
 
@@ -964,6 +1092,32 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
         }
     }
     Ok(logs)
+}
+
+/// Offsets of the `<offset>.snapshot` files in `dir` (unsorted); leftover `.snapshot.tmp`
+/// files of an interrupted write are removed.
+fn list_snapshots(dir: &Path) -> Result<Vec<i64>, LogError> {
+    let mut out = Vec::new();
+    let rd = std::fs::read_dir(dir).map_err(|e| LogError::io("read dir", dir, e))?;
+    for entry in rd {
+        let entry = entry.map_err(|e| LogError::io("read dir", dir, e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name.ends_with(".snapshot.tmp") {
+            remove_file_if_exists(&entry.path())?;
+        } else if let Some(offset) = name.strip_suffix(".snapshot").and_then(parse_stem) {
+            out.push(offset);
+        }
+    }
+    Ok(out)
+}
+
+fn remove_file_if_exists(path: &Path) -> Result<(), LogError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(LogError::io("remove", path, e)),
+    }
 }
 
 fn remove_segment_files(dir: &Path, base: i64) -> Result<(), LogError> {
@@ -1711,6 +1865,125 @@ mod tests {
                     &w.bytes[..]
                 );
             }
+        });
+    }
+
+    fn producer_batch(pid: i64, epoch: i16, seq: i32, records: usize) -> (Bytes, BatchHeader) {
+        let mut b = wire::record_batch::BatchBuilder::new(wire::record_batch::Compression::None)
+            .producer(pid, epoch, seq);
+        for i in 0..records {
+            b = b.push(
+                None,
+                Some(format!("v{i}").as_bytes()),
+                &[],
+                1_000 + i as i64,
+            );
+        }
+        let bytes = b.build();
+        let h = validate_batch(&bytes).unwrap();
+        (bytes, h)
+    }
+
+    fn snapshots(dir: &Path) -> Vec<i64> {
+        let mut v = list_snapshots(dir).unwrap();
+        v.sort_unstable();
+        v
+    }
+
+    /// Producer state: snapshot at every roll and at close, rebuilt at open from the newest
+    /// readable snapshot plus the batch headers after it; snapshots past a truncation point
+    /// and corrupt ones are dropped; retention removes them with their segments.
+    #[test]
+    fn producer_state_survives_restarts_and_truncation() {
+        let dir = tmp();
+        let path = dir.path().join("p-0");
+        run(async move {
+            let config = LogConfig {
+                segment_bytes: 250,
+                producer_id_expiration_ms: i64::MAX,
+                ..small_config()
+            };
+            let mut log = PartitionLog::open(path.clone(), config.clone())
+                .await
+                .unwrap();
+            let mut seq = 0;
+            let mut appended = Vec::new();
+            for _ in 0..12 {
+                let (b, h) = producer_batch(42, 0, seq, 3);
+                let info = log.append(&b, &h, 0).unwrap();
+                appended.push((b, h, info.base_offset));
+                seq += 3;
+            }
+            assert!(log.segment_count() > 2, "test needs rolls");
+            let rolled = snapshots(&path);
+            assert!(!rolled.is_empty());
+            let state = log.producers().clone();
+            // Clean close: a snapshot at the log end; reopen restores the same state.
+            let end = log.log_end_offset();
+            log.close().await.unwrap();
+            assert!(snapshots(&path).contains(&end));
+            let mut log = PartitionLog::open(path.clone(), config.clone())
+                .await
+                .unwrap();
+            assert_eq!(*log.producers(), state);
+            // Retries of the last five batches are answered with their offsets.
+            for (b, h, base) in &appended[7..] {
+                let info = log.append(b, h, 0).unwrap();
+                assert!(info.duplicate);
+                assert_eq!(info.base_offset, *base);
+            }
+            assert_eq!(log.log_end_offset(), end);
+            // Crash (no close), with the newest snapshot corrupt: an older one plus the
+            // headers after it give the same state.
+            log.sync().await.unwrap();
+            drop(log);
+            std::fs::remove_file(checkpoint::clean_marker(&path)).ok();
+            let newest = *snapshots(&path).last().unwrap();
+            std::fs::write(snapshot_path(&path, newest), b"garbage").unwrap();
+            let log = PartitionLog::open(path.clone(), config.clone())
+                .await
+                .unwrap();
+            assert_eq!(*log.producers(), state);
+            assert!(
+                !snapshots(&path).contains(&newest),
+                "corrupt snapshot deleted"
+            );
+            drop(log);
+            // Truncation (recovery cuts the log below the last batches): state past the cut is
+            // gone, as are snapshots past it.
+            let last_seg = *list_segments(&path).unwrap().last().unwrap();
+            let (log_file, _, _) = segment_paths(&path, last_seg);
+            let len = std::fs::metadata(&log_file).unwrap().len();
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&log_file)
+                .unwrap();
+            f.set_len(len - 5).unwrap(); // tear the last batch
+            drop(f);
+            std::fs::write(snapshot_path(&path, end + 100), state.to_snapshot()).unwrap();
+            let mut log = PartitionLog::open(path.clone(), config.clone())
+                .await
+                .unwrap();
+            assert!(log.log_end_offset() < end);
+            let entry = log.producers().get(42).unwrap();
+            assert_eq!(entry.last_offset(), log.log_end_offset() - 1);
+            assert_eq!(entry.last_seq(), 32);
+            assert!(snapshots(&path).iter().all(|&o| o <= log.log_end_offset()));
+            // The torn batch can be sent again and is appended (not a duplicate).
+            let (b, h, _) = &appended[11];
+            let info = log.append(b, h, 0).unwrap();
+            assert!(!info.duplicate);
+            // Retention takes snapshots below the new log start with their segments.
+            log.config.retention_bytes = 1;
+            log.apply_retention(now_ms()).unwrap();
+            let start = log.log_start_offset();
+            assert!(start > 0);
+            assert!(snapshots(&path).iter().all(|&o| o >= start));
+            // Expiry by the last batch's timestamp (1,000 + records - 1 ms).
+            log.config.producer_id_expiration_ms = 10;
+            assert_eq!(log.remove_expired_producers(1_011), 0);
+            assert_eq!(log.remove_expired_producers(1_012), 1);
+            assert!(log.producers().is_empty());
         });
     }
 }
