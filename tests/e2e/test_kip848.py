@@ -6,6 +6,7 @@ Every record must be read exactly once by a group of three; a member that leaves
 partitions to the others; consumers that restart resume from their commits.
 """
 
+import gc
 import time
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -119,6 +120,8 @@ def test_three_consumers_split_leave_and_resume(broker):
         m.close()
     consumed_before = values(members) + values([leaver])
     assert sorted(consumed_before) == sorted(sent | more)
+    del admin
+    gc.collect()
     broker.restart()
     b = broker.bootstrap
     later = produce(b, topic, 900, 120)
