@@ -534,6 +534,34 @@ pub const BROKER_KEYS: &[Spec] = &[
         Check::AtLeast(1),
         "Most members of one classic group (GROUP_MAX_SIZE_REACHED beyond).",
     ),
+    spec(
+        "group.consumer.session.timeout.ms",
+        T::Int,
+        Some("45000"),
+        Check::AtLeast(1),
+        "A KIP-848 consumer group member that does not heartbeat for this long is fenced.",
+    ),
+    spec(
+        "group.consumer.heartbeat.interval.ms",
+        T::Int,
+        Some("5000"),
+        Check::AtLeast(1),
+        "Heartbeat interval told to KIP-848 consumer group members.",
+    ),
+    spec(
+        "group.consumer.max.size",
+        T::Int,
+        Some("2147483647"),
+        Check::AtLeast(1),
+        "Most members of one KIP-848 consumer group (GROUP_MAX_SIZE_REACHED beyond).",
+    ),
+    spec(
+        "group.consumer.assignors",
+        T::List,
+        Some("uniform,range"),
+        Check::ListOf(&["uniform", "range"]),
+        "Broker-side assignors of KIP-848 consumer groups; the first is the default.",
+    ),
 ];
 
 /// Kafka keys commonly found in `server.properties` that mean nothing to us (thread pools,
@@ -1067,6 +1095,8 @@ pub struct GroupConfig {
     pub min_session_timeout_ms: i32,
     pub max_session_timeout_ms: i32,
     pub max_size: usize,
+    /// KIP-848 consumer groups (`group.consumer.*`).
+    pub consumer: crate::group::consumer::ConsumerGroupConfig,
 }
 
 /// Typed broker configuration. Effective values: aliases and unit variants are already folded
@@ -1301,6 +1331,26 @@ impl BrokerConfig {
                     get("group.max.session.timeout.ms"),
                 )?,
                 max_size: num("group.max.size", get("group.max.size"))?,
+                consumer: crate::group::consumer::ConsumerGroupConfig {
+                    session_timeout_ms: num(
+                        "group.consumer.session.timeout.ms",
+                        get("group.consumer.session.timeout.ms"),
+                    )?,
+                    heartbeat_interval_ms: num(
+                        "group.consumer.heartbeat.interval.ms",
+                        get("group.consumer.heartbeat.interval.ms"),
+                    )?,
+                    max_size: num("group.consumer.max.size", get("group.consumer.max.size"))?,
+                    assignors: get("group.consumer.assignors")
+                        .unwrap_or("uniform,range")
+                        .split(',')
+                        .filter_map(|name| {
+                            crate::group::assignor::Assignor::from_name(
+                                &name.trim().to_ascii_lowercase(),
+                            )
+                        })
+                        .collect(),
+                },
             },
             log_retention_ms: if log_retention_ms < 0 {
                 -1

@@ -13,7 +13,9 @@
 //! (start-up, or the topic's creation) it replays the partition from its start before serving
 //! its groups; until then their requests get COORDINATOR_LOAD_IN_PROGRESS.
 
+pub mod assignor;
 pub mod classic;
+pub mod consumer;
 pub mod records;
 
 use std::cell::RefCell;
@@ -42,7 +44,10 @@ use wire::ErrorCode;
 use crate::metadata::records::TopicId;
 use crate::shard::Shard;
 use classic::{ClassicGroup, JoinArgs, State, Step};
+use consumer::ConsumerGroup;
 use records::GroupRecord;
+use wire::generated::consumer_group_describe_response::DescribedGroup as ConsumerDescribedGroup;
+use wire::generated::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
 
 /// Kafka's internal topic of group state.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -73,9 +78,12 @@ pub struct Committed {
     pub commit_timestamp: i64,
 }
 
-/// One group: its classic membership and its committed offsets.
+/// One group: its classic membership or its KIP-848 consumer group, and its committed
+/// offsets. A group id is one kind or the other (Kafka's `Group.type()`).
 pub struct Group {
     pub classic: ClassicGroup,
+    /// The KIP-848 state; `Some` and existing makes this a consumer group.
+    pub consumer: Option<ConsumerGroup>,
     pub offsets: BTreeMap<(String, i32), Committed>,
     /// Wall-clock ms since which the group has no members (offsets retention).
     pub empty_since: i64,
@@ -85,6 +93,7 @@ impl Group {
     fn new(now_wall: i64) -> Group {
         Group {
             classic: ClassicGroup::new(),
+            consumer: None,
             offsets: BTreeMap::new(),
             empty_since: now_wall,
         }
@@ -92,6 +101,26 @@ impl Group {
 
     fn state_name(&self) -> &'static str {
         self.classic.state().name()
+    }
+
+    /// The group's KIP-848 state when it is a consumer group.
+    pub fn consumer(&self) -> Option<&ConsumerGroup> {
+        self.consumer.as_ref().filter(|c| c.exists())
+    }
+
+    fn has_consumer_members(&self) -> bool {
+        self.consumer().is_some_and(|c| !c.members().is_empty())
+    }
+}
+
+/// Topic lookups for consumer-group subscriptions, from the shard's metadata image.
+fn topic_lookup(
+    image: &crate::metadata::image::Image,
+) -> impl Fn(&str) -> Option<(TopicId, i32)> + '_ {
+    move |name: &str| {
+        image
+            .topic(name)
+            .map(|t| (t.topic_id, t.partitions.len() as i32))
     }
 }
 
@@ -157,9 +186,23 @@ pub enum GroupOp {
         group_id: String,
         /// `None`: every committed offset of the group.
         topics: Option<Vec<(String, Vec<i32>)>>,
+        /// OffsetFetch v9+: the fetching member (id, epoch), checked for consumer groups.
+        member_id: Option<String>,
+        member_epoch: i32,
     },
     OffsetDelete(OffsetDeleteRequest),
     Describe {
+        group_id: String,
+    },
+    /// KIP-848 ConsumerGroupHeartbeat.
+    ConsumerHeartbeat {
+        request: Box<ConsumerGroupHeartbeatRequest>,
+        version: i16,
+        client_id: String,
+        client_host: String,
+    },
+    /// KIP-848 ConsumerGroupDescribe of one group.
+    ConsumerDescribe {
         group_id: String,
     },
     Delete {
@@ -189,6 +232,8 @@ pub enum GroupAnswer {
     OffsetDelete(OffsetDeleteResponse),
     Describe(DescribedGroup),
     List(Vec<ListedGroup>),
+    ConsumerHeartbeat(ConsumerGroupHeartbeatResponse),
+    ConsumerDescribe(ConsumerDescribedGroup),
 }
 
 pub struct LeaveGroupResponseParts {
@@ -270,7 +315,15 @@ impl Coordinator {
             }
         }
         let group_count = groups.len();
-        let live = groups.values().any(|g| g.classic.is_live());
+        let now = coordinator.now() as i64;
+        for group in groups.values_mut() {
+            if let Some(consumer) = group.consumer.as_mut() {
+                consumer.schedule_after_load(now, &shard.config.groups.consumer);
+            }
+        }
+        let live = groups
+            .values()
+            .any(|g| g.classic.is_live() || g.has_consumer_members());
         coordinator
             .partitions
             .borrow_mut()
@@ -326,8 +379,27 @@ impl Coordinator {
                     groups.remove(&key.group);
                 }
             },
-            // KIP-848 records: kept by the consumer-group implementation when it exists.
-            _ => {}
+            record => {
+                let Some(group_id) = consumer_record_group(&record) else {
+                    return;
+                };
+                let group = groups
+                    .entry(group_id.to_string())
+                    .or_insert_with(|| Group::new(wall_ms()));
+                let consumer = group
+                    .consumer
+                    .get_or_insert_with(|| ConsumerGroup::new(group_id));
+                consumer.replay(&record);
+                if consumer.is_deleted() {
+                    group.consumer = None;
+                    let unused = group.offsets.is_empty()
+                        && group.classic.member_count() == 0
+                        && group.classic.protocol_type.is_none();
+                    if unused {
+                        groups.remove(group_id);
+                    }
+                }
+            }
         }
     }
 
@@ -414,7 +486,20 @@ impl Coordinator {
         match op {
             GroupOp::Join { group_id, args } => {
                 let member_id = args.member_id.clone();
+                if let Err(code) =
+                    Self::retire_empty_consumer_group(shard, partition, &group_id).await
+                {
+                    return GroupAnswer::Join(join_error(&member_id, code));
+                }
                 let step = coordinator.with_groups(partition, |groups, _| {
+                    if groups
+                        .get(&group_id)
+                        .is_some_and(Group::has_consumer_members)
+                    {
+                        // Kafka refuses a classic member in a consumer group whose members do
+                        // not speak its protocol (no classic members to share one with).
+                        return Err(ErrorCode::InconsistentGroupProtocol);
+                    }
                     let group = groups
                         .entry(group_id.clone())
                         .or_insert_with(|| Group::new(wall_ms()));
@@ -427,9 +512,9 @@ impl Coordinator {
                     if group.classic.is_live() {
                         coordinator.live.notify(usize::MAX);
                     }
-                    step
+                    Ok(step)
                 });
-                let response = match step {
+                let response = match step.and_then(|step| step) {
                     Err(code) => join_error(&member_id, code),
                     Ok(Step::Now(response)) => {
                         Self::persist_group(shard, partition, &group_id).await;
@@ -574,7 +659,25 @@ impl Coordinator {
             GroupOp::OffsetCommit { request, version } => GroupAnswer::OffsetCommit(
                 Self::offset_commit(shard, partition, request, version).await,
             ),
-            GroupOp::OffsetFetch { group_id, topics } => {
+            GroupOp::OffsetFetch {
+                group_id,
+                topics,
+                member_id,
+                member_epoch,
+            } => {
+                let checked = coordinator.with_groups(partition, |groups, _| {
+                    let consumer = groups.get(&group_id).and_then(Group::consumer);
+                    match consumer {
+                        Some(c) => c.validate_offset_fetch(member_id.as_deref(), member_epoch),
+                        None => Ok(()),
+                    }
+                });
+                if let Ok(Err(code)) = checked {
+                    return GroupAnswer::OffsetFetch {
+                        error_code: code.code(),
+                        topics: Vec::new(),
+                    };
+                }
                 let answer = coordinator.with_groups(partition, |groups, _| {
                     let group = groups.get(&group_id);
                     let fetched = |topic: &str, p: i32| {
@@ -623,6 +726,14 @@ impl Coordinator {
             GroupOp::Describe { group_id } => {
                 let described =
                     coordinator.with_groups(partition, |groups, _| match groups.get(&group_id) {
+                        // Not a classic group: Kafka describes it as Dead (GROUP_ID_NOT_FOUND from
+                        // DescribeGroups v6, which is not served).
+                        Some(group) if group.consumer().is_some() => DescribedGroup {
+                            error_code: 0,
+                            group_id: group_id.clone(),
+                            group_state: "Dead".into(),
+                            ..Default::default()
+                        },
                         Some(group) => describe(&group_id, group),
                         None => DescribedGroup {
                             error_code: 0,
@@ -637,6 +748,52 @@ impl Coordinator {
                     ..Default::default()
                 }))
             }
+            GroupOp::ConsumerHeartbeat {
+                request,
+                version,
+                client_id,
+                client_host,
+            } => GroupAnswer::ConsumerHeartbeat(
+                Self::consumer_heartbeat(
+                    shard,
+                    partition,
+                    request,
+                    version,
+                    client_id,
+                    client_host,
+                )
+                .await,
+            ),
+            GroupOp::ConsumerDescribe { group_id } => {
+                let described = coordinator.with_groups(partition, |groups, _| {
+                    let group = groups.get(&group_id);
+                    match group.and_then(Group::consumer) {
+                        Some(consumer) => consumer.describe(&config.consumer, i32::MIN),
+                        None => {
+                            let message = if group.is_some() {
+                                format!("Group {group_id} is not a consumer group.")
+                            } else {
+                                format!("Group {group_id} not found.")
+                            };
+                            ConsumerDescribedGroup {
+                                error_code: ErrorCode::GroupIdNotFound.code(),
+                                error_message: Some(message),
+                                group_id: group_id.clone(),
+                                authorized_operations: i32::MIN,
+                                ..Default::default()
+                            }
+                        }
+                    }
+                });
+                GroupAnswer::ConsumerDescribe(described.unwrap_or_else(|code| {
+                    ConsumerDescribedGroup {
+                        error_code: code.code(),
+                        group_id,
+                        authorized_operations: i32::MIN,
+                        ..Default::default()
+                    }
+                }))
+            }
             GroupOp::Delete { group_id } => {
                 GroupAnswer::Code(Self::delete_group(shard, partition, &group_id).await.code())
             }
@@ -645,6 +802,16 @@ impl Coordinator {
                 for state in coordinator.partitions.borrow().values() {
                     if let PartitionState::Loaded { groups, .. } = state {
                         for (id, group) in groups {
+                            if let Some(consumer) = group.consumer() {
+                                listed.push(ListedGroup {
+                                    group_id: id.clone(),
+                                    protocol_type: consumer::PROTOCOL_TYPE.into(),
+                                    group_state: consumer.state().name().into(),
+                                    group_type: "consumer".into(),
+                                    ..Default::default()
+                                });
+                                continue;
+                            }
                             if group.classic.state() == State::Dead {
                                 continue;
                             }
@@ -667,6 +834,110 @@ impl Coordinator {
                 GroupAnswer::List(listed)
             }
         }
+    }
+
+    /// KIP-848 ConsumerGroupHeartbeat on the owning shard: the state machine runs on the
+    /// group, its records are written, and the answer goes out once they are durable (a failed
+    /// write puts the group back as it was).
+    async fn consumer_heartbeat(
+        shard: &Rc<Shard>,
+        partition: i32,
+        request: Box<ConsumerGroupHeartbeatRequest>,
+        version: i16,
+        client_id: String,
+        client_host: String,
+    ) -> ConsumerGroupHeartbeatResponse {
+        let coordinator = &shard.coordinator;
+        let now = coordinator.now() as i64;
+        let image = shard.image();
+        let lookup = topic_lookup(&image);
+        let config = &shard.config.groups.consumer;
+        let context = consumer::RequestContext {
+            api_version: version,
+            client_id: &client_id,
+            client_host: &client_host,
+        };
+        let group_id = request.group_id.clone();
+        let outcome = coordinator.with_groups(partition, |groups, topic_id| {
+            let fresh = !groups.contains_key(&group_id);
+            let group = groups
+                .entry(group_id.clone())
+                .or_insert_with(|| Group::new(wall_ms()));
+            if group.consumer().is_none() && group.classic.member_count() > 0 {
+                return Err((
+                    ErrorCode::GroupIdNotFound,
+                    format!("Group {group_id} is not a consumer group."),
+                ));
+            }
+            let consumer = group
+                .consumer
+                .get_or_insert_with(|| ConsumerGroup::new(&group_id));
+            let before = consumer.clone();
+            let (response, records) = consumer.heartbeat(&request, &context, now, &lookup, config);
+            let exists = consumer.exists();
+            if consumer.members().is_empty() {
+                group.empty_since = wall_ms();
+            } else {
+                coordinator.live.notify(usize::MAX);
+            }
+            if !exists {
+                group.consumer = None;
+                if fresh {
+                    groups.remove(&group_id);
+                }
+            }
+            Ok((response, records, before, topic_id))
+        });
+        let error = |code: ErrorCode, message: Option<String>| ConsumerGroupHeartbeatResponse {
+            error_code: code.code(),
+            error_message: message,
+            ..Default::default()
+        };
+        let (response, records, before, topic_id) = match outcome {
+            Err(code) => return error(code, None),
+            Ok(Err((code, message))) => return error(code, Some(message)),
+            Ok(Ok(parts)) => parts,
+        };
+        if let Err(code) = Self::append(shard, topic_id, partition, &records).await {
+            let _ = coordinator.with_groups(partition, |groups, _| {
+                if let Some(group) = groups.get_mut(&group_id) {
+                    group.consumer = Some(before);
+                }
+            });
+            return error(code, None);
+        }
+        response
+    }
+
+    /// A classic JoinGroup for an empty consumer group turns it back into a classic group, as
+    /// Kafka does: the consumer group's records are tombstoned first.
+    async fn retire_empty_consumer_group(
+        shard: &Rc<Shard>,
+        partition: i32,
+        group_id: &str,
+    ) -> Result<(), ErrorCode> {
+        let plan = shard
+            .coordinator
+            .with_groups(partition, |groups, topic_id| {
+                let consumer = groups.get(group_id).and_then(Group::consumer)?;
+                if !consumer.members().is_empty() {
+                    return None;
+                }
+                consumer
+                    .delete_records()
+                    .ok()
+                    .map(|records| (topic_id, records))
+            });
+        let Ok(Some((topic_id, records))) = plan else {
+            return Ok(());
+        };
+        Self::append(shard, topic_id, partition, &records).await?;
+        let _ = shard.coordinator.with_groups(partition, |groups, _| {
+            if let Some(group) = groups.get_mut(group_id) {
+                group.consumer = None;
+            }
+        });
+        Ok(())
     }
 
     async fn persist_if_empty(shard: &Rc<Shard>, partition: i32, group_id: &str) {
@@ -720,6 +991,10 @@ impl Coordinator {
             let group = groups.get(&request.group_id);
             let generation = request.generation_id_or_member_epoch;
             let verdict = match group {
+                Some(group) if group.consumer().is_some() => group
+                    .consumer()
+                    .expect("checked")
+                    .validate_offset_commit(&request.member_id, generation, version, false),
                 None if generation < 0 => Ok(()),
                 None => Err(ErrorCode::IllegalGeneration),
                 Some(group) => {
@@ -927,7 +1202,12 @@ impl Coordinator {
                 let Some(group) = groups.get(group_id) else {
                     return Err(ErrorCode::GroupIdNotFound);
                 };
+                let consumer_records = match group.consumer() {
+                    Some(consumer) => consumer.delete_records()?,
+                    None => Vec::new(),
+                };
                 match group.classic.state() {
+                    _ if group.consumer().is_some() => {}
                     State::Empty => {}
                     State::Dead => return Err(ErrorCode::GroupIdNotFound),
                     _ => return Err(ErrorCode::NonEmptyGroup),
@@ -947,6 +1227,7 @@ impl Coordinator {
                         )
                     })
                     .collect();
+                records.extend(consumer_records);
                 records.push(GroupRecord::GroupMetadata(
                     GroupMetadataKey {
                         group: group_id.to_string(),
@@ -998,8 +1279,25 @@ impl Coordinator {
             let coordinator = &shard.coordinator;
             let now = coordinator.now();
             let mut to_persist: Vec<(i32, String)> = Vec::new();
+            let mut fenced: Vec<(i32, TopicId, Vec<GroupRecord>)> = Vec::new();
+            let image = shard.image();
+            let lookup = topic_lookup(&image);
             for (partition, state) in coordinator.partitions.borrow_mut().iter_mut() {
-                if let PartitionState::Loaded { groups, .. } = state {
+                if let PartitionState::Loaded { groups, topic_id } = state {
+                    for group in groups.values_mut() {
+                        let Some(consumer) = group.consumer.as_mut() else {
+                            continue;
+                        };
+                        if consumer.next_deadline().is_some_and(|d| d <= now as i64) {
+                            let records = consumer.expire(now as i64, &lookup);
+                            if consumer.members().is_empty() {
+                                group.empty_since = wall_ms();
+                            }
+                            if !records.is_empty() {
+                                fenced.push((*partition, *topic_id, records));
+                            }
+                        }
+                    }
                     for (id, group) in groups.iter_mut() {
                         if !group.classic.is_live() {
                             continue;
@@ -1015,6 +1313,13 @@ impl Coordinator {
             for (partition, id) in to_persist {
                 Self::persist_if_empty(&shard, partition, &id).await;
             }
+            for (partition, topic_id, records) in fenced {
+                // The state already moved on (as Kafka's does before its write commits); a
+                // failed write leaves the log behind it until the group's next change.
+                if let Err(code) = Self::append(&shard, topic_id, partition, &records).await {
+                    tracing::warn!(?code, partition, "writing consumer group expiry failed");
+                }
+            }
             if last_retention.elapsed() >= retention_every {
                 last_retention = Instant::now();
                 Self::expire_offsets(&shard).await;
@@ -1024,7 +1329,9 @@ impl Coordinator {
 
     fn has_live_groups(&self) -> bool {
         self.partitions.borrow().values().any(|state| match state {
-            PartitionState::Loaded { groups, .. } => groups.values().any(|g| g.classic.is_live()),
+            PartitionState::Loaded { groups, .. } => groups
+                .values()
+                .any(|g| g.classic.is_live() || g.has_consumer_members()),
             PartitionState::Loading => false,
         })
     }
@@ -1038,8 +1345,9 @@ impl Coordinator {
         for (partition, state) in shard.coordinator.partitions.borrow().iter() {
             if let PartitionState::Loaded { groups, topic_id } = state {
                 for (id, group) in groups {
-                    if group.classic.state() != State::Empty || now - group.empty_since < retention
-                    {
+                    let busy =
+                        group.classic.state() != State::Empty || group.has_consumer_members();
+                    if busy || now - group.empty_since < retention {
                         continue;
                     }
                     let expired: Vec<(String, i32)> = group
@@ -1143,6 +1451,19 @@ fn sync_error(code: ErrorCode) -> SyncGroupResponse {
         error_code: code.code(),
         ..Default::default()
     }
+}
+
+/// The group a KIP-848 record belongs to.
+fn consumer_record_group(record: &GroupRecord) -> Option<&str> {
+    Some(match record {
+        GroupRecord::ConsumerGroupMetadata(k, _) => &k.group_id,
+        GroupRecord::ConsumerGroupPartitionMetadata(k, _) => &k.group_id,
+        GroupRecord::ConsumerGroupMemberMetadata(k, _) => &k.group_id,
+        GroupRecord::ConsumerGroupTargetAssignmentMetadata(k, _) => &k.group_id,
+        GroupRecord::ConsumerGroupTargetAssignmentMember(k, _) => &k.group_id,
+        GroupRecord::ConsumerGroupCurrentMemberAssignment(k, _) => &k.group_id,
+        GroupRecord::OffsetCommit(..) | GroupRecord::GroupMetadata(..) => return None,
+    })
 }
 
 #[cfg(test)]

@@ -390,11 +390,14 @@ async fn fetch_group_offsets(
     shard: &Rc<Shard>,
     group_id: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
+    member: (Option<String>, i32),
 ) -> (i16, Vec<FetchedTopic>) {
     let requested = topics.clone();
     let op = GroupOp::OffsetFetch {
         group_id: group_id.to_string(),
         topics,
+        member_id: member.0,
+        member_epoch: member.1,
     };
     match call(shard, group_id, op).await {
         Ok(GroupAnswer::OffsetFetch { error_code, topics }) => (error_code, topics),
@@ -432,7 +435,14 @@ pub async fn offset_fetch(
                     .map(|t| (t.name.clone(), t.partition_indexes.clone()))
                     .collect()
             });
-            let (error_code, topics) = fetch_group_offsets(&shard, &group.group_id, topics).await;
+            // v9 (KIP-848): a consumer group member says who it is.
+            let member = if version >= 9 {
+                (group.member_id.clone(), group.member_epoch)
+            } else {
+                (None, -1)
+            };
+            let (error_code, topics) =
+                fetch_group_offsets(&shard, &group.group_id, topics, member).await;
             groups.push(OffsetFetchResponseGroup {
                 group_id: group.group_id.clone(),
                 error_code,
@@ -471,7 +481,8 @@ pub async fn offset_fetch(
                 .map(|t| (t.name.clone(), t.partition_indexes.clone()))
                 .collect()
         });
-        let (error_code, topics) = fetch_group_offsets(&shard, &request.group_id, topics).await;
+        let (error_code, topics) =
+            fetch_group_offsets(&shard, &request.group_id, topics, (None, -1)).await;
         OffsetFetchResponse {
             error_code: if version >= 2 { error_code } else { 0 },
             topics: topics
@@ -656,6 +667,71 @@ pub async fn delete_groups(
     }
     let response = DeleteGroupsResponse {
         results,
+        ..Default::default()
+    };
+    encode_response(&ctx, ctx.api_version, &response)
+}
+
+/// KIP-848 ConsumerGroupHeartbeat: runs on the group's coordinator shard.
+pub async fn consumer_group_heartbeat(
+    shard: Rc<Shard>,
+    request: ConsumerGroupHeartbeatRequest,
+    ctx: RequestContext,
+    client_host: String,
+) -> Response {
+    let version = ctx.api_version;
+    let group_id = request.group_id.clone();
+    let op = GroupOp::ConsumerHeartbeat {
+        request: Box::new(request),
+        version,
+        client_id: ctx.client_id.clone(),
+        client_host,
+    };
+    let response = match call(&shard, &group_id, op).await {
+        Ok(GroupAnswer::ConsumerHeartbeat(response)) => response,
+        Ok(_) => ConsumerGroupHeartbeatResponse {
+            error_code: ErrorCode::UnknownServerError.code(),
+            ..Default::default()
+        },
+        Err(code) => ConsumerGroupHeartbeatResponse {
+            error_code: code.code(),
+            ..Default::default()
+        },
+    };
+    encode_response(&ctx, version, &response)
+}
+
+/// KIP-848 ConsumerGroupDescribe: each group from its coordinator shard.
+pub async fn consumer_group_describe(
+    shard: Rc<Shard>,
+    request: ConsumerGroupDescribeRequest,
+    ctx: RequestContext,
+) -> Response {
+    use wire::generated::consumer_group_describe_response::DescribedGroup as Described;
+    let mut groups = Vec::with_capacity(request.group_ids.len());
+    for group_id in &request.group_ids {
+        let failed = |code: ErrorCode| Described {
+            error_code: code.code(),
+            group_id: group_id.clone(),
+            authorized_operations: i32::MIN,
+            ..Default::default()
+        };
+        let described = if invalid_group_id(group_id) {
+            failed(ErrorCode::InvalidGroupId)
+        } else {
+            let op = GroupOp::ConsumerDescribe {
+                group_id: group_id.clone(),
+            };
+            match call(&shard, group_id, op).await {
+                Ok(GroupAnswer::ConsumerDescribe(described)) => described,
+                Ok(_) => failed(ErrorCode::UnknownServerError),
+                Err(code) => failed(code),
+            }
+        };
+        groups.push(described);
+    }
+    let response = ConsumerGroupDescribeResponse {
+        groups,
         ..Default::default()
     };
     encode_response(&ctx, ctx.api_version, &response)

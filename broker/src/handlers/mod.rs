@@ -49,6 +49,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 0),
     (ApiKey::InitProducerId, 0, 5),
     (ApiKey::DescribeProducers, 0, 0),
 ];
@@ -180,6 +182,18 @@ pub fn dispatch(
             held,
         ),
         ApiKey::DeleteGroups => spawn(groups::delete_groups(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::ConsumerGroupHeartbeat => {
+            let ip = peer.rsplit_once(':').map_or(peer, |(ip, _)| ip);
+            let host = format!("/{}", ip.trim_matches(|c| c == '[' || c == ']'));
+            spawn(
+                groups::consumer_group_heartbeat(shard, decode(&ctx, body)?, ctx, host),
+                held,
+            )
+        }
+        ApiKey::ConsumerGroupDescribe => spawn(
+            groups::consumer_group_describe(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
         ApiKey::Metadata => spawn(metadata::handle(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::Produce => spawn(produce::handle(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::Fetch => spawn(fetch::handle(shard, decode(&ctx, body)?, ctx), held),
