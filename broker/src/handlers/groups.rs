@@ -77,14 +77,17 @@ async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
         .await;
     if let Reply::Topics(outcomes) = reply {
         for outcome in outcomes {
-            if outcome.error_code != 0 && outcome.error_code != ErrorCode::TopicAlreadyExists.code()
-            {
+            if outcome.error_code == 0 {
+                tracing::info!(
+                    partitions = outcome.num_partitions,
+                    "created {OFFSETS_TOPIC}"
+                );
+            } else if outcome.error_code != ErrorCode::TopicAlreadyExists.code() {
                 tracing::warn!(error_code = outcome.error_code, message = ?outcome.error_message, "creating __consumer_offsets failed");
                 return Err(ErrorCode::CoordinatorNotAvailable);
             }
         }
     }
-    tracing::info!("created {OFFSETS_TOPIC}");
     Ok(())
 }
 
