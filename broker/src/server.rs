@@ -267,31 +267,53 @@ fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
 }
 
 /// Shards listen with SO_REUSEPORT, which would also let a second broker share the port and
-/// take part of its connections. So a listener that accepts a connection on the port before
-/// we bind means the port is taken: fail at once, as Kafka does ("address in use"). (A plain
-/// bind without SO_REUSEPORT is no test: right after a kill -9 the dead broker's accepted
-/// sockets linger in FIN_WAIT and make it fail although nobody listens.)
+/// take part of its connections. So a listener that keeps accepting connections on the port
+/// before we bind means the port is taken: fail, as Kafka does ("address in use").
+///
+/// Why not a plain bind without SO_REUSEPORT, and why probe for a while: right after a
+/// kill -9 the dead broker's sockets outlive it until the kernel tears down its io_uring
+/// (asynchronously); its listener even completes handshakes meanwhile. A bind fails then and a
+/// single connect succeeds, although nobody will ever serve the port again.
 fn ensure_port_free(address: &str) -> anyhow::Result<()> {
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
-    let resolved = address
+    let targets: Vec<SocketAddr> = address
         .to_socket_addrs()
-        .with_context(|| format!("resolving listener {address}"))?;
-    for mut addr in resolved {
-        if addr.ip().is_unspecified() {
+        .with_context(|| format!("resolving listener {address}"))?
+        .map(|addr| {
+            if !addr.ip().is_unspecified() {
+                return addr;
+            }
             let loopback = match addr.ip() {
                 IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
                 IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
             };
-            addr = SocketAddr::new(loopback, addr.port());
+            SocketAddr::new(loopback, addr.port())
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    loop {
+        let busy = targets
+            .iter()
+            .find(|addr| std::net::TcpStream::connect_timeout(addr, PORT_PROBE_TIMEOUT).is_ok());
+        let Some(busy) = busy else {
+            return Ok(());
+        };
+        if started.elapsed().is_zero() || started.elapsed() < Duration::from_millis(150) {
+            tracing::info!(%busy, "listener port still accepts connections; waiting for it to be released");
         }
-        if std::net::TcpStream::connect_timeout(&addr, PORT_PROBE_TIMEOUT).is_ok() {
+        if started.elapsed() >= PORT_BUSY_PATIENCE {
             return Err(anyhow!(
-                "listener {address} is not available: address in use (another process accepts connections on {addr})"
+                "listener {address} is not available: address in use (another process has accepted connections on {busy} for {} ms)",
+                started.elapsed().as_millis()
             ));
         }
+        std::thread::sleep(Duration::from_millis(100));
     }
-    Ok(())
 }
+
+/// How long a port may keep accepting connections at start-up before we call it taken (a
+/// killed broker's listener lingers until the kernel has torn down its io_uring).
+const PORT_BUSY_PATIENCE: Duration = Duration::from_secs(5);
 
 /// How long the start-up probe of the listener port waits for a connection.
 const PORT_PROBE_TIMEOUT: Duration = Duration::from_millis(500);
