@@ -963,28 +963,7 @@ impl Coordinator {
         let coordinator = &shard.coordinator;
         let image = shard.image();
         let max_metadata = shard.config.groups.offset_metadata_max_bytes;
-        let respond = |request: &OffsetCommitRequest, code: &dyn Fn(&str, i32) -> ErrorCode| {
-            OffsetCommitResponse {
-                topics: request
-                    .topics
-                    .iter()
-                    .map(|t| OffsetCommitResponseTopic {
-                        name: t.name.clone(),
-                        partitions: t
-                            .partitions
-                            .iter()
-                            .map(|p| OffsetCommitResponsePartition {
-                                partition_index: p.partition_index,
-                                error_code: code(&t.name, p.partition_index).code(),
-                                ..Default::default()
-                            })
-                            .collect(),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            }
-        };
+        let respond = offset_commit_response;
         let now_wall = wall_ms();
         // Validate the member (Kafka's ClassicGroup.validateOffsetCommit).
         let checked = coordinator.with_groups(partition, |groups, topic_id| {
@@ -1433,6 +1412,33 @@ fn describe(group_id: &str, group: &Group) -> DescribedGroup {
             })
             .collect(),
         authorized_operations: i32::MIN,
+        ..Default::default()
+    }
+}
+
+/// An OffsetCommit answer naming every partition of the request with `code(topic, partition)`.
+pub fn offset_commit_response(
+    request: &OffsetCommitRequest,
+    code: &dyn Fn(&str, i32) -> ErrorCode,
+) -> OffsetCommitResponse {
+    OffsetCommitResponse {
+        topics: request
+            .topics
+            .iter()
+            .map(|t| OffsetCommitResponseTopic {
+                name: t.name.clone(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| OffsetCommitResponsePartition {
+                        partition_index: p.partition_index,
+                        error_code: code(&t.name, p.partition_index).code(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
         ..Default::default()
     }
 }

@@ -14,9 +14,6 @@ use bytes::Bytes;
 use wire::generated::delete_groups_response::DeletableGroupResult;
 use wire::generated::describe_groups_response::DescribedGroup;
 use wire::generated::find_coordinator_response::Coordinator as CoordinatorEntry;
-use wire::generated::offset_commit_response::{
-    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
-};
 use wire::generated::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
@@ -349,25 +346,8 @@ pub async fn offset_commit(
     ctx: RequestContext,
 ) -> Response {
     let version = ctx.api_version;
-    let everywhere = |request: &OffsetCommitRequest, code: ErrorCode| OffsetCommitResponse {
-        topics: request
-            .topics
-            .iter()
-            .map(|t| OffsetCommitResponseTopic {
-                name: t.name.clone(),
-                partitions: t
-                    .partitions
-                    .iter()
-                    .map(|p| OffsetCommitResponsePartition {
-                        partition_index: p.partition_index,
-                        error_code: code.code(),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            })
-            .collect(),
-        ..Default::default()
+    let everywhere = |request: &OffsetCommitRequest, code: ErrorCode| {
+        group::offset_commit_response(request, &|_, _| code)
     };
     let response = if invalid_group_id(&request.group_id) {
         everywhere(&request, ErrorCode::InvalidGroupId)
