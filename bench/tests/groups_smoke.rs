@@ -1,15 +1,17 @@
 //! Smoke test of `bench groups` (stabilize, commits, memory) against the real broker.
 //!
-//! The broker binary is found as in `perf_smoke.rs`: `$BROKER_BIN` (relative to the workspace
+//! The broker binary is found as in `common/mod.rs`: `$BROKER_BIN` (relative to the workspace
 //! root), else the newer of `target/release/broker` and `target/debug/broker`, else the test
 //! builds it. Each test starts a broker on a free port with a temporary data dir, runs
 //! `bench groups MODE` with tiny sizes as a subprocess, parses its result line and checks it
 //! against the `--json` report and against what the test set up (the broker's initial
 //! rebalance delay, its pid).
 
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::Broker;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -22,103 +24,10 @@ const STABILIZE: &str = r"^stabilize: (\d+) members stable at generation (\d+) i
 const COMMITS: &str = r"^commits: (\d+) OffsetCommit requests in ([\d.]+) s, ([\d.]+) commits/s \((\d+) offsets/s\), latency p50 ([\d.]+) ms, p99 ([\d.]+) ms, p99\.9 ([\d.]+) ms, max ([\d.]+) ms \((\d+) partitions each, (\d+) in flight, broker CPU ([\d.]+) us/commit, log\.flush\.policy=(\w+), __consumer_offsets flush\.policy=(\w+)\)$";
 const MEMORY: &str = r"^memory: (\d+) groups \((members stay|members left)\), broker RSS ([\d.]+) MiB -> ([\d.]+) MiB, (-?\d+) bytes/group \((-?\d+) anonymous\) \(created in ([\d.]+) s, (\d+) groups/s\)$";
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn broker_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("BROKER_BIN") {
-        let bin = PathBuf::from(bin);
-        return if bin.is_relative() {
-            workspace_root().join(bin)
-        } else {
-            bin
-        };
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"));
-    let newest = ["release", "debug"]
-        .iter()
-        .map(|profile| target.join(profile).join("broker"))
-        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
-        .max();
-    if let Some((_, path)) = newest {
-        return path;
-    }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "-p", "broker"])
-        .current_dir(workspace_root())
-        .status()
-        .expect("running cargo build -p broker");
-    assert!(status.success(), "cargo build -p broker failed");
-    target.join("debug").join("broker")
-}
-
-struct Broker {
-    child: Child,
-    addr: String,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// Few __consumer_offsets partitions: quick to create on a small machine.
+const OFFSETS_PARTITIONS: &str = "offsets.topic.num.partitions=4";
 
 impl Broker {
-    fn start(overrides: &[&str]) -> Broker {
-        let bin = broker_bin();
-        let dir = tempfile::tempdir().unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let addr = format!("127.0.0.1:{port}");
-        let log = std::fs::File::create(dir.path().join("broker.log")).unwrap();
-        let data = dir.path().join("data");
-        let mut cmd = Command::new(&bin);
-        cmd.arg("start")
-            .args(["--override", &format!("listeners=PLAINTEXT://{addr}")])
-            .args(["--override", &format!("log.dirs={}", data.display())])
-            // Few __consumer_offsets partitions: quick to create on a small machine.
-            .args(["--override", "offsets.topic.num.partitions=4"]);
-        for o in overrides {
-            cmd.args(["--override", o]);
-        }
-        let child = cmd
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
-        let mut broker = Broker { child, addr, dir };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(&broker.addr).is_err() {
-            if let Some(status) = broker.child.try_wait().unwrap() {
-                panic!("broker exited with {status}:\n{}", broker.log());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "broker not listening on {} after 30 s:\n{}",
-                broker.addr,
-                broker.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        broker
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default()
-    }
-
     /// Runs `bench groups ARGS --bootstrap-server ADDR --json FILE`: the result line's
     /// captures and the JSON report.
     fn bench(&self, name: &str, pattern: &str, args: &[&str]) -> (Vec<String>, serde_json::Value) {
@@ -182,7 +91,10 @@ fn close(a: f64, b: f64) -> bool {
 fn stabilize_reports_generation_time_and_the_initial_delay() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for delay_ms in [0u64, 400] {
-        let broker = Broker::start(&[&format!("group.initial.rebalance.delay.ms={delay_ms}")]);
+        let broker = Broker::start(&[
+            OFFSETS_PARTITIONS,
+            &format!("group.initial.rebalance.delay.ms={delay_ms}"),
+        ]);
         let (c, json) = broker.bench(
             &format!("stabilize-{delay_ms}"),
             STABILIZE,
@@ -212,7 +124,7 @@ fn stabilize_reports_generation_time_and_the_initial_delay() {
 #[test]
 fn commits_reports_rate_and_latency() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let broker = Broker::start(&[]);
+    let broker = Broker::start(&[OFFSETS_PARTITIONS]);
     let (c, json) = broker.bench(
         "commits",
         COMMITS,
@@ -239,7 +151,7 @@ fn commits_reports_rate_and_latency() {
 #[test]
 fn memory_reports_rss_of_the_broker_per_group() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let broker = Broker::start(&["group.initial.rebalance.delay.ms=0"]);
+    let broker = Broker::start(&[OFFSETS_PARTITIONS, "group.initial.rebalance.delay.ms=0"]);
     for (name, stay) in [("memory-left", false), ("memory-stay", true)] {
         let mut args = vec!["memory", "--groups", "100", "--concurrency", "4"];
         if stay {

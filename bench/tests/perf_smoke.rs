@@ -11,9 +11,12 @@
 //! output, then checks the figures agree (N records sent, N consumed) and with the --json
 //! reports. The broker is killed when the test ends (Drop guard).
 
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::Broker;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -47,108 +50,6 @@ fn consumer_detailed_re() -> Regex {
         r"^({DATE}), (\d+), (\d+\.\d{{4}}), (\d+\.\d{{4}}), (\d+), (\d+\.\d{{4}}), (\d+), (-?\d+), (\d+\.\d{{4}}), (\d+\.\d{{4}})$"
     ))
     .unwrap()
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn broker_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("BROKER_BIN") {
-        // Tests run in bench/: a relative path is taken from the workspace root.
-        let bin = PathBuf::from(bin);
-        return if bin.is_relative() {
-            workspace_root().join(bin)
-        } else {
-            bin
-        };
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"));
-    let newest = ["release", "debug"]
-        .iter()
-        .map(|profile| target.join(profile).join("broker"))
-        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
-        .max();
-    if let Some((_, path)) = newest {
-        return path;
-    }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "-p", "broker"])
-        .current_dir(workspace_root())
-        .status()
-        .expect("running cargo build -p broker");
-    assert!(status.success(), "cargo build -p broker failed");
-    target.join("debug").join("broker")
-}
-
-struct Broker {
-    child: Child,
-    addr: String,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Broker {
-    fn start() -> Broker {
-        let bin = broker_bin();
-        let dir = tempfile::tempdir().unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let addr = format!("127.0.0.1:{port}");
-        let log = std::fs::File::create(dir.path().join("broker.log")).unwrap();
-        let data = dir.path().join("data");
-        let child = Command::new(&bin)
-            .arg("start")
-            .args(["--override", &format!("listeners=PLAINTEXT://{addr}")])
-            .args(["--override", &format!("log.dirs={}", data.display())])
-            .args(["--override", "num.shards=1"])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
-        let mut broker = Broker { child, addr, dir };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if TcpStream::connect(&broker.addr).is_ok() {
-                break;
-            }
-            if let Some(status) = broker.child.try_wait().unwrap() {
-                panic!(
-                    "broker {} exited with {status}:\n{}",
-                    bin.display(),
-                    broker.log()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "broker not listening on {} after 30 s:\n{}",
-                broker.addr,
-                broker.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        eprintln!("broker {} listening on {}", bin.display(), broker.addr);
-        broker
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default()
-    }
 }
 
 struct Run {
@@ -208,7 +109,7 @@ fn lines_matching<'a>(re: &Regex, text: &'a str) -> Vec<regex::Captures<'a>> {
 
 fn smoke(client: &str) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let broker = Broker::start();
+    let broker = Broker::start(&["num.shards=1"]);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let addr = broker.addr.as_str();
