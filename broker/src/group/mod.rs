@@ -1015,14 +1015,18 @@ impl Coordinator {
         };
         let mut records = Vec::new();
         let mut accepted: Vec<((String, i32), Committed)> = Vec::new();
+        // Each partition's own verdict, in request order (the answer reuses it).
+        let mut verdicts: Vec<Vec<ErrorCode>> = Vec::with_capacity(request.topics.len());
         for topic in &request.topics {
+            let mut topic_verdicts = Vec::with_capacity(topic.partitions.len());
             for p in &topic.partitions {
-                if partition_error(
+                let verdict = partition_error(
                     &topic.name,
                     p.partition_index,
                     p.committed_metadata.as_ref(),
-                ) != ErrorCode::None
-                {
+                );
+                topic_verdicts.push(verdict);
+                if verdict != ErrorCode::None {
                     continue;
                 }
                 let commit_timestamp = if version == 1 && p.commit_timestamp >= 0 {
@@ -1053,6 +1057,7 @@ impl Coordinator {
                 ));
                 accepted.push(((topic.name.clone(), p.partition_index), committed));
             }
+            verdicts.push(topic_verdicts);
         }
         let written = Self::append(shard, topic_id, partition, &records).await;
         if written.is_ok() {
@@ -1065,17 +1070,9 @@ impl Coordinator {
                 }
             });
         }
-        respond(&request, &|topic, p| {
-            let metadata = request
-                .topics
-                .iter()
-                .find(|t| t.name == topic)
-                .and_then(|t| t.partitions.iter().find(|q| q.partition_index == p))
-                .and_then(|q| q.committed_metadata.as_ref());
-            match partition_error(topic, p, metadata) {
-                ErrorCode::None => written.err().unwrap_or(ErrorCode::None),
-                code => code,
-            }
+        respond(&request, &|i, j| match verdicts[i][j] {
+            ErrorCode::None => written.err().unwrap_or(ErrorCode::None),
+            code => code,
         })
     }
 
@@ -1416,23 +1413,26 @@ fn describe(group_id: &str, group: &Group) -> DescribedGroup {
     }
 }
 
-/// An OffsetCommit answer naming every partition of the request with `code(topic, partition)`.
+/// An OffsetCommit answer naming every partition of the request with `code(i, j)`, the code
+/// of partition `j` of topic `i` (indexes in the request).
 pub fn offset_commit_response(
     request: &OffsetCommitRequest,
-    code: &dyn Fn(&str, i32) -> ErrorCode,
+    code: &dyn Fn(usize, usize) -> ErrorCode,
 ) -> OffsetCommitResponse {
     OffsetCommitResponse {
         topics: request
             .topics
             .iter()
-            .map(|t| OffsetCommitResponseTopic {
+            .enumerate()
+            .map(|(i, t)| OffsetCommitResponseTopic {
                 name: t.name.clone(),
                 partitions: t
                     .partitions
                     .iter()
-                    .map(|p| OffsetCommitResponsePartition {
+                    .enumerate()
+                    .map(|(j, p)| OffsetCommitResponsePartition {
                         partition_index: p.partition_index,
-                        error_code: code(&t.name, p.partition_index).code(),
+                        error_code: code(i, j).code(),
                         ..Default::default()
                     })
                     .collect(),
