@@ -9,7 +9,7 @@ partitions to the others; consumers that restart resume from their commits.
 import gc
 import time
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from e2e_helpers import ck_produce, ck_producer, create_topic, unique
@@ -57,7 +57,21 @@ class Member:
                 self.errors.append(m.error())
             return
         self.read.append((m.partition(), m.offset(), m.value()))
-        self.c.commit(message=m, asynchronous=False)
+        self.commit(m)
+
+    def commit(self, m, attempts=50):
+        # KIP-848: a commit sent with the member epoch the broker has just moved past (the
+        # next heartbeat brings the new one) gets STALE_MEMBER_EPOCH, which librdkafka hands
+        # to the application; poll (heartbeats) and commit again, as an application would.
+        for _ in range(attempts):
+            try:
+                self.c.commit(message=m, asynchronous=False)
+                return
+            except KafkaException as e:
+                if e.args[0].code() != KafkaError.STALE_MEMBER_EPOCH:
+                    raise
+            time.sleep(0.1)
+        raise AssertionError(f"commit of {m.partition()}@{m.offset()} stayed stale")
 
     def assignment(self):
         return {tp.partition for tp in self.c.assignment()}
