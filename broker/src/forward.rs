@@ -79,6 +79,12 @@ pub enum Request {
     },
     /// Metadata core: delete topics by name.
     DeleteTopics { names: Vec<String> },
+    /// Metadata core: change topics' configs (AlterConfigs, IncrementalAlterConfigs); one
+    /// `TopicOutcome` per change, in order.
+    AlterTopicConfigs {
+        changes: Vec<(String, crate::metadata::TopicConfigChange)>,
+        validate_only: bool,
+    },
     /// A new metadata image: open logs for new partitions, drop deleted ones, then adopt it.
     ImageUpdate(Arc<Image>),
     /// Work for the coordinator of a group whose `__consumer_offsets` partition this shard

@@ -64,7 +64,9 @@ impl Slice {
 /// A partition this shard owns.
 pub struct Partition {
     pub log: LogHandle,
-    pub config: TopicConfig,
+    /// The topic's typed config; replaced (never edited) when the topic's overrides change,
+    /// so a request holds one consistent version (see [`Partition::config`]).
+    config: RefCell<Rc<TopicConfig>>,
     /// Notified after every append, for parked long-poll fetches.
     pub appended: event_listener::Event,
 }
@@ -79,6 +81,20 @@ pub struct Stats {
     pub forwarded_out: Cell<u64>,
     /// Long polls parked here for another shard, cancelled because their caller went away.
     pub cancelled_waits: Cell<u64>,
+}
+
+impl Partition {
+    /// The topic config in force now.
+    pub fn config(&self) -> Rc<TopicConfig> {
+        self.config.borrow().clone()
+    }
+
+    /// Applies a changed topic config to this partition: the broker-side checks read it from
+    /// the next request on, the log (retention, rolling, flushing) from its next operation.
+    pub fn set_config(&self, config: TopicConfig) {
+        self.log.borrow_mut().set_config(config.to_log_config());
+        *self.config.borrow_mut() = Rc::new(config);
+    }
 }
 
 impl Stats {
@@ -321,6 +337,10 @@ impl Shard {
                 validate_only,
             } => Reply::Topics(self.create_topics(topics, validate_only).await),
             Request::DeleteTopics { names } => Reply::Topics(self.delete_topics(names).await),
+            Request::AlterTopicConfigs {
+                changes,
+                validate_only,
+            } => Reply::Topics(self.alter_topic_configs(changes, validate_only).await),
             Request::ImageUpdate(image) => Reply::ImageApplied(self.apply_image(image).await),
             Request::Group { partition, op } => {
                 Reply::Group(crate::group::Coordinator::execute(self, partition, op).await)
@@ -510,6 +530,77 @@ impl Shard {
         outcomes
     }
 
+    /// Metadata core only: changes topic configs, then publishes the new image, whose topics
+    /// every shard re-reads (see `apply_config_changes`) before this answers.
+    async fn alter_topic_configs(
+        self: &Rc<Self>,
+        changes: Vec<(String, crate::metadata::TopicConfigChange)>,
+        validate_only: bool,
+    ) -> Vec<TopicOutcome> {
+        let controller = self
+            .controller
+            .as_ref()
+            .expect("AlterConfigs runs on the metadata core");
+        let _serial = self.topic_changes.acquire_permit(1).await;
+        let mut changed = false;
+        let outcomes = changes
+            .into_iter()
+            .map(|(name, change)| {
+                let result =
+                    controller
+                        .borrow_mut()
+                        .alter_topic_configs(&name, &change, validate_only);
+                let (error_code, error_message) = match result {
+                    Ok(altered) => {
+                        changed |= altered;
+                        (0, None)
+                    }
+                    Err(error) => (error.error_code(), Some(error.to_string())),
+                };
+                TopicOutcome {
+                    name,
+                    topic_id: [0; 16],
+                    error_code,
+                    error_message,
+                    num_partitions: 0,
+                }
+            })
+            .collect();
+        if changed {
+            self.publish_image().await;
+        }
+        outcomes
+    }
+
+    /// Pushes the changed configs of topics whose overrides differ between `previous` and
+    /// `image` to this shard's partitions of them: parsed once per topic, then set on each
+    /// partition and its log.
+    async fn apply_config_changes(&self, previous: &Image, image: &Image) {
+        let mut slice = Slice::new();
+        for topic in image.topics_by_id.values() {
+            let Some(old) = previous.topic_by_id(&topic.topic_id) else {
+                continue;
+            };
+            if Arc::ptr_eq(old, topic) || old.configs == topic.configs {
+                continue;
+            }
+            let topic_config = match config::resolve(&self.config, &topic.configs) {
+                Ok(topic_config) => topic_config,
+                Err(error) => {
+                    tracing::error!(topic = %topic.name, %error, "changed topic configuration unusable; keeping the previous one");
+                    continue;
+                }
+            };
+            for partition in &topic.partitions {
+                if let Some(local) = self.partition(&topic.topic_id, partition.partition_id) {
+                    local.set_config(topic_config.clone());
+                }
+            }
+            tracing::info!(shard = self.id, topic = %topic.name, "topic configuration changed");
+            slice.tick().await;
+        }
+    }
+
     /// Sends the controller's current image to every shard and waits until each applied it.
     /// Returns the topics whose partitions some shard could not open.
     async fn publish_image(self: &Rc<Self>) -> Vec<TopicFailure> {
@@ -598,6 +689,7 @@ impl Shard {
             })
             .filter(|key| self.partitions.borrow().contains_key(key))
             .collect();
+        self.apply_config_changes(&previous, &image).await;
         *self.image.borrow_mut() = image;
         for key in removed {
             let Some(partition) = self.partitions.borrow_mut().remove(&key) else {
@@ -656,7 +748,7 @@ impl Shard {
                 self.group_commit.register(&log);
                 let partition = Rc::new(Partition {
                     log,
-                    config: topic_config,
+                    config: RefCell::new(Rc::new(topic_config)),
                     appended: event_listener::Event::new(),
                 });
                 self.partitions

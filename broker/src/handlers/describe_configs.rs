@@ -1,6 +1,7 @@
 //! DescribeConfigs for topics (resource type 2) and the broker (resource type 4): every
 //! config of the resource, defaults included, with its value, source, read-only and sensitive
-//! flags, as Kafka answers it.
+//! flags, its synonyms (include_synonyms, v1+) and type and documentation (v3+), as Kafka
+//! answers it. The entries come from the key table (`config::describe`).
 
 use std::rc::Rc;
 
@@ -107,13 +108,18 @@ fn describe(
     include_synonyms: bool,
     include_documentation: bool,
 ) -> DescribeConfigsResourceResult {
-    let synonyms = if include_synonyms && entry.source != ConfigSource::Default {
-        vec![DescribeConfigsSynonym {
-            name: entry.name.clone(),
-            value: entry.value.clone(),
-            source: entry.source as i8,
-            ..Default::default()
-        }]
+    let sensitive = entry.sensitive;
+    let synonyms = if include_synonyms {
+        entry
+            .synonyms
+            .into_iter()
+            .map(|synonym| DescribeConfigsSynonym {
+                name: synonym.name,
+                value: if sensitive { None } else { synonym.value },
+                source: synonym.source as i8,
+                ..Default::default()
+            })
+            .collect()
     } else {
         Vec::new()
     };

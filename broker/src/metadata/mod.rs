@@ -97,6 +97,42 @@ pub enum DeleteTopicError {
     Storage(#[from] LogError),
 }
 
+/// A topic's config change, as AlterConfigs or IncrementalAlterConfigs asks it.
+#[derive(Clone, Debug)]
+pub enum TopicConfigChange {
+    /// AlterConfigs: the new override set is exactly these keys.
+    Replace(Vec<(String, Option<String>)>),
+    /// IncrementalAlterConfigs: these operations on the current overrides.
+    Incremental(Vec<(String, config::AlterOp, Option<String>)>),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AlterConfigsError {
+    /// UNKNOWN_TOPIC_OR_PARTITION (3)
+    #[error("The topic '{0}' does not exist.")]
+    UnknownTopic(String),
+    /// INVALID_REQUEST (42) / INVALID_CONFIG (40)
+    #[error("{0}")]
+    Refused(#[from] config::AlterError),
+    /// INVALID_CONFIG (40): a value the table refuses.
+    #[error("{0}")]
+    InvalidConfig(#[from] ConfigError),
+    /// UNKNOWN_SERVER_ERROR (-1): the metadata log could not be written.
+    #[error("metadata log: {0}")]
+    Storage(#[from] LogError),
+}
+
+impl AlterConfigsError {
+    pub fn error_code(&self) -> i16 {
+        match self {
+            AlterConfigsError::UnknownTopic(_) => 3,
+            AlterConfigsError::Refused(error) => error.error_code(),
+            AlterConfigsError::InvalidConfig(_) => 40,
+            AlterConfigsError::Storage(_) => -1,
+        }
+    }
+}
+
 impl DeleteTopicError {
     /// Kafka error code for the DeleteTopics response (by name).
     pub fn error_code(&self) -> i16 {
@@ -396,6 +432,51 @@ impl Controller {
         self.commit(&[MetadataRecord::RemoveTopic { topic_id: *id }])?;
         Ok(name)
     }
+
+    /// AlterConfigs / IncrementalAlterConfigs on one topic: computes the new override set,
+    /// checks it as a whole (every value parsed as the partitions will parse it), and writes
+    /// one ConfigRecord per key that changes (`value: None` removes a key), so the change
+    /// survives a restart. Returns whether anything changed; `validate_only` writes nothing.
+    pub fn alter_topic_configs(
+        &mut self,
+        name: &str,
+        change: &TopicConfigChange,
+        validate_only: bool,
+    ) -> Result<bool, AlterConfigsError> {
+        let topic = self
+            .image
+            .topic(name)
+            .ok_or_else(|| AlterConfigsError::UnknownTopic(name.to_string()))?;
+        let current = &topic.configs;
+        let next = match change {
+            TopicConfigChange::Replace(configs) => config::alter_topic_overrides(configs)?,
+            TopicConfigChange::Incremental(ops) => {
+                config::incremental_alter_topic_overrides(current, ops)?
+            }
+        };
+        config::resolve(&self.config, &next)?;
+        let record = |key: &str, value: Option<&String>| MetadataRecord::Config {
+            resource_type: RESOURCE_TOPIC,
+            resource_name: name.to_string(),
+            name: key.to_string(),
+            value: value.cloned(),
+        };
+        let records: Vec<MetadataRecord> = current
+            .keys()
+            .filter(|key| !next.contains_key(*key))
+            .map(|key| record(key, None))
+            .chain(
+                next.iter()
+                    .filter(|(key, value)| current.get(*key) != Some(value))
+                    .map(|(key, value)| record(key, Some(value))),
+            )
+            .collect();
+        if validate_only || records.is_empty() {
+            return Ok(false);
+        }
+        self.commit(&records)?;
+        Ok(true)
+    }
 }
 
 #[cfg(test)]
@@ -546,5 +627,55 @@ mod tests {
         let b = random_topic_id();
         assert_ne!(a, b);
         assert_eq!(a[8] & 0xc0, 0x80);
+    }
+
+    #[test]
+    fn alter_topic_configs_persist_and_replace() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let conf: BTreeMap<_, _> = [
+            ("retention.ms".to_string(), "1000".to_string()),
+            ("segment.bytes".to_string(), "2000".to_string()),
+        ]
+        .into();
+        c.create_topic("t", 1, 1, conf, 1, false).unwrap();
+        let set = |k: &str, v: &str| (k.to_string(), Some(v.to_string()));
+        let err = |r: Result<bool, AlterConfigsError>| r.unwrap_err().error_code();
+        assert_eq!(
+            err(c.alter_topic_configs("nope", &TopicConfigChange::Replace(vec![]), false)),
+            3
+        );
+        let bad = TopicConfigChange::Replace(vec![set("retention.ms", "abc")]);
+        assert_eq!(err(c.alter_topic_configs("t", &bad, false)), 40);
+        // validate_only: checked, not written.
+        let replace = TopicConfigChange::Replace(vec![set("max.message.bytes", "100")]);
+        assert!(!c.alter_topic_configs("t", &replace, true).unwrap());
+        assert_eq!(c.image().topic("t").unwrap().configs.len(), 2);
+        // Replace: keys not named go.
+        assert!(c.alter_topic_configs("t", &replace, false).unwrap());
+        let expected: BTreeMap<_, _> =
+            [("max.message.bytes".to_string(), "100".to_string())].into();
+        assert_eq!(c.image().topic("t").unwrap().configs, expected);
+        // Incremental: only the named keys.
+        let incremental = TopicConfigChange::Incremental(vec![(
+            "cleanup.policy".to_string(),
+            config::AlterOp::Append,
+            Some("compact".to_string()),
+        )]);
+        assert!(c.alter_topic_configs("t", &incremental, false).unwrap());
+        // The same change again writes nothing.
+        assert!(!c.alter_topic_configs("t", &incremental, false).unwrap());
+        drop(c);
+        let c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let configs = c.image().topic("t").unwrap().configs.clone();
+        assert_eq!(
+            configs.get("max.message.bytes").map(String::as_str),
+            Some("100")
+        );
+        assert_eq!(
+            configs.get("cleanup.policy").map(String::as_str),
+            Some("delete,compact")
+        );
+        assert_eq!(configs.len(), 2);
     }
 }

@@ -964,6 +964,14 @@ impl PartitionLog {
         }
         Ok(())
     }
+
+    /// Replaces the config (a topic's configs changed at run time). Kafka's semantics: size
+    /// and time limits apply from the next append or retention pass; the active segment's
+    /// index files keep the size they were created with (`segment.index.bytes` applies to
+    /// segments rolled from now on).
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.config = config;
+    }
 }
 
 /// The async half of `read`: locate the batch containing `offset` in the first segment (walk
