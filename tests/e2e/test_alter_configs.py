@@ -25,23 +25,34 @@ INVALID_REQUEST = 42
 UNKNOWN_TOPIC = 3
 
 
+_ADMINS = {}
+
+
+def client(bootstrap):
+    """One AdminClient per broker, kept alive: a client garbage-collected while a call is in
+    flight fails the call with _DESTROY."""
+    if bootstrap not in _ADMINS:
+        _ADMINS[bootstrap] = admin(bootstrap)
+    return _ADMINS[bootstrap]
+
+
 def describe(bootstrap, topic):
     """{key: ConfigEntry} of a topic, from librdkafka."""
     res = ConfigResource(ResourceType.TOPIC, topic)
-    return admin(bootstrap).describe_configs([res], request_timeout=15)[res].result(timeout=30)
+    return client(bootstrap).describe_configs([res], request_timeout=15)[res].result(timeout=30)
 
 
 def incremental(bootstrap, topic, *entries, validate_only=False):
     res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
         ConfigEntry(name, value, incremental_operation=op) for name, op, value in entries])
-    fs = admin(bootstrap).incremental_alter_configs([res], validate_only=validate_only,
+    fs = client(bootstrap).incremental_alter_configs([res], validate_only=validate_only,
                                                     request_timeout=15)
     return fs[res].result(timeout=30)
 
 
 def legacy_alter(bootstrap, topic, configs):
     res = ConfigResource(ResourceType.TOPIC, topic, set_config=configs)
-    return admin(bootstrap).alter_configs([res], request_timeout=15)[res].result(timeout=30)
+    return client(bootstrap).alter_configs([res], request_timeout=15)[res].result(timeout=30)
 
 
 def error_of(call):
@@ -157,7 +168,7 @@ def test_librdkafka_refusals(start_broker):
     # A static broker key cannot change at run time.
     res = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
         ConfigEntry("num.partitions", "3", incremental_operation=AlterConfigOpType.SET)])
-    fs = admin(b.bootstrap).incremental_alter_configs([res], request_timeout=15)
+    fs = client(b.bootstrap).incremental_alter_configs([res], request_timeout=15)
     e = error_of(lambda: fs[res].result(timeout=30))
     assert e.code() == INVALID_REQUEST and "num.partitions" in e.str(), e
 
