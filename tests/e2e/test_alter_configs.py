@@ -131,8 +131,7 @@ def test_librdkafka_alter_live_topic(start_broker):
     incremental(b.bootstrap, topic, ("max.message.bytes", AlterConfigOpType.DELETE, None))
     d = describe(b.bootstrap, topic)
     assert d["max.message.bytes"].value == "1048588"
-    assert d["max.message.bytes"].source == ConfigSource.STATIC_BROKER_CONFIG.value or \
-        d["max.message.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert d["max.message.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
     assert not produce_sized(b.bootstrap, topic, 2, 4000, 2).errors
 
 
