@@ -109,6 +109,8 @@ pub struct Shard {
     image: RefCell<Arc<Image>>,
     partitions: RefCell<HashMap<(TopicId, i32), Rc<Partition>>>,
     pub group_commit: Rc<GroupCommit>,
+    /// What topics inherit: `config` with the image's dynamic broker configs on top.
+    topic_defaults: RefCell<Arc<BrokerConfig>>,
     mesh: RefCell<Option<Rc<Mesh<ShardMsg>>>>,
     mesh_ready: event_listener::Event,
     pending: RefCell<HashMap<u64, oneshot::Sender<Reply>>>,
@@ -140,8 +142,10 @@ impl Shard {
         controller: Option<Controller>,
     ) -> Rc<Shard> {
         let group_commit = GroupCommit::new();
+        let topic_defaults = RefCell::new(layered_config(&config, &image));
         Rc::new(Shard {
             id,
+            topic_defaults,
             config,
             image: RefCell::new(image),
             partitions: RefCell::new(HashMap::new()),
@@ -184,6 +188,11 @@ impl Shard {
             .borrow()
             .as_ref()
             .map_or(1, |mesh| mesh.shard_count())
+    }
+
+    /// The broker config topics inherit (static config and dynamic broker configs).
+    pub fn topic_defaults(&self) -> Arc<BrokerConfig> {
+        self.topic_defaults.borrow().clone()
     }
 
     /// The metadata image this shard serves from (a cheap `Arc` clone, no lock).
@@ -534,7 +543,7 @@ impl Shard {
     /// every shard re-reads (see `apply_config_changes`) before this answers.
     async fn alter_topic_configs(
         self: &Rc<Self>,
-        changes: Vec<(String, crate::metadata::TopicConfigChange)>,
+        changes: Vec<(i8, String, crate::metadata::ConfigChange)>,
         validate_only: bool,
     ) -> Vec<TopicOutcome> {
         let controller = self
@@ -545,11 +554,19 @@ impl Shard {
         let mut changed = false;
         let outcomes = changes
             .into_iter()
-            .map(|(name, change)| {
-                let result =
-                    controller
-                        .borrow_mut()
-                        .alter_topic_configs(&name, &change, validate_only);
+            .map(|(resource_type, name, change)| {
+                let mut controller = controller.borrow_mut();
+                let result = match resource_type {
+                    crate::metadata::RESOURCE_TOPIC => {
+                        controller.alter_topic_configs(&name, &change, validate_only)
+                    }
+                    crate::metadata::RESOURCE_BROKER => {
+                        controller.alter_broker_configs(&name, &change, validate_only)
+                    }
+                    other => Err(crate::metadata::AlterConfigsError::UnsupportedResource(
+                        other,
+                    )),
+                };
                 let (error_code, error_message) = match result {
                     Ok(altered) => {
                         changed |= altered;
@@ -572,19 +589,22 @@ impl Shard {
         outcomes
     }
 
-    /// Pushes the changed configs of topics whose overrides differ between `previous` and
-    /// `image` to this shard's partitions of them: parsed once per topic, then set on each
-    /// partition and its log.
+    /// Pushes changed configs to this shard's partitions: of topics whose overrides differ
+    /// between `previous` and `image`, or of every topic when the dynamic broker configs
+    /// changed (they supply the defaults). Parsed once per topic, then set on each partition
+    /// and its log.
     async fn apply_config_changes(&self, previous: &Image, image: &Image) {
+        let broker_changed = previous.broker_configs != image.broker_configs;
+        let defaults = self.topic_defaults();
         let mut slice = Slice::new();
         for topic in image.topics_by_id.values() {
             let Some(old) = previous.topic_by_id(&topic.topic_id) else {
                 continue;
             };
-            if Arc::ptr_eq(old, topic) || old.configs == topic.configs {
+            if !broker_changed && (Arc::ptr_eq(old, topic) || old.configs == topic.configs) {
                 continue;
             }
-            let topic_config = match config::resolve(&self.config, &topic.configs) {
+            let topic_config = match config::resolve(&defaults, &topic.configs) {
                 Ok(topic_config) => topic_config,
                 Err(error) => {
                     tracing::error!(topic = %topic.name, %error, "changed topic configuration unusable; keeping the previous one");
@@ -596,7 +616,9 @@ impl Shard {
                     local.set_config(topic_config.clone());
                 }
             }
-            tracing::info!(shard = self.id, topic = %topic.name, "topic configuration changed");
+            if !broker_changed {
+                tracing::info!(shard = self.id, topic = %topic.name, "topic configuration changed");
+            }
             slice.tick().await;
         }
     }
@@ -637,6 +659,11 @@ impl Shard {
             "applying metadata image"
         );
         let previous = self.image();
+        // Partitions opened below resolve their topic's config against these.
+        if previous.broker_configs != image.broker_configs {
+            *self.topic_defaults.borrow_mut() = layered_config(&self.config, &image);
+            tracing::info!(shard = self.id, "dynamic broker configuration changed");
+        }
         let mut wanted: Vec<(Arc<TopicImage>, i32)> = Vec::new();
         let mut slice = Slice::new();
         for topic in image.topics_by_id.values() {
@@ -726,11 +753,12 @@ impl Shard {
         topic: Arc<TopicImage>,
         partition_id: i32,
     ) -> Result<(), TopicFailure> {
-        let topic_config = match config::resolve(&self.config, &topic.configs) {
+        let defaults = self.topic_defaults();
+        let topic_config = match config::resolve(&defaults, &topic.configs) {
             Ok(topic_config) => topic_config,
             Err(error) => {
                 tracing::error!(topic = %topic.name, %error, "topic configuration unusable; using broker defaults");
-                config::resolve(&self.config, &Default::default()).expect("broker defaults resolve")
+                config::resolve(&defaults, &Default::default()).expect("broker defaults resolve")
             }
         };
         let dir = self.partition_dir(&topic.name, partition_id);
@@ -833,6 +861,22 @@ impl Shard {
             if let Err(error) = log.close().await {
                 tracing::warn!(dir = %dir.display(), %error, "closing a log failed");
             }
+        }
+    }
+}
+
+/// `config` with the dynamic broker configs of `image` (cluster-wide "" and this node's) on
+/// top. They were validated when written; one that no longer parses is logged and ignored.
+fn layered_config(config: &Arc<BrokerConfig>, image: &Image) -> Arc<BrokerConfig> {
+    let node = config.node_id.to_string();
+    match config.with_dynamic(
+        image.broker_configs.get(""),
+        image.broker_configs.get(&node),
+    ) {
+        Ok(layered) => Arc::new(layered),
+        Err(error) => {
+            tracing::error!(%error, "dynamic broker configuration unusable; using the static one");
+            config.clone()
         }
     }
 }

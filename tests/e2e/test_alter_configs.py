@@ -203,3 +203,59 @@ def test_kafka_python_alter_and_describe(start_broker):
         assert len(log.errors) == 2
     finally:
         a.close()
+
+
+def describe_broker(bootstrap, name):
+    res = ConfigResource(ResourceType.BROKER, name)
+    return client(bootstrap).describe_configs([res], request_timeout=15)[res].result(timeout=30)
+
+
+def alter_broker(bootstrap, name, *entries):
+    res = ConfigResource(ResourceType.BROKER, name, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=op) for key, op, value in entries])
+    fs = client(bootstrap).incremental_alter_configs([res], request_timeout=15)
+    return fs[res].result(timeout=30)
+
+
+def test_dynamic_broker_defaults_reach_live_topics(start_broker):
+    """A dynamic broker config (`kafka-configs --entity-type brokers --entity-name 1 --alter`;
+    librdkafka refuses the cluster-wide "" resource client-side, the unit tests cover it)
+    changes every topic that does not override the key, on both shards, and survives a
+    restart; a topic override still wins; deleting it restores the static value."""
+    b = start_broker({"num.shards": 2, "message.max.bytes": "900000"})
+    plain = create_topic(b.bootstrap, unique("plain"), 2)
+    own = create_topic(b.bootstrap, unique("own"), 1, {"max.message.bytes": "50000"})
+    d = describe(b.bootstrap, plain)
+    assert d["max.message.bytes"].value == "900000"
+    assert d["max.message.bytes"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+
+    alter_broker(b.bootstrap, "1", ("message.max.bytes", AlterConfigOpType.SET, "2000"))
+    d = describe(b.bootstrap, plain)
+    assert d["max.message.bytes"].value == "2000"
+    assert d["max.message.bytes"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    e = describe_broker(b.bootstrap, "1")["message.max.bytes"]
+    assert (e.value, e.source, e.is_read_only) == (
+        "2000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
+    assert describe_broker(b.bootstrap, "1")["num.partitions"].is_read_only
+
+    def refused(topic, partitions, size):
+        log = produce_sized(b.bootstrap, topic, partitions, size, partitions)
+        return sorted({e.code() for e, _, _ in log.errors})
+    assert refused(plain, 2, 5000) == [KafkaError.MSG_SIZE_TOO_LARGE]
+    assert refused(own, 1, 5000) == [], "the topic override wins over the dynamic default"
+
+    b.restart()
+    assert describe(b.bootstrap, plain)["max.message.bytes"].value == "2000"
+    assert refused(plain, 2, 5000) == [KafkaError.MSG_SIZE_TOO_LARGE]
+
+    alter_broker(b.bootstrap, "1", ("message.max.bytes", AlterConfigOpType.DELETE, None))
+    d = describe(b.bootstrap, plain)
+    assert d["max.message.bytes"].value == "900000"
+    assert d["max.message.bytes"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert refused(plain, 2, 5000) == []
+    # Static keys and other brokers' ids are refused.
+    e = error_of(lambda: alter_broker(b.bootstrap, "1", ("num.shards", AlterConfigOpType.SET, "4")))
+    assert e.code() == INVALID_REQUEST and "num.shards" in e.str(), e
+    e = error_of(lambda: alter_broker(b.bootstrap, "1", ("log.segment.bytes",
+                                                        AlterConfigOpType.SET, "1")))
+    assert e.code() == INVALID_CONFIG and "log.segment.bytes" in e.str(), e

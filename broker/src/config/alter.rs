@@ -1,11 +1,12 @@
 //! Changes to a topic's override set, as Kafka's controller computes them: AlterConfigs
 //! replaces the whole set; IncrementalAlterConfigs changes only the keys it names (SET,
 //! DELETE, and APPEND / SUBTRACT on list keys). The result is validated by the caller
-//! (`resolve`) before anything is written.
+//! (`resolve` / `BrokerConfig::with_dynamic`) before anything is written. Broker resources
+//! take only dynamic broker keys.
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::keys::{find, ConfigType, TOPIC_KEYS};
+use super::keys::{find, ConfigType, BROKER_KEYS, TOPIC_KEYS};
 use super::validate::list_items;
 
 /// IncrementalAlterConfigs `config_operation` (Kafka's `AlterConfigOp.OpType` ids).
@@ -70,14 +71,46 @@ fn check_unique<'a>(names: impl Iterator<Item = &'a str>) -> Result<(), AlterErr
     Ok(())
 }
 
-fn known_topic_key(name: &str) -> Result<&'static super::Spec, AlterError> {
-    find(TOPIC_KEYS, name)
-        .ok_or_else(|| AlterError::InvalidConfig(format!("Unknown topic config name: {name}")))
+/// Which key table a change is checked against.
+#[derive(Clone, Copy)]
+enum Resource {
+    Topic,
+    Broker,
+}
+
+fn known_key(resource: Resource, name: &str) -> Result<&'static super::Spec, AlterError> {
+    match resource {
+        Resource::Topic => find(TOPIC_KEYS, name)
+            .ok_or_else(|| AlterError::InvalidConfig(format!("Unknown topic config name: {name}"))),
+        // Kafka's wording for a broker key that cannot change at run time; unknown keys
+        // included, since we would not act on them.
+        Resource::Broker => find(BROKER_KEYS, name)
+            .filter(|spec| spec.dynamic)
+            .ok_or_else(|| {
+                AlterError::InvalidRequest(format!(
+                    "Cannot update these configs dynamically: Set({name})"
+                ))
+            }),
+    }
 }
 
 /// AlterConfigs (API 33): the new override set is exactly `configs`; keys not named are
 /// removed (Kafka's legacy, non-incremental semantics).
 pub fn alter_topic_overrides(
+    configs: &[(String, Option<String>)],
+) -> Result<BTreeMap<String, String>, AlterError> {
+    alter_overrides(Resource::Topic, configs)
+}
+
+/// AlterConfigs on a broker resource: the new dynamic set (only dynamic keys).
+pub fn alter_broker_overrides(
+    configs: &[(String, Option<String>)],
+) -> Result<BTreeMap<String, String>, AlterError> {
+    alter_overrides(Resource::Broker, configs)
+}
+
+fn alter_overrides(
+    resource: Resource,
     configs: &[(String, Option<String>)],
 ) -> Result<BTreeMap<String, String>, AlterError> {
     check_unique(configs.iter().map(|(name, _)| name.as_str()))?;
@@ -86,7 +119,7 @@ pub fn alter_topic_overrides(
         let value = value.as_ref().ok_or_else(|| {
             AlterError::InvalidRequest(format!("Null value not supported for : {name}"))
         })?;
-        known_topic_key(name)?;
+        known_key(resource, name)?;
         out.insert(name.clone(), value.trim().to_string());
     }
     Ok(out)
@@ -98,10 +131,26 @@ pub fn incremental_alter_topic_overrides(
     current: &BTreeMap<String, String>,
     ops: &[(String, AlterOp, Option<String>)],
 ) -> Result<BTreeMap<String, String>, AlterError> {
+    incremental_alter_overrides(Resource::Topic, current, ops)
+}
+
+/// IncrementalAlterConfigs on a broker resource (only dynamic keys).
+pub fn incremental_alter_broker_overrides(
+    current: &BTreeMap<String, String>,
+    ops: &[(String, AlterOp, Option<String>)],
+) -> Result<BTreeMap<String, String>, AlterError> {
+    incremental_alter_overrides(Resource::Broker, current, ops)
+}
+
+fn incremental_alter_overrides(
+    resource: Resource,
+    current: &BTreeMap<String, String>,
+    ops: &[(String, AlterOp, Option<String>)],
+) -> Result<BTreeMap<String, String>, AlterError> {
     check_unique(ops.iter().map(|(name, _, _)| name.as_str()))?;
     let mut out = current.clone();
     for (name, op, value) in ops {
-        let spec = known_topic_key(name)?;
+        let spec = known_key(resource, name)?;
         let value = || {
             value.as_deref().map(str::trim).ok_or_else(|| {
                 AlterError::InvalidRequest(format!("Null value not supported for : {name}"))

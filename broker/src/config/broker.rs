@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::describe::ConfigSource;
 use super::keys::{find, BROKER_KEYS, FAMILIES, IGNORED_KEYS, LONG_MAX};
 use super::listeners::{parse_listeners, Listener};
 use super::properties::parse_properties;
@@ -76,12 +77,26 @@ pub struct BrokerConfig {
     pub ignored: Vec<String>,
     /// Keys explicitly set (file or overrides), canonical spelling, raw values.
     pub(super) explicit: BTreeMap<String, String>,
+    /// Dynamic broker configs (ConfigRecords of the broker resource, see
+    /// [`BrokerConfig::with_dynamic`]): this node's, then the cluster-wide defaults.
+    pub(super) dynamic_node: BTreeMap<String, String>,
+    pub(super) dynamic_cluster: BTreeMap<String, String>,
 }
 
 impl Default for BrokerConfig {
     fn default() -> Self {
         Self::from_explicit(BTreeMap::new(), Vec::new()).expect("defaults are valid")
     }
+}
+
+/// Checks dynamic broker configs (AlterConfigs on the broker resource) against their rows.
+pub fn validate_broker_overrides(overrides: &BTreeMap<String, String>) -> Result<(), ConfigError> {
+    for (k, v) in overrides {
+        let spec =
+            find(BROKER_KEYS, k).ok_or_else(|| ConfigError::UnknownKey { key: k.clone() })?;
+        check_value(spec, v)?;
+    }
+    Ok(())
 }
 
 /// Loads the properties file (if any), then applies `key=value` overrides (command line).
@@ -315,6 +330,8 @@ impl BrokerConfig {
             )?,
             ignored,
             explicit,
+            dynamic_node: BTreeMap::new(),
+            dynamic_cluster: BTreeMap::new(),
         })
     }
 
@@ -323,18 +340,75 @@ impl BrokerConfig {
         &self.log_dirs[0]
     }
 
-    /// Whether `key` (or a key of its alias/unit family) was set in the file or overrides.
-    pub fn is_set(&self, key: &str) -> bool {
-        match FAMILIES.iter().find(|f| f.contains(&key)) {
-            Some(family) => family.iter().any(|k| self.explicit.contains_key(*k)),
-            None => self.explicit.contains_key(key),
+    /// This static configuration with dynamic broker configs on top (Kafka's precedence:
+    /// this node's dynamic value, then the cluster-wide dynamic default, then the static
+    /// value, then the default). Typed fields are recomputed; values were validated when they
+    /// were altered, so an error here means a damaged metadata log.
+    pub fn with_dynamic(
+        &self,
+        cluster: Option<&BTreeMap<String, String>>,
+        node: Option<&BTreeMap<String, String>>,
+    ) -> Result<BrokerConfig, ConfigError> {
+        let cluster = cluster.cloned().unwrap_or_default();
+        let node = node.cloned().unwrap_or_default();
+        if cluster.is_empty()
+            && node.is_empty()
+            && self.dynamic_node.is_empty()
+            && self.dynamic_cluster.is_empty()
+        {
+            return Ok(self.clone());
+        }
+        let mut merged = self.explicit.clone();
+        merged.extend(cluster.iter().map(|(k, v)| (k.clone(), v.clone())));
+        merged.extend(node.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let mut layered = BrokerConfig::from_explicit(merged, self.ignored.clone())?;
+        layered.explicit = self.explicit.clone();
+        layered.dynamic_cluster = cluster;
+        layered.dynamic_node = node;
+        Ok(layered)
+    }
+
+    /// Where the value of `key` itself comes from (not its family).
+    pub fn source_of_key(&self, key: &str) -> ConfigSource {
+        if self.dynamic_node.contains_key(key) {
+            ConfigSource::DynamicBroker
+        } else if self.dynamic_cluster.contains_key(key) {
+            ConfigSource::DynamicDefaultBroker
+        } else if self.explicit.contains_key(key) {
+            ConfigSource::StaticBroker
+        } else {
+            ConfigSource::Default
         }
     }
 
-    /// Raw value of a broker key: as set, else its default (`None` = null / unknown key).
+    /// Where the effective value of `key`'s alias/unit family comes from: the most specific
+    /// source any key of the family is set at.
+    pub fn source_of(&self, key: &str) -> ConfigSource {
+        let family: &[&str] = FAMILIES
+            .iter()
+            .find(|f| f.contains(&key))
+            .copied()
+            .unwrap_or(std::slice::from_ref(&key));
+        family
+            .iter()
+            .map(|k| self.source_of_key(k))
+            .min_by_key(|source| *source as i8)
+            .unwrap_or(ConfigSource::Default)
+    }
+
+    /// Whether `key` (or a key of its alias/unit family) was set in the file, overrides or
+    /// dynamically.
+    pub fn is_set(&self, key: &str) -> bool {
+        self.source_of(key) != ConfigSource::Default
+    }
+
+    /// Raw value of a broker key: dynamic, else as set, else its default (`None` = null /
+    /// unknown key).
     pub fn raw(&self, key: &str) -> Option<&str> {
-        self.explicit
+        self.dynamic_node
             .get(key)
+            .or_else(|| self.dynamic_cluster.get(key))
+            .or_else(|| self.explicit.get(key))
             .map(String::as_str)
             .or_else(|| find(BROKER_KEYS, key).and_then(|s| s.default))
     }

@@ -56,17 +56,30 @@ impl ConfigEntry {
     }
 }
 
-/// The broker-side synonyms of broker key `key`: each key of its family explicitly set
-/// (STATIC_BROKER_CONFIG), then each with a default (DEFAULT_CONFIG), as Kafka lists them.
+/// The broker-side synonyms of broker key `key`: each key of its family set dynamically for
+/// this broker (DYNAMIC_BROKER_CONFIG), then cluster-wide (DYNAMIC_DEFAULT_BROKER_CONFIG),
+/// then statically (STATIC_BROKER_CONFIG), then each with a default (DEFAULT_CONFIG), as Kafka
+/// lists them.
 fn broker_synonyms(broker: &BrokerConfig, key: &'static str) -> Vec<ConfigSynonym> {
     let keys = family(key);
-    let set = keys.iter().filter_map(|k| {
-        broker.explicit.get(*k).map(|v| ConfigSynonym {
-            name: k.to_string(),
-            value: Some(v.clone()),
-            source: ConfigSource::StaticBroker,
-        })
-    });
+    let layer = |map: &BTreeMap<String, String>, source: ConfigSource| {
+        keys.iter()
+            .filter_map(|k| {
+                map.get(*k).map(|v| ConfigSynonym {
+                    name: k.to_string(),
+                    value: Some(v.clone()),
+                    source,
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    let set = layer(&broker.dynamic_node, ConfigSource::DynamicBroker)
+        .into_iter()
+        .chain(layer(
+            &broker.dynamic_cluster,
+            ConfigSource::DynamicDefaultBroker,
+        ))
+        .chain(layer(&broker.explicit, ConfigSource::StaticBroker));
     let defaults = keys.iter().filter_map(|k| {
         find(BROKER_KEYS, k)
             .and_then(|s| s.default)
@@ -110,11 +123,7 @@ pub fn describe_broker(broker: &BrokerConfig) -> Vec<ConfigEntry> {
     BROKER_KEYS
         .iter()
         .map(|spec| {
-            let source = if broker.explicit.contains_key(spec.name) {
-                ConfigSource::StaticBroker
-            } else {
-                ConfigSource::Default
-            };
+            let source = broker.source_of_key(spec.name);
             let mut entry =
                 ConfigEntry::new(spec, broker.raw(spec.name).map(str::to_string), source);
             entry.synonyms = broker_synonyms(broker, spec.name)

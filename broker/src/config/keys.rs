@@ -66,8 +66,9 @@ pub struct Spec {
     /// Topic keys only: the broker key supplying the default (Kafka's synonym).
     pub broker_key: Option<&'static str>,
     pub doc: &'static str,
-    /// Can be changed at run time (AlterConfigs). Every topic key can; no broker key can yet
-    /// (they are read-only in DescribeConfigs, as Kafka's static broker keys are).
+    /// Can be changed at run time (AlterConfigs). Every topic key can; of the broker keys,
+    /// those supplying topic defaults (`dspec` rows); the others are read-only in
+    /// DescribeConfigs, as Kafka's static broker keys are.
     pub dynamic: bool,
 }
 
@@ -87,6 +88,22 @@ const fn spec(
         broker_key: None,
         doc,
         dynamic: false,
+    }
+}
+
+/// A broker key row that can change at run time (AlterConfigs on the broker resource:
+/// per broker or cluster-wide default). These are the broker keys that supply topic defaults,
+/// as in Kafka's `DynamicLogConfig`; a change reaches every topic that does not override it.
+const fn dspec(
+    name: &'static str,
+    ty: ConfigType,
+    default: Option<&'static str>,
+    check: Check,
+    doc: &'static str,
+) -> Spec {
+    Spec {
+        dynamic: true,
+        ..spec(name, ty, default, check, doc)
     }
 }
 
@@ -116,7 +133,8 @@ const CLEANUP: &[&str] = &["delete", "compact"];
 const TS_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];
 const FLUSH: &[&str] = &["ack", "replication"];
 
-/// Broker keys we understand. All are static (read-only in DescribeConfigs).
+/// Broker keys we understand. `spec` rows are static (read-only in DescribeConfigs), `dspec`
+/// rows dynamic.
 pub const BROKER_KEYS: &[Spec] = &[
     spec(
         "node.id",
@@ -181,42 +199,42 @@ pub const BROKER_KEYS: &[Spec] = &[
         Check::None,
         "Create topics on first metadata request/produce.",
     ),
-    spec(
+    dspec(
         "log.segment.bytes",
         T::Int,
         Some("1073741824"),
         Check::AtLeast(14),
         "Maximum size of a single log segment file.",
     ),
-    spec(
+    dspec(
         "log.roll.ms",
         T::Long,
         None,
         Check::AtLeast(1),
         "Maximum segment age before rolling; log.roll.hours if unset.",
     ),
-    spec(
+    dspec(
         "log.roll.hours",
         T::Int,
         Some("168"),
         Check::AtLeast(1),
         "Maximum segment age before rolling, in hours.",
     ),
-    spec(
+    dspec(
         "log.index.interval.bytes",
         T::Int,
         Some("4096"),
         Check::AtLeast(0),
         "Bytes between offset index entries.",
     ),
-    spec(
+    dspec(
         "log.index.size.max.bytes",
         T::Int,
         Some("10485760"),
         Check::AtLeast(4),
         "Maximum size of an offset index file.",
     ),
-    spec(
+    dspec(
         "message.max.bytes",
         T::Int,
         Some("1048588"),
@@ -237,35 +255,35 @@ pub const BROKER_KEYS: &[Spec] = &[
         Check::AtLeast(1024),
         "Most record bytes one Fetch response carries, whatever the request's max_bytes.",
     ),
-    spec(
+    dspec(
         "log.retention.ms",
         T::Long,
         None,
         Check::AtLeast(-1),
         "Retention time (-1 = unlimited); falls back to minutes, then hours.",
     ),
-    spec(
+    dspec(
         "log.retention.minutes",
         T::Int,
         None,
         Check::AtLeast(-1),
         "Retention time in minutes.",
     ),
-    spec(
+    dspec(
         "log.retention.hours",
         T::Int,
         Some("168"),
         Check::AtLeast(-1),
         "Retention time in hours.",
     ),
-    spec(
+    dspec(
         "log.retention.bytes",
         T::Long,
         Some("-1"),
         Check::None,
         "Maximum partition size before deleting old segments (-1 = unlimited).",
     ),
-    spec(
+    dspec(
         "producer.id.expiration.ms",
         T::Int,
         Some("86400000"),
@@ -279,49 +297,49 @@ pub const BROKER_KEYS: &[Spec] = &[
         Check::AtLeast(1),
         "How often each shard applies retention.ms / retention.bytes.",
     ),
-    spec(
+    dspec(
         "log.flush.interval.messages",
         T::Long,
         Some(LONG_MAX),
         Check::AtLeast(1),
         "Messages accumulated before forcing a flush (replication flush policy).",
     ),
-    spec(
+    dspec(
         "log.flush.interval.ms",
         T::Long,
         None,
         Check::AtLeast(0),
         "Maximum time before forcing a flush (null = never).",
     ),
-    spec(
+    dspec(
         "log.flush.policy",
         T::String,
         Some("ack"),
         Check::OneOf(FLUSH),
         "ack: fsync before acknowledging produce; replication: flush by interval only.",
     ),
-    spec(
+    dspec(
         "log.cleanup.policy",
         T::List,
         Some("delete"),
         Check::ListOf(CLEANUP),
         "Default cleanup policy for topics.",
     ),
-    spec(
+    dspec(
         "compression.type",
         T::String,
         Some("producer"),
         Check::OneOf(COMPRESSION),
         "Default compression type for topics.",
     ),
-    spec(
+    dspec(
         "log.message.timestamp.type",
         T::String,
         Some("CreateTime"),
         Check::OneOf(TS_TYPES),
         "Default timestamp type for topics.",
     ),
-    spec(
+    dspec(
         "min.insync.replicas",
         T::Int,
         Some("1"),

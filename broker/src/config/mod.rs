@@ -52,8 +52,11 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
-pub use alter::{alter_topic_overrides, incremental_alter_topic_overrides, AlterError, AlterOp};
-pub use broker::{from_pairs, load, BrokerConfig, GroupConfig};
+pub use alter::{
+    alter_broker_overrides, alter_topic_overrides, incremental_alter_broker_overrides,
+    incremental_alter_topic_overrides, AlterError, AlterOp,
+};
+pub use broker::{from_pairs, load, validate_broker_overrides, BrokerConfig, GroupConfig};
 pub use describe::{describe_broker, describe_topic, ConfigEntry, ConfigSource, ConfigSynonym};
 pub use docs::render_markdown;
 pub use error::ConfigError;

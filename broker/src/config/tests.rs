@@ -365,7 +365,13 @@ fn topic_synonyms_follow_kafka_order() {
     // Broker keys: read-only, synonyms from the key itself on.
     let b = describe_broker(&broker);
     let hours = b.iter().find(|e| e.name == "log.retention.hours").unwrap();
-    assert!(hours.read_only);
+    assert!(!hours.read_only, "a dynamic broker key");
+    assert!(
+        b.iter()
+            .find(|e| e.name == "num.partitions")
+            .unwrap()
+            .read_only
+    );
     assert_eq!(hours.synonyms.len(), 1);
     assert_eq!(hours.synonyms[0].source, ConfigSource::Default);
     let minutes = b
@@ -497,4 +503,115 @@ fn docs() {
         on_disk, rendered,
         "docs/configuration.md is stale: UPDATE_CONFIG_DOCS=1 regenerates it"
     );
+}
+
+#[test]
+fn dynamic_broker_configs_layer_over_static() {
+    let b = load(
+        None,
+        &[
+            "log.retention.hours=1".into(),
+            "message.max.bytes=5000".into(),
+        ],
+    )
+    .unwrap();
+    let cluster = ov(&[("log.retention.ms", "7000"), ("message.max.bytes", "4000")]);
+    let node = ov(&[("message.max.bytes", "3000")]);
+    let layered = b.with_dynamic(Some(&cluster), Some(&node)).unwrap();
+    assert_eq!(
+        layered.log_retention_ms, 7000,
+        "dynamic ms over static hours"
+    );
+    assert_eq!(
+        layered.message_max_bytes, 3000,
+        "node over cluster over static"
+    );
+    assert_eq!(
+        layered.source_of("log.retention.hours"),
+        ConfigSource::DynamicDefaultBroker
+    );
+    assert_eq!(
+        layered.source_of_key("log.retention.hours"),
+        ConfigSource::StaticBroker
+    );
+    let t = resolve(&layered, &BTreeMap::new()).unwrap();
+    assert_eq!((t.retention_ms, t.max_message_bytes), (7000, 3000));
+    let d = describe_topic(&layered, &BTreeMap::new());
+    let e = d.iter().find(|e| e.name == "max.message.bytes").unwrap();
+    assert_eq!(e.source, ConfigSource::DynamicBroker);
+    let syn: Vec<(&str, Option<&str>, ConfigSource)> = e
+        .synonyms
+        .iter()
+        .map(|s| (s.name.as_str(), s.value.as_deref(), s.source))
+        .collect();
+    assert_eq!(
+        syn,
+        vec![
+            (
+                "message.max.bytes",
+                Some("3000"),
+                ConfigSource::DynamicBroker
+            ),
+            (
+                "message.max.bytes",
+                Some("4000"),
+                ConfigSource::DynamicDefaultBroker
+            ),
+            (
+                "message.max.bytes",
+                Some("5000"),
+                ConfigSource::StaticBroker
+            ),
+            ("message.max.bytes", Some("1048588"), ConfigSource::Default),
+        ]
+    );
+    let broker = describe_broker(&layered);
+    let e = broker
+        .iter()
+        .find(|e| e.name == "log.retention.ms")
+        .unwrap();
+    assert_eq!(
+        (e.value.as_deref(), e.source, e.read_only),
+        (Some("7000"), ConfigSource::DynamicDefaultBroker, false)
+    );
+    let e = broker.iter().find(|e| e.name == "num.partitions").unwrap();
+    assert!(e.read_only);
+    // No dynamic configs: the static config as it was.
+    let plain = b.with_dynamic(None, None).unwrap();
+    assert_eq!(plain.message_max_bytes, 5000);
+    assert_eq!(
+        plain.source_of("message.max.bytes"),
+        ConfigSource::StaticBroker
+    );
+}
+
+#[test]
+fn broker_alterations_take_dynamic_keys_only() {
+    let ok = alter_broker_overrides(&[("log.retention.ms".into(), Some("1000".into()))]).unwrap();
+    assert_eq!(ok, ov(&[("log.retention.ms", "1000")]));
+    let e = alter_broker_overrides(&[("num.partitions".into(), Some("3".into()))]).unwrap_err();
+    assert_eq!(e.error_code(), 42);
+    assert!(
+        e.to_string()
+            .contains("Cannot update these configs dynamically"),
+        "{e}"
+    );
+    let e = incremental_alter_broker_overrides(
+        &BTreeMap::new(),
+        &[("no.such".into(), AlterOp::Set, Some("1".into()))],
+    )
+    .unwrap_err();
+    assert_eq!(e.error_code(), 42);
+    let appended = incremental_alter_broker_overrides(
+        &BTreeMap::new(),
+        &[(
+            "log.cleanup.policy".into(),
+            AlterOp::Append,
+            Some("compact".into()),
+        )],
+    )
+    .unwrap();
+    assert_eq!(appended["log.cleanup.policy"], "delete,compact");
+    assert!(validate_broker_overrides(&ov(&[("log.segment.bytes", "1")])).is_err());
+    assert!(validate_broker_overrides(&ov(&[("log.segment.bytes", "100000")])).is_ok());
 }

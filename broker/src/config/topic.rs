@@ -161,11 +161,7 @@ pub(super) fn topic_value(
     }
     match spec.broker_key.filter(|bk| find(BROKER_KEYS, bk).is_some()) {
         Some(bk) => {
-            let source = if broker.is_set(bk) {
-                ConfigSource::StaticBroker
-            } else {
-                ConfigSource::Default
-            };
+            let source = broker.source_of(bk);
             (
                 broker.effective(bk).or(spec.default.map(Into::into)),
                 source,

@@ -2,8 +2,9 @@
 //! metadata core, which validates the new override set against the key table (INVALID_CONFIG
 //! with a message), writes ConfigRecords to the metadata log and publishes the image; every
 //! shard applies the new typed config to its partitions of the topic before this answers.
-//! No broker key is dynamic yet, so a broker resource naming any key is refused as Kafka
-//! refuses a static key (INVALID_REQUEST, "Cannot update these configs dynamically").
+//! Broker resources ("" for the cluster-wide default, or this node's id) take the dynamic
+//! broker keys (those supplying topic defaults); a static key is refused as Kafka refuses it
+//! (INVALID_REQUEST, "Cannot update these configs dynamically").
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -15,9 +16,9 @@ use wire::generated::{
 use wire::ErrorCode;
 
 use super::{encode_response, RequestContext, Response};
-use crate::config::{self, AlterOp};
+use crate::config::AlterOp;
 use crate::forward::{Reply, Request};
-use crate::metadata::TopicConfigChange;
+use crate::metadata::ConfigChange;
 use crate::shard::Shard;
 
 const RESOURCE_TOPIC: i8 = 2;
@@ -27,10 +28,8 @@ const RESOURCE_BROKER: i8 = 4;
 struct Resource {
     resource_type: i8,
     name: String,
-    /// The keys named (for broker resources).
-    keys: Vec<String>,
     /// `Err` when the request itself is malformed (an unknown operation).
-    change: Result<TopicConfigChange, (ErrorCode, String)>,
+    change: Result<ConfigChange, (ErrorCode, String)>,
 }
 
 /// (error code, message) per resource, in request order.
@@ -47,8 +46,7 @@ pub async fn handle_alter_configs(
         .map(|resource| Resource {
             resource_type: resource.resource_type,
             name: resource.resource_name.clone(),
-            keys: resource.configs.iter().map(|c| c.name.clone()).collect(),
-            change: Ok(TopicConfigChange::Replace(
+            change: Ok(ConfigChange::Replace(
                 resource
                     .configs
                     .iter()
@@ -104,8 +102,7 @@ pub async fn handle_incremental_alter_configs(
             Resource {
                 resource_type: resource.resource_type,
                 name: resource.resource_name.clone(),
-                keys: resource.configs.iter().map(|c| c.name.clone()).collect(),
-                change: ops.map(TopicConfigChange::Incremental),
+                change: ops.map(ConfigChange::Incremental),
             }
         })
         .collect::<Vec<_>>();
@@ -130,8 +127,8 @@ pub async fn handle_incremental_alter_configs(
     encode_response(&ctx, ctx.api_version, &response)
 }
 
-/// Answers every resource: broker and malformed ones here, topic ones on the metadata core
-/// (one call for all of them).
+/// Answers every resource: malformed ones here, the others on the metadata core (one call
+/// for all of them).
 async fn alter(shard: &Rc<Shard>, resources: &[Resource], validate_only: bool) -> Vec<Outcome> {
     let mut seen = HashSet::new();
     let duplicated: HashSet<(i8, &str)> = resources
@@ -140,7 +137,7 @@ async fn alter(shard: &Rc<Shard>, resources: &[Resource], validate_only: bool) -
         .map(|r| (r.resource_type, r.name.as_str()))
         .collect();
     let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(resources.len());
-    let mut topic_changes = Vec::new();
+    let mut core_changes = Vec::new();
     for resource in resources {
         let refuse = |code: ErrorCode, message: String| Some((code.code(), Some(message)));
         let outcome = if duplicated.contains(&(resource.resource_type, resource.name.as_str())) {
@@ -152,10 +149,16 @@ async fn alter(shard: &Rc<Shard>, resources: &[Resource], validate_only: bool) -
             match (&resource.change, resource.resource_type) {
                 (Err((code, message)), _) => refuse(*code, message.clone()),
                 (Ok(change), RESOURCE_TOPIC) => {
-                    topic_changes.push((resource.name.clone(), change.clone()));
+                    core_changes.push((RESOURCE_TOPIC, resource.name.clone(), change.clone()));
                     None
                 }
-                (Ok(_), RESOURCE_BROKER) => Some(alter_broker(shard, resource)),
+                (Ok(change), RESOURCE_BROKER) => match check_broker_name(shard, resource) {
+                    Some(refused) => Some(refused),
+                    None => {
+                        core_changes.push((RESOURCE_BROKER, resource.name.clone(), change.clone()));
+                        None
+                    }
+                },
                 (Ok(_), other) => refuse(
                     ErrorCode::InvalidRequest,
                     format!("Unsupported resource type {other}"),
@@ -164,14 +167,14 @@ async fn alter(shard: &Rc<Shard>, resources: &[Resource], validate_only: bool) -
         };
         outcomes.push(outcome);
     }
-    let mut topic_outcomes = if topic_changes.is_empty() {
+    let mut core_outcomes = if core_changes.is_empty() {
         Vec::new()
     } else {
         match shard
             .call(
                 0,
                 Request::AlterTopicConfigs {
-                    changes: topic_changes,
+                    changes: core_changes,
                     validate_only,
                 },
             )
@@ -186,7 +189,7 @@ async fn alter(shard: &Rc<Shard>, resources: &[Resource], validate_only: bool) -
         .into_iter()
         .map(|outcome| {
             outcome.unwrap_or_else(|| {
-                topic_outcomes
+                core_outcomes
                     .next()
                     .map_or((ErrorCode::UnknownServerError.code(), None), |outcome| {
                         (outcome.error_code, outcome.error_message)
@@ -196,35 +199,17 @@ async fn alter(shard: &Rc<Shard>, resources: &[Resource], validate_only: bool) -
         .collect()
 }
 
-/// A broker resource: this node ("" or its id) and only dynamic keys, of which there are none
-/// yet; an empty change is accepted.
-fn alter_broker(shard: &Shard, resource: &Resource) -> Outcome {
+/// A broker resource must name this node ("" or its id); `Some` refusal otherwise.
+fn check_broker_name(shard: &Shard, resource: &Resource) -> Option<Outcome> {
     let node_id = shard.config.node_id;
-    if !resource.name.is_empty() && resource.name != node_id.to_string() {
-        return (
-            ErrorCode::InvalidRequest.code(),
-            Some(format!(
-                "Unexpected broker id, expected {node_id} or empty string, but received {}",
-                resource.name
-            )),
-        );
+    if resource.name.is_empty() || resource.name == node_id.to_string() {
+        return None;
     }
-    let static_keys: Vec<&str> = resource
-        .keys
-        .iter()
-        .map(String::as_str)
-        .filter(|key| !config::find_broker_key(key).is_some_and(|spec| spec.dynamic))
-        .collect();
-    if static_keys.is_empty() {
-        return (0, None);
-    }
-    (
+    Some((
         ErrorCode::InvalidRequest.code(),
         Some(format!(
-            "Invalid config value for resource ConfigResource(type=BROKER, name='{}'): \
-             Cannot update these configs dynamically: Set({})",
-            resource.name,
-            static_keys.join(", ")
+            "Unexpected broker id, expected {node_id} or empty string, but received {}",
+            resource.name
         )),
-    )
+    ))
 }

@@ -35,7 +35,10 @@ pub async fn handle(
             let entries: Result<Vec<ConfigEntry>, (ErrorCode, String)> =
                 match resource.resource_type {
                     RESOURCE_TOPIC => match image.topic(&resource.resource_name) {
-                        Some(topic) => Ok(config::describe_topic(&shard.config, &topic.configs)),
+                        Some(topic) => Ok(config::describe_topic(
+                            &shard.topic_defaults(),
+                            &topic.configs,
+                        )),
                         None => Err((
                             ErrorCode::UnknownTopicOrPartition,
                             format!("Topic '{}' does not exist.", resource.resource_name),
@@ -45,7 +48,7 @@ pub async fn handle(
                         if resource.resource_name.is_empty()
                             || resource.resource_name == shard.config.node_id.to_string()
                         {
-                            Ok(config::describe_broker(&shard.config))
+                            Ok(config::describe_broker(&shard.topic_defaults()))
                         } else {
                             Err((
                                 ErrorCode::InvalidRequest,
