@@ -14,10 +14,10 @@
 //! `.clean_shutdown` exists only between a clean close and the next open; it says every index
 //! is trimmed and synced and the log ends on a batch boundary.
 
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+use crate::storage::{Disk, File};
 
 pub(crate) const RECOVERY_POINT_FILE: &str = "recovery-point";
 pub(crate) const CLEAN_SHUTDOWN_FILE: &str = ".clean_shutdown";
@@ -75,25 +75,23 @@ pub(crate) struct CheckpointFile {
 
 impl CheckpointFile {
     /// Opens the file and returns the checkpoint it holds, if valid.
-    pub(crate) fn open(dir: &Path) -> io::Result<(CheckpointFile, Option<Checkpoint>)> {
+    pub(crate) fn open(
+        disk: &Disk,
+        dir: &Path,
+    ) -> io::Result<(CheckpointFile, Option<Checkpoint>)> {
         let path = dir.join(RECOVERY_POINT_FILE);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)?;
-        let mut b = [0u8; LEN];
-        let cp = match file.read_exact_at(&mut b, 0) {
-            Ok(()) => Checkpoint::decode(&b),
-            Err(_) => None,
+        let cp = match disk.read_file(&path) {
+            Ok(b) => Checkpoint::decode(&b),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
         };
+        let (file, _) = disk.open(&path, true)?;
         Ok((CheckpointFile { path, file }, cp))
     }
 
     /// One 32-byte page-cache write (see the module comment for why it is not synced).
     pub(crate) fn write(&self, cp: &Checkpoint) -> io::Result<()> {
-        self.file.write_all_at(&cp.encode(), 0)
+        self.file.write_at(&cp.encode(), 0)
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -103,15 +101,6 @@ impl CheckpointFile {
 
 pub(crate) fn clean_marker(dir: &Path) -> PathBuf {
     dir.join(CLEAN_SHUTDOWN_FILE)
-}
-
-/// fsync of the directory itself (a created or removed marker must be durable), through
-/// io_uring.
-pub(crate) async fn sync_dir(dir: &Path) -> io::Result<()> {
-    let d = glommio::io::Directory::open(dir).await?;
-    let r = d.sync().await;
-    let _ = d.close().await;
-    r.map_err(Into::into)
 }
 
 #[cfg(test)]

@@ -8,11 +8,13 @@
 //!
 //! Modules:
 //! - `batch`: the few record-batch header fields the log reads itself (from raw bytes).
-//! - `index` / `time_index`: the memory-mapped indexes.
+//! - `index` / `time_index`: the sparse indexes (in memory, written at roll / close).
 //! - `segment`: one `.log` file with its two indexes.
 //! - `checkpoint`: the recovery point file and the clean-shutdown marker.
 //! - `dir`: the directory's topic id (`partition.metadata`) and crash-safe deletion.
 //! - `partition_log`: `PartitionLog`, the public API (append / read / recovery / sync).
+//!
+//! Every file, directory and clock access goes through `crate::storage` (`Env`).
 //! - `producer_state`: idempotent-producer state (sequence checks, duplicates, snapshots).
 
 pub(crate) mod batch;

@@ -5,12 +5,13 @@
 //! Written at the same moments as the offset index, plus a final entry when the segment
 //! becomes inactive (roll / close), so the last entry of an inactive segment is its max.
 //!
-//! Bounds: same file handling as the offset index (`IndexFile`).
+//! Bounds: same in-memory handling as the offset index (`IndexFile`).
 
 use std::io;
 use std::path::Path;
 
 use super::index::IndexFile;
+use crate::storage::Disk;
 
 pub(crate) const TIME_ENTRY: usize = 12;
 
@@ -21,12 +22,13 @@ pub(crate) struct TimeIndex {
 
 impl TimeIndex {
     pub(crate) fn open(
+        disk: &Disk,
         path: &Path,
         base_offset: i64,
         capacity_bytes: Option<u64>,
     ) -> io::Result<TimeIndex> {
         Ok(TimeIndex {
-            inner: IndexFile::open(path, TIME_ENTRY, capacity_bytes)?,
+            inner: IndexFile::open(disk, path, TIME_ENTRY, capacity_bytes)?,
             base_offset,
         })
     }
