@@ -559,3 +559,136 @@ impl SimFile {
         Ok(s.inodes[&self.ino].cache.len() as u64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> PathBuf {
+        PathBuf::from(s)
+    }
+
+    fn content(d: &Rc<SimDisk>, path: &str) -> Option<Vec<u8>> {
+        d.read_file(&p(path)).ok()
+    }
+
+    /// A disk with `/d/f` created, its data synced and its name durable.
+    fn disk_with_file(seed: u64, data: &[u8]) -> (Rc<SimDisk>, SimFile) {
+        let d = SimDisk::new(seed);
+        d.create_dir_all(&p("/d")).unwrap();
+        let (f, _) = d.open(&p("/d/f"), true).unwrap();
+        f.write_vectored_at(&[data, &[]], 0).unwrap();
+        f.fdatasync().unwrap();
+        d.sync_dir(&p("/")).unwrap();
+        d.sync_dir(&p("/d")).unwrap();
+        (d, f)
+    }
+
+    #[test]
+    fn synced_data_survives_power_loss_and_crash_keeps_the_cache() {
+        for seed in 0..50 {
+            let (d, f) = disk_with_file(seed, b"durable");
+            f.write_vectored_at(&[b"+more", b"!"], 7).unwrap();
+            d.crash();
+            assert_eq!(content(&d, "/d/f").unwrap(), b"durable+more!");
+            assert!(f.len().is_err(), "a dead process's handle is invalid");
+            d.power_loss();
+            let after = content(&d, "/d/f").unwrap();
+            assert!(after.starts_with(b"durable"), "seed {seed}: {after:?}");
+            assert!(b"durable+more!".starts_with(&after), "seed {seed}: {after:?}");
+        }
+    }
+
+    #[test]
+    fn unsynced_writes_are_kept_lost_or_torn_each() {
+        let (mut kept, mut lost, mut torn, mut holes) = (0, 0, 0, 0);
+        for seed in 0..300 {
+            let (d, f) = disk_with_file(seed, b"0123");
+            f.write_vectored_at(&[b"4567", b"89"], 4).unwrap();
+            f.write_vectored_at(&[b"abcdef", b""], 10).unwrap();
+            d.power_loss();
+            let after = content(&d, "/d/f").unwrap();
+            assert!(after.starts_with(b"0123"));
+            match after.len() {
+                4 => lost += 1,
+                16 if after == b"0123456789abcdef" => kept += 1,
+                _ if after[4..].contains(&0) => holes += 1,
+                _ => torn += 1,
+            }
+        }
+        assert!(kept > 0 && lost > 0 && torn > 0 && holes > 0, "{kept} {lost} {torn} {holes}");
+    }
+
+    #[test]
+    fn metadata_needs_a_directory_sync() {
+        let (mut created_lost, mut removal_lost, mut rename_lost) = (0, 0, 0);
+        for seed in 0..100 {
+            let (d, f) = disk_with_file(seed, b"x");
+            drop(f);
+            let (g, _) = d.open(&p("/d/new"), true).unwrap();
+            g.write_vectored_at(&[b"y", b""], 0).unwrap();
+            g.fdatasync().unwrap(); // data synced, name not
+            d.write_file(&p("/d/tmp"), b"z").unwrap();
+            d.rename(&p("/d/tmp"), &p("/d/renamed")).unwrap();
+            d.remove_file(&p("/d/f")).unwrap();
+            assert!(!d.exists(&p("/d/f")) && d.exists(&p("/d/renamed")));
+            d.power_loss();
+            created_lost += usize::from(!d.exists(&p("/d/new")));
+            removal_lost += usize::from(d.exists(&p("/d/f")));
+            rename_lost += usize::from(!d.exists(&p("/d/renamed")));
+            if d.exists(&p("/d/new")) {
+                assert_eq!(content(&d, "/d/new").unwrap(), b"y");
+            }
+        }
+        assert!(created_lost > 0 && removal_lost > 0 && rename_lost > 0);
+        // With the directory synced, every one of them is durable.
+        for seed in 0..20 {
+            let (d, f) = disk_with_file(seed, b"x");
+            drop(f);
+            d.write_file(&p("/d/tmp"), b"z").unwrap();
+            d.open(&p("/d/tmp"), false).unwrap().0.fdatasync().unwrap();
+            d.rename(&p("/d/tmp"), &p("/d/renamed")).unwrap();
+            d.remove_file(&p("/d/f")).unwrap();
+            d.sync_dir(&p("/d")).unwrap();
+            d.power_loss();
+            assert!(!d.exists(&p("/d/f")) && !d.exists(&p("/d/tmp")));
+            assert_eq!(content(&d, "/d/renamed").unwrap(), b"z");
+        }
+    }
+
+    #[test]
+    fn injected_faults() {
+        let (d, f) = disk_with_file(1, b"abc");
+        d.fail_nth(FaultOp::Sync, 1, libc::EIO);
+        f.fdatasync().unwrap();
+        let e = f.fdatasync().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EIO));
+        f.fdatasync().unwrap();
+        d.fail_nth(FaultOp::Write, 0, libc::ENOSPC);
+        let e = f.write_vectored_at(&[b"defgh", b""], 3).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+        let len = f.len().unwrap();
+        assert!((3..=8).contains(&len), "a short write may leave a prefix: {len}");
+        d.fail_nth(FaultOp::Rename, 0, libc::EIO);
+        assert!(d.rename(&p("/d/f"), &p("/d/g")).is_err());
+        assert!(d.exists(&p("/d/f")));
+        d.set_fault_rate(1_000_000);
+        assert!(f.fdatasync().is_err());
+        assert!(d.faults_injected() >= 4);
+    }
+
+    #[test]
+    fn same_seed_same_outcome() {
+        let run = |seed| {
+            let (d, f) = disk_with_file(seed, b"0123");
+            for i in 0..20u8 {
+                f.write_vectored_at(&[&[i; 7], &[i; 3]], 4 + i as u64 * 10).unwrap();
+            }
+            d.power_loss();
+            content(&d, "/d/f").unwrap()
+        };
+        for seed in 0..20 {
+            assert_eq!(run(seed), run(seed));
+        }
+    }
+}
