@@ -21,6 +21,7 @@ use crate::storage::{Disk, File};
 
 pub(crate) const RECOVERY_POINT_FILE: &str = "recovery-point";
 pub(crate) const CLEAN_SHUTDOWN_FILE: &str = ".clean_shutdown";
+pub(crate) const LOG_START_FILE: &str = "log-start-offset";
 
 const MAGIC: &[u8; 4] = b"KRP1";
 const LEN: usize = 32;
@@ -97,6 +98,34 @@ impl CheckpointFile {
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// The log start offset recorded durably in `log-start-offset` (`0\n<offset>\n`, Kafka's
+/// checkpoint file layout for one entry), if any. Unreadable content counts as none: the file
+/// is only ever replaced whole (tmp, fdatasync, rename, directory fsync).
+pub(crate) fn read_log_start(disk: &Disk, dir: &Path) -> io::Result<Option<i64>> {
+    let bytes = match disk.read_file(&dir.join(LOG_START_FILE)) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines = text.lines();
+    Ok(match (lines.next(), lines.next()) {
+        (Some("0"), Some(n)) => n.trim().parse().ok().filter(|&o: &i64| o >= 0),
+        _ => None,
+    })
+}
+
+/// Records `offset` as the log start durably, before any segment below it is removed: a power
+/// loss can then resurrect any subset of the removed files, and the next open deletes them
+/// again instead of taking the gap they leave for lost data. Blocks the thread for one
+/// fdatasync and one directory fsync: only when retention (or DeleteRecords) moves the start.
+pub(crate) fn write_log_start(disk: &Disk, dir: &Path, offset: i64) -> io::Result<()> {
+    disk.write_file_durable_blocking(
+        &dir.join(LOG_START_FILE),
+        format!("0\n{offset}\n").as_bytes(),
+    )
 }
 
 pub(crate) fn clean_marker(dir: &Path) -> PathBuf {

@@ -204,8 +204,22 @@ impl PartitionLog {
         let capacity = config.segment_index_bytes as u64;
         let interval = config.index_interval_bytes;
         let mut bases = list_segments(&disk, &dir)?;
+        // Segments wholly below the durable log start are leftovers of a retention deletion
+        // that a crash interrupted (or a power loss undid in part): delete them again.
+        let durable_start = checkpoint::read_log_start(&disk, &dir)
+            .map_err(|e| LogError::io("read", &dir.join(checkpoint::LOG_START_FILE), e))?;
+        let mut removed_leftovers = false;
+        if let Some(start) = durable_start {
+            let keep_from = bases.partition_point(|&b| b <= start).saturating_sub(1);
+            for &base in &bases[..keep_from] {
+                tracing::info!(dir = %dir.display(), base, start, "deleting segment below the log start offset");
+                remove_segment_files(&disk, &dir, base)?;
+                removed_leftovers = true;
+            }
+            bases.drain(..keep_from);
+        }
         if bases.is_empty() {
-            bases.push(0);
+            bases.push(durable_start.unwrap_or(0));
         }
         let marker = checkpoint::clean_marker(&dir);
         let clean = disk.exists(&marker);
@@ -302,7 +316,10 @@ impl PartitionLog {
         }
         let active = segments.last().expect("at least one segment");
         let log_end = active.next_offset;
-        let log_start = segments[0].base_offset;
+        let log_start = segments[0]
+            .base_offset
+            .max(durable_start.unwrap_or(0))
+            .min(active.next_offset);
         let mut log = PartitionLog {
             env,
             dir: dir.clone(),
@@ -331,6 +348,9 @@ impl PartitionLog {
                 clean_shutdown = clean,
                 "recovered log segments"
             );
+        }
+        if removed_leftovers {
+            log.dir_dirty = true;
         }
         if recovered_any {
             // What recovery kept may still be only in the page cache (kill -9): make it
@@ -864,8 +884,8 @@ impl PartitionLog {
         }
         let mut total = self.size_bytes() as i64;
         let mut deleted = 0;
-        while self.segments.len() > 1 {
-            let s = &self.segments[0];
+        while self.segments.len() - deleted > 1 {
+            let s = &self.segments[deleted];
             let ts = if s.max_timestamp >= 0 {
                 s.max_timestamp
             } else {
@@ -878,13 +898,21 @@ impl PartitionLog {
             if !(by_time || by_size) {
                 break;
             }
-            let s = self.segments.remove(0);
             total -= s.size as i64;
-            remove_segment_files(&self.env.disk, &self.dir, s.base_offset)?;
             deleted += 1;
         }
         if deleted > 0 {
-            self.log_start_offset = self.log_start_offset.max(self.segments[0].base_offset);
+            // The new start is durable before any file goes (see `checkpoint::write_log_start`).
+            let start = self.segments[deleted]
+                .base_offset
+                .max(self.log_start_offset);
+            checkpoint::write_log_start(&self.env.disk, &self.dir, start).map_err(|e| {
+                LogError::io("write", &self.dir.join(checkpoint::LOG_START_FILE), e)
+            })?;
+            for s in self.segments.drain(..deleted) {
+                remove_segment_files(&self.env.disk, &self.dir, s.base_offset)?;
+            }
+            self.log_start_offset = start;
             // Snapshots go with their segments (the one at the new log start stays).
             for offset in list_snapshots(&self.env.disk, &self.dir)? {
                 if offset < self.log_start_offset {

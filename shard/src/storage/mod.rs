@@ -132,7 +132,41 @@ impl Disk {
     }
 }
 
+impl Disk {
+    /// `sync_dir` that blocks the thread (real disk: `fsync(2)`); for the rare metadata
+    /// barriers taken inside synchronous calls (a retention deletion), never per request.
+    pub fn sync_dir_blocking(&self, path: &Path) -> io::Result<()> {
+        match self {
+            Disk::Real => std::fs::File::open(path)?.sync_all(),
+            Disk::Sim(d) => d.sync_dir(path),
+        }
+    }
+
+    /// `write_file_durable` that blocks the thread (see `sync_dir_blocking`).
+    pub fn write_file_durable_blocking(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = std::path::PathBuf::from(tmp);
+        {
+            let (file, _) = self.open(&tmp, true)?;
+            file.truncate(0)?;
+            file.write_at(bytes, 0)?;
+            file.sync_blocking()?;
+        }
+        self.rename(&tmp, path)?;
+        self.sync_dir_blocking(path.parent().unwrap_or(Path::new(".")))
+    }
+}
+
 impl File {
+    /// fdatasync that blocks the thread (see `Disk::sync_dir_blocking`).
+    pub fn sync_blocking(&self) -> io::Result<()> {
+        match self {
+            File::Real(f) => real::fdatasync_blocking(f),
+            File::Sim(f) => f.fdatasync(),
+        }
+    }
+
     /// Writes every byte of `bufs`, back to back, at `pos` (one pwritev on the real disk: the
     /// append path's zero-copy write). A short write is retried; an error may leave a prefix
     /// written (the caller truncates).

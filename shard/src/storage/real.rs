@@ -50,6 +50,14 @@ pub(super) fn ftruncate(f: &BufferedFile, len: u64) -> io::Result<()> {
     Ok(())
 }
 
+pub(super) fn fdatasync_blocking(f: &BufferedFile) -> io::Result<()> {
+    // Safety: plain syscall on a live fd.
+    if unsafe { libc::fdatasync(f.as_raw_fd()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 pub(super) fn len(f: &BufferedFile) -> io::Result<u64> {
     // Safety: fstat fills the zeroed struct; the fd is live.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };

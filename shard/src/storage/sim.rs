@@ -191,6 +191,8 @@ struct Inner {
     /// Random faults per million calls (0: none).
     fault_rate_ppm: u64,
     faults_injected: u64,
+    /// Print every metadata operation and power-loss decision (debugging a simulation).
+    trace: bool,
 }
 
 impl Inner {
@@ -230,6 +232,9 @@ impl Inner {
     }
 
     fn meta(&mut self, op: MetaOp) {
+        if self.trace {
+            eprintln!("sim: {op:?}");
+        }
         let applied = apply_meta(&mut self.names, &op);
         debug_assert!(applied, "caller checked {op:?}");
         self.pending_meta.push(op);
@@ -270,6 +275,7 @@ impl SimDisk {
                 scheduled: Vec::new(),
                 fault_rate_ppm: 0,
                 faults_injected: 0,
+                trace: false,
             }),
         })
     }
@@ -282,6 +288,11 @@ impl SimDisk {
     /// Fails calls at random, `ppm` per million (0 stops it).
     pub fn set_fault_rate(&self, ppm: u64) {
         self.inner.borrow_mut().fault_rate_ppm = ppm;
+    }
+
+    /// Prints every metadata operation and power-loss decision to stderr.
+    pub fn set_trace(&self, on: bool) {
+        self.inner.borrow_mut().trace = on;
     }
 
     pub fn faults_injected(&self) -> u64 {
@@ -303,7 +314,14 @@ impl SimDisk {
         s.epoch += 1;
         s.scheduled.clear();
         for op in std::mem::take(&mut s.pending_meta) {
-            if s.rng.chance(1, 2) {
+            let keep = s.rng.chance(1, 2);
+            if s.trace {
+                eprintln!(
+                    "sim: power loss {} {op:?}",
+                    if keep { "keeps" } else { "loses" }
+                );
+            }
+            if keep {
                 apply_meta(&mut s.durable_names, &op);
             }
         }
@@ -324,6 +342,38 @@ impl SimDisk {
             }
             inode.cache = inode.durable.clone();
         }
+    }
+
+    /// The namespace with each file's cached / durable length and pending operations, and the
+    /// pending metadata operations (for debugging a failed simulation).
+    pub fn dump(&self) -> String {
+        let s = self.inner.borrow();
+        let mut out = String::new();
+        for (p, n) in &s.names {
+            match n {
+                Node::Dir => out.push_str(&format!("{}/\n", p.display())),
+                Node::File(ino) => {
+                    let i = &s.inodes[ino];
+                    out.push_str(&format!(
+                        "{} ino {ino} cache {} durable {} pending {}\n",
+                        p.display(),
+                        i.cache.len(),
+                        i.durable.len(),
+                        i.pending.len()
+                    ));
+                }
+            }
+        }
+        for op in &s.pending_meta {
+            out.push_str(&format!("pending {op:?}\n"));
+        }
+        let durable: Vec<String> = s
+            .durable_names
+            .keys()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        out.push_str(&format!("durable names: {}\n", durable.join(" ")));
+        out
     }
 
     /// Bytes written to `path` but not yet synced (tests).
@@ -475,6 +525,13 @@ impl SimDisk {
         let (now, later): (Vec<MetaOp>, Vec<MetaOp>) = std::mem::take(&mut s.pending_meta)
             .into_iter()
             .partition(|op| op.touches_dir(dir));
+        if s.trace {
+            eprintln!(
+                "sim: sync_dir {} makes {} operations durable",
+                dir.display(),
+                now.len()
+            );
+        }
         for op in &now {
             apply_meta(&mut s.durable_names, op);
         }
@@ -498,6 +555,9 @@ impl SimFile {
         bytes.extend_from_slice(bufs[0]);
         bytes.extend_from_slice(bufs[1]);
         let fault = s.fault(FaultOp::Write);
+        if s.trace && fault.is_some() {
+            eprintln!("sim: write fault {fault:?}");
+        }
         if let Some(e) = &fault {
             // A short write before the error: some prefix may be in the page cache.
             let keep = s.rng.below(bytes.len() as u64 + 1) as usize;
@@ -595,7 +655,10 @@ mod tests {
             d.power_loss();
             let after = content(&d, "/d/f").unwrap();
             assert!(after.starts_with(b"durable"), "seed {seed}: {after:?}");
-            assert!(b"durable+more!".starts_with(&after), "seed {seed}: {after:?}");
+            assert!(
+                b"durable+more!".starts_with(&after),
+                "seed {seed}: {after:?}"
+            );
         }
     }
 
@@ -616,7 +679,10 @@ mod tests {
                 _ => torn += 1,
             }
         }
-        assert!(kept > 0 && lost > 0 && torn > 0 && holes > 0, "{kept} {lost} {torn} {holes}");
+        assert!(
+            kept > 0 && lost > 0 && torn > 0 && holes > 0,
+            "{kept} {lost} {torn} {holes}"
+        );
     }
 
     #[test]
@@ -668,7 +734,10 @@ mod tests {
         let e = f.write_vectored_at(&[b"defgh", b""], 3).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
         let len = f.len().unwrap();
-        assert!((3..=8).contains(&len), "a short write may leave a prefix: {len}");
+        assert!(
+            (3..=8).contains(&len),
+            "a short write may leave a prefix: {len}"
+        );
         d.fail_nth(FaultOp::Rename, 0, libc::EIO);
         assert!(d.rename(&p("/d/f"), &p("/d/g")).is_err());
         assert!(d.exists(&p("/d/f")));
@@ -682,7 +751,8 @@ mod tests {
         let run = |seed| {
             let (d, f) = disk_with_file(seed, b"0123");
             for i in 0..20u8 {
-                f.write_vectored_at(&[&[i; 7], &[i; 3]], 4 + i as u64 * 10).unwrap();
+                f.write_vectored_at(&[&[i; 7], &[i; 3]], 4 + i as u64 * 10)
+                    .unwrap();
             }
             d.power_loss();
             content(&d, "/d/f").unwrap()
