@@ -1,19 +1,30 @@
-//! The recovery point of one partition directory, and its clean-shutdown marker.
+//! The recovery point of one partition directory, its clean-shutdown marker, and its durable
+//! log start offset.
 //!
-//! `recovery-point` is 32 bytes overwritten in place after every fdatasync of the log:
-//! magic `KRP1`, the log end offset that was synced (i64), the base offset of the segment
-//! holding it (i64), the byte position in that segment's `.log` (u64), and an FNV-1a checksum
-//! of the 28 bytes before it. Recovery re-validates from the start of that segment on; every
-//! earlier segment was synced (with its indexes) before the point moved past it.
+//! `recovery-point` holds two 32-byte slots, written alternately in place after every
+//! fdatasync of the log: magic `KRP1`, the log end offset that was synced (i64), the base
+//! offset of the segment holding it (i64), the byte position in that segment's `.log` (u64),
+//! and an FNV-1a checksum of the 28 bytes before it. The valid slot with the larger offset
+//! wins. Recovery re-validates from the start of that segment on; every earlier segment was
+//! synced (with its indexes) before the point moved past it.
 //!
-//! Why no fsync / rename: the point is written only after the data it names is durable, so a
-//! stale point (the write not yet on disk) only makes recovery scan more; a torn or garbled
-//! one fails its checksum and recovery scans everything. One 32-byte pwrite per sync round
-//! instead of a create+rename per partition keeps the group commit cheap.
+//! Why no fsync / rename here (Kafka and the item 7 write checkpoints as tmp, fsync,
+//! rename, directory fsync): the point is written only after the data it names is durable, so
+//! a stale point (the write not yet on disk) only makes recovery scan more, and a torn slot
+//! fails its checksum while the other slot still holds the previous point (so a power loss
+//! during the write costs one sync round of extra scanning, not a scan of everything). One
+//! 32-byte pwrite per sync round instead of two fsyncs and a rename per partition keeps the
+//! group commit cheap. A 32-byte file written once at its creation takes both slots as a
+//! first-generation file did.
+//!
+//! `log-start-offset` is the opposite case: a stale value is unsafe (a power loss can undo any
+//! subset of a retention's unsynced file removals, and the gap left behind looks like lost
+//! data to the next recovery), so it is written the durable way before the removals.
 //!
 //! `.clean_shutdown` exists only between a clean close and the next open; it says every index
 //! is trimmed and synced and the log ends on a batch boundary.
 
+use std::cell::Cell;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -72,27 +83,49 @@ impl Checkpoint {
 pub(crate) struct CheckpointFile {
     path: PathBuf,
     file: File,
+    /// The slot the next write goes to (the other one holds the newest valid point).
+    next_slot: Cell<u64>,
 }
 
 impl CheckpointFile {
-    /// Opens the file and returns the checkpoint it holds, if valid.
+    /// Opens the file and returns the newest valid checkpoint it holds, if any.
     pub(crate) fn open(
         disk: &Disk,
         dir: &Path,
     ) -> io::Result<(CheckpointFile, Option<Checkpoint>)> {
         let path = dir.join(RECOVERY_POINT_FILE);
-        let cp = match disk.read_file(&path) {
-            Ok(b) => Checkpoint::decode(&b),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        let bytes = match disk.read_file(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(e),
         };
+        let slot = |i: usize| {
+            bytes
+                .get(i * LEN..(i + 1) * LEN)
+                .and_then(Checkpoint::decode)
+        };
+        let (cp, next_slot) = match (slot(0), slot(1)) {
+            (Some(a), Some(b)) if b.next_offset > a.next_offset => (Some(b), 0),
+            (Some(a), _) => (Some(a), 1),
+            (None, Some(b)) => (Some(b), 0),
+            (None, None) => (None, 0),
+        };
         let (file, _) = disk.open(&path, true)?;
-        Ok((CheckpointFile { path, file }, cp))
+        let cf = CheckpointFile {
+            path,
+            file,
+            next_slot: Cell::new(next_slot),
+        };
+        Ok((cf, cp))
     }
 
-    /// One 32-byte page-cache write (see the module comment for why it is not synced).
+    /// One 32-byte page-cache write into the older slot (see the module comment for why it is
+    /// not synced).
     pub(crate) fn write(&self, cp: &Checkpoint) -> io::Result<()> {
-        self.file.write_at(&cp.encode(), 0)
+        let slot = self.next_slot.get();
+        self.file.write_at(&cp.encode(), slot * LEN as u64)?;
+        self.next_slot.set(1 - slot);
+        Ok(())
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -149,5 +182,37 @@ mod tests {
         assert_eq!(Checkpoint::decode(&b), None);
         assert_eq!(Checkpoint::decode(&[0u8; 32]), None);
         assert_eq!(Checkpoint::decode(&b[..10]), None);
+    }
+
+    #[test]
+    fn two_slots_survive_a_torn_write() {
+        use crate::storage::SimDisk;
+        let disk = Disk::Sim(SimDisk::new(7));
+        let dir = Path::new("/p");
+        disk.create_dir_all(dir).unwrap();
+        let cp = |n| Checkpoint {
+            next_offset: n,
+            segment_base: 0,
+            position: n as u64 * 10,
+        };
+        let (f, none) = CheckpointFile::open(&disk, dir).unwrap();
+        assert_eq!(none, None);
+        for n in 1..=5 {
+            f.write(&cp(n)).unwrap();
+            assert_eq!(CheckpointFile::open(&disk, dir).unwrap().1, Some(cp(n)));
+        }
+        // A torn write of the next slot (slot 1, holding 4) leaves 5 in slot 0.
+        let path = dir.join(RECOVERY_POINT_FILE);
+        let mut bytes = disk.read_file(&path).unwrap();
+        bytes[LEN + 9] ^= 0xff;
+        disk.write_file(&path, &bytes).unwrap();
+        let (f, got) = CheckpointFile::open(&disk, dir).unwrap();
+        assert_eq!(got, Some(cp(5)));
+        // Torn slot 0 after writing 6 into slot 1: 6 survives.
+        f.write(&cp(6)).unwrap();
+        let mut bytes = disk.read_file(&path).unwrap();
+        bytes[3] ^= 0xff;
+        disk.write_file(&path, &bytes).unwrap();
+        assert_eq!(CheckpointFile::open(&disk, dir).unwrap().1, Some(cp(6)));
     }
 }

@@ -31,6 +31,8 @@ use crate::storage::{Disk, File};
 
 /// Reads of the recovery scan: large, so a 1 GiB segment is a few hundred io_uring reads.
 const RECOVERY_CHUNK: usize = 4 << 20;
+/// A recovery scan logs its progress every this many bytes (a 1 GiB segment takes seconds).
+const RECOVERY_PROGRESS_BYTES: u64 = 256 << 20;
 
 pub(crate) struct Segment {
     disk: Disk,
@@ -314,7 +316,12 @@ impl Segment {
         let mut pos = 0u64;
         let mut next = self.base_offset;
         let mut bad: Option<String> = None;
+        let mut next_progress = RECOVERY_PROGRESS_BYTES;
         while pos < file_len {
+            if pos >= next_progress {
+                tracing::info!(path = %path.display(), scanned_mib = pos >> 20, total_mib = file_len >> 20, "recovering log segment");
+                next_progress += RECOVERY_PROGRESS_BYTES;
+            }
             let remaining = file_len - pos;
             if remaining < BATCH_HEADER_BYTES as u64 {
                 bad = Some(format!(
