@@ -4,87 +4,141 @@
 //! every `index.interval.bytes` of log, keyed (as Kafka does) by the LAST offset of the batch
 //! that starts at that position, so keys and positions both strictly increase.
 //!
-//! Why in memory and not mmap: the entries are written to the file (Kafka's format, exactly
-//! `entries * size` bytes) only when the segment becomes inactive (roll, clean close), through
-//! the storage seam, so the log runs unchanged on the simulated disk; and a mapping of a
-//! preallocated sparse file costs a page fault per new page touched (30% of CPU with 1,000
-//! partitions). Losing the active segment's index in a crash is harmless: recovery always
+//! Where the entries live: the active segment's (and one being recovered) in memory, written
+//! to the file (Kafka's format, exactly `entries * size` bytes) through the storage seam when
+//! the segment becomes inactive (roll, clean close, recovery); an inactive segment's only in
+//! the file, read with a few page-cache `pread`s per lookup (binary search), so old segments
+//! cost no memory. Losing the active segment's index in a crash is harmless: recovery always
 //! re-validates the active segment and rebuilds its indexes from the log.
+//!
+//! Why not mmap (as before): a mapping cannot live on the simulated disk, and page faults in
+//! mappings of preallocated sparse index files were 30% of CPU with 1,000 partitions.
 //!
 //! Bounds: `capacity` (entries) is `segment.index.bytes / size` for the active segment (the log
 //! rolls when it is reached, as Kafka does), reserved up front (virtual memory; pages are
-//! touched as entries are added), and exactly the entries for an inactive one. No fd is kept: the file is opened to load or write it.
+//! touched as entries are added), and exactly the entries for an inactive one. No fd is kept:
+//! the file is opened to load, write or search it.
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use crate::storage::{Disk, File};
+use crate::storage::{Disk, File, Reader};
+
+/// Largest entry size (the time index's); entries are handed out in a buffer this long.
+pub(crate) const MAX_ENTRY: usize = 12;
+
+/// Where an index's entries are.
+enum Entries {
+    /// In memory: the active segment, or one being recovered (entries are added).
+    Loaded(Vec<u8>),
+    /// Only in the file (an inactive segment): `count` entries, read on demand with a few
+    /// page-cache `pread`s per lookup, so old segments cost no memory.
+    OnDisk { count: usize },
+}
 
 /// One index: its entries and the file they are saved to.
 pub(crate) struct IndexFile {
+    disk: Disk,
     path: PathBuf,
-    buf: Vec<u8>,
+    entries: Entries,
     entry_size: usize,
     capacity: usize,
-    /// The file as written by the last `save`, until a sync job takes it.
+    /// The file as written by the last `trim`, until a sync job takes it.
     saved: Option<Rc<File>>,
 }
 
 impl IndexFile {
-    /// Loads the entries in the file (a missing file is empty; a partial trailing entry is
-    /// dropped; the caller sanity-checks or resets). `capacity_bytes`, if given, is the room
-    /// for appends (rounded down to whole entries, never below the entries present); `None`
-    /// means no appends (inactive).
+    /// `capacity_bytes` given (active or to be recovered): loads the entries into memory with
+    /// room for appends up to that many bytes. `None` (inactive, trusted): leaves them in the
+    /// file. A missing file is empty; a partial trailing entry is ignored; the caller
+    /// sanity-checks or resets.
     pub(crate) fn open(
         disk: &Disk,
         path: &Path,
         entry_size: usize,
         capacity_bytes: Option<u64>,
     ) -> io::Result<IndexFile> {
-        let mut buf = match disk.read_file(path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(e),
-        };
-        buf.truncate(buf.len() / entry_size * entry_size);
         let mut index = IndexFile {
+            disk: disk.clone(),
             path: path.to_path_buf(),
-            buf,
+            entries: Entries::OnDisk { count: 0 },
             entry_size,
             capacity: 0,
             saved: None,
         };
-        index.resize(capacity_bytes.unwrap_or(0));
+        match capacity_bytes {
+            Some(cap) => {
+                index.load()?;
+                index.resize(cap)?;
+            }
+            None => {
+                let len = match disk.file_len(path) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+                    Err(e) => return Err(e),
+                };
+                index.entries = Entries::OnDisk {
+                    count: (len / entry_size as u64) as usize,
+                };
+            }
+        }
         Ok(index)
     }
 
-    /// Room for `cap` bytes of entries (rounded down), never below the current entries.
-    pub(crate) fn resize(&mut self, cap: u64) {
-        self.capacity = ((cap / self.entry_size as u64) as usize).max(self.entries());
-        // Reserved up front so an append never reallocates (the append path allocates
-        // nothing); like the sparse file this replaced, untouched pages cost no memory (an
-        // allocation this large is its own anonymous mapping). Released by `trim`.
-        let bytes = self.capacity * self.entry_size;
-        if bytes > self.buf.capacity() {
-            self.buf.reserve_exact(bytes - self.buf.len());
-        } else if self.capacity == self.entries() {
-            self.buf.shrink_to_fit();
+    /// Reads the entries into memory (a no-op if they are).
+    fn load(&mut self) -> io::Result<()> {
+        if let Entries::OnDisk { .. } = self.entries {
+            let mut buf = match self.disk.read_file(&self.path) {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+                Err(e) => return Err(e),
+            };
+            buf.truncate(buf.len() / self.entry_size * self.entry_size);
+            self.entries = Entries::Loaded(buf);
         }
+        Ok(())
     }
 
-    /// Writes the file as exactly its entries (segment rolled / clean close / recovered) and
-    /// stops taking appends. Page cache only: `take_saved` hands the file to a sync job.
-    pub(crate) fn trim(&mut self, disk: &Disk) -> io::Result<()> {
-        self.resize(0);
-        let (file, len) = disk.open(&self.path, true)?;
-        if len != self.buf.len() as u64 {
-            file.truncate(self.buf.len() as u64)?;
+    /// Room for `cap` bytes of entries (rounded down), never below the current entries;
+    /// loads them into memory when there is room for more.
+    pub(crate) fn resize(&mut self, cap: u64) -> io::Result<()> {
+        self.capacity = ((cap / self.entry_size as u64) as usize).max(self.entries());
+        if self.capacity > self.entries() {
+            self.load()?;
         }
-        if !self.buf.is_empty() {
-            file.write_at(&self.buf, 0)?;
+        if let Entries::Loaded(buf) = &mut self.entries {
+            // Reserved up front so an append never reallocates (the append path allocates
+            // nothing); like the sparse file this replaced, untouched pages cost no memory (an
+            // allocation this large is its own anonymous mapping).
+            let bytes = self.capacity * self.entry_size;
+            if bytes > buf.capacity() {
+                buf.reserve_exact(bytes - buf.len());
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the file as exactly its entries (segment rolled / clean close / recovered),
+    /// stops taking appends and drops the in-memory copy. Page cache only: `take_saved` hands
+    /// the file to a sync job.
+    pub(crate) fn trim(&mut self, disk: &Disk) -> io::Result<()> {
+        let Entries::Loaded(buf) = &self.entries else {
+            self.capacity = self.entries();
+            return Ok(()); // already only on disk, as written
+        };
+        let (file, len) = disk.open(&self.path, true)?;
+        if len != buf.len() as u64 {
+            file.truncate(buf.len() as u64)?;
+        }
+        if !buf.is_empty() {
+            file.write_at(buf, 0)?;
         }
         self.saved = Some(Rc::new(file));
+        self.entries = Entries::OnDisk {
+            count: buf.len() / self.entry_size,
+        };
+        self.capacity = self.entries();
         Ok(())
     }
 
@@ -97,40 +151,112 @@ impl IndexFile {
         &self.path
     }
     pub(crate) fn entries(&self) -> usize {
-        self.buf.len() / self.entry_size
+        match &self.entries {
+            Entries::Loaded(buf) => buf.len() / self.entry_size,
+            Entries::OnDisk { count } => *count,
+        }
     }
     pub(crate) fn is_full(&self) -> bool {
         self.entries() >= self.capacity
     }
-    pub(crate) fn entry(&self, i: usize) -> &[u8] {
-        debug_assert!(i < self.entries());
-        &self.buf[i * self.entry_size..(i + 1) * self.entry_size]
+
+    /// A reader of the entries: the memory, or the file opened once for a lookup.
+    fn reader(&self) -> Option<EntryReader<'_>> {
+        match &self.entries {
+            Entries::Loaded(buf) => Some(EntryReader::Mem(buf)),
+            Entries::OnDisk { .. } => match self.disk.open_reader(&self.path) {
+                Ok(r) => Some(EntryReader::Disk(r)),
+                Err(error) => {
+                    // Lookups degrade to scanning from the segment start; the log still
+                    // answers correctly.
+                    tracing::warn!(path = %self.path.display(), %error, "cannot read index");
+                    None
+                }
+            },
+        }
     }
+
+    /// Entry `i` (its first `entry_size` bytes), None if it cannot be read.
+    pub(crate) fn entry(&self, i: usize) -> Option<[u8; MAX_ENTRY]> {
+        debug_assert!(i < self.entries());
+        self.reader()?.entry(i, self.entry_size)
+    }
+
     /// Appends an entry; false (nothing written) when the capacity is reached.
     pub(crate) fn push(&mut self, bytes: &[u8]) -> bool {
         debug_assert_eq!(bytes.len(), self.entry_size);
         if self.is_full() {
             return false;
         }
-        self.buf.extend_from_slice(bytes);
-        true
+        match &mut self.entries {
+            Entries::Loaded(buf) => {
+                buf.extend_from_slice(bytes);
+                true
+            }
+            Entries::OnDisk { .. } => false,
+        }
     }
     /// Forgets entries past `n` (recovery rebuilds from scratch with `truncate_entries(0)`).
     pub(crate) fn truncate_entries(&mut self, n: usize) {
-        self.buf.truncate(n.min(self.entries()) * self.entry_size);
+        if n == 0 && matches!(self.entries, Entries::OnDisk { .. }) {
+            self.entries = Entries::Loaded(Vec::new());
+        }
+        match &mut self.entries {
+            Entries::Loaded(buf) => buf.truncate(n * self.entry_size),
+            Entries::OnDisk { count } => *count = (*count).min(n),
+        }
     }
-    /// Binary search: the last entry `i` with `key(i) <= target`, if any.
-    pub(crate) fn floor_by<F: Fn(&[u8]) -> i64>(&self, target: i64, key: F) -> Option<usize> {
-        let (mut lo, mut hi) = (0usize, self.entries());
+    /// Binary search: the last entry with `key(entry) <= target`, if any (None too if the
+    /// index cannot be read: the caller then scans from the segment start).
+    pub(crate) fn floor_by<F: Fn(&[u8]) -> i64>(
+        &self,
+        target: i64,
+        key: F,
+    ) -> Option<[u8; MAX_ENTRY]> {
+        let n = self.entries();
+        if n == 0 {
+            return None;
+        }
+        let reader = self.reader()?;
+        let (mut lo, mut hi) = (0usize, n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if key(self.entry(mid)) <= target {
+            if key(&reader.entry(mid, self.entry_size)?) <= target {
                 lo = mid + 1;
             } else {
                 hi = mid;
             }
         }
-        lo.checked_sub(1)
+        reader.entry(lo.checked_sub(1)?, self.entry_size)
+    }
+
+    /// `f` over all the entries' bytes (read whole from the file for an inactive segment),
+    /// None if they cannot be read.
+    pub(crate) fn with_all<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        match &self.entries {
+            Entries::Loaded(buf) => Some(f(buf)),
+            Entries::OnDisk { count } => {
+                let mut buf = self.disk.read_file(&self.path).ok()?;
+                buf.truncate(count * self.entry_size);
+                (buf.len() == count * self.entry_size).then(|| f(&buf))
+            }
+        }
+    }
+}
+
+enum EntryReader<'a> {
+    Mem(&'a [u8]),
+    Disk(Reader),
+}
+
+impl EntryReader<'_> {
+    fn entry(&self, i: usize, size: usize) -> Option<[u8; MAX_ENTRY]> {
+        let mut e = [0u8; MAX_ENTRY];
+        match self {
+            EntryReader::Mem(buf) => e[..size].copy_from_slice(buf.get(i * size..(i + 1) * size)?),
+            EntryReader::Disk(r) => r.read_exact_at(&mut e[..size], (i * size) as u64).ok()?,
+        }
+        Some(e)
     }
 }
 
@@ -162,12 +288,12 @@ impl OffsetIndex {
     }
 
     /// Entry `i` as (absolute offset, position).
-    pub(crate) fn get(&self, i: usize) -> (i64, u32) {
-        Self::decode(self.base_offset, self.inner.entry(i))
+    pub(crate) fn get(&self, i: usize) -> Option<(i64, u32)> {
+        Some(Self::decode(self.base_offset, &self.inner.entry(i)?))
     }
 
     pub(crate) fn last(&self) -> Option<(i64, u32)> {
-        self.inner.entries().checked_sub(1).map(|i| self.get(i))
+        self.get(self.inner.entries().checked_sub(1)?)
     }
 
     /// Appends (offset, position); the caller keeps both increasing and offset - base within
@@ -188,25 +314,30 @@ impl OffsetIndex {
         let base = self.base_offset;
         self.inner
             .floor_by(offset, |e| Self::decode(base, e).0)
-            .map_or(0, |i| self.get(i).1)
+            .map_or(0, |e| Self::decode(base, &e).1)
     }
 
     /// Kafka's sanity check for an index loaded from disk: keys and positions strictly
     /// increasing and every position inside the log.
     pub(crate) fn sane(&self, log_size: u64) -> bool {
-        let mut prev: Option<(i64, u32)> = None;
-        for i in 0..self.inner.entries() {
-            let (o, p) = self.get(i);
-            if p as u64 >= log_size || o < self.base_offset {
-                return false;
-            }
-            if let Some((po, pp)) = prev {
-                if o <= po || p <= pp {
-                    return false;
+        let base = self.base_offset;
+        self.inner
+            .with_all(|all| {
+                let mut prev: Option<(i64, u32)> = None;
+                for e in all.chunks_exact(OFFSET_ENTRY) {
+                    let (o, p) = Self::decode(base, e);
+                    if p as u64 >= log_size || o < base {
+                        return false;
+                    }
+                    if let Some((po, pp)) = prev {
+                        if o <= po || p <= pp {
+                            return false;
+                        }
+                    }
+                    prev = Some((o, p));
                 }
-            }
-            prev = Some((o, p));
-        }
-        true
+                true
+            })
+            .unwrap_or(false)
     }
 }

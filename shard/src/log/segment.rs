@@ -227,8 +227,14 @@ impl Segment {
         if self.held.is_none() {
             self.held = Some(self.file()?);
         }
-        self.index.inner.resize(index_capacity);
-        self.time_index.inner.resize(index_capacity);
+        self.index
+            .inner
+            .resize(index_capacity)
+            .map_err(io_err("read index", self.index.inner.path()))?;
+        self.time_index
+            .inner
+            .resize(index_capacity)
+            .map_err(io_err("read time index", self.time_index.inner.path()))?;
         Ok(())
     }
 

@@ -40,12 +40,12 @@ impl TimeIndex {
     }
 
     /// Entry `i` as (timestamp, absolute offset).
-    pub(crate) fn get(&self, i: usize) -> (i64, i64) {
-        Self::decode(self.base_offset, self.inner.entry(i))
+    pub(crate) fn get(&self, i: usize) -> Option<(i64, i64)> {
+        Some(Self::decode(self.base_offset, &self.inner.entry(i)?))
     }
 
     pub(crate) fn last(&self) -> Option<(i64, i64)> {
-        self.inner.entries().checked_sub(1).map(|i| self.get(i))
+        self.get(self.inner.entries().checked_sub(1)?)
     }
 
     /// Appends (timestamp, offset) if the timestamp is larger than the last entry's (Kafka's
@@ -74,25 +74,30 @@ impl TimeIndex {
         let base = self.base_offset;
         self.inner
             .floor_by(timestamp, |e| Self::decode(base, e).0)
-            .map(|i| self.get(i))
+            .map(|e| Self::decode(base, &e))
     }
 
     /// Sanity check for an index loaded from disk: timestamps strictly increasing, offsets
     /// non-decreasing and below `next_offset`.
     pub(crate) fn sane(&self, next_offset: i64) -> bool {
-        let mut prev: Option<(i64, i64)> = None;
-        for i in 0..self.inner.entries() {
-            let (t, o) = self.get(i);
-            if o < self.base_offset || o >= next_offset || t < 0 {
-                return false;
-            }
-            if let Some((pt, po)) = prev {
-                if t <= pt || o < po {
-                    return false;
+        let base = self.base_offset;
+        self.inner
+            .with_all(|all| {
+                let mut prev: Option<(i64, i64)> = None;
+                for e in all.chunks_exact(TIME_ENTRY) {
+                    let (t, o) = Self::decode(base, e);
+                    if o < base || o >= next_offset || t < 0 {
+                        return false;
+                    }
+                    if let Some((pt, po)) = prev {
+                        if t <= pt || o < po {
+                            return false;
+                        }
+                    }
+                    prev = Some((t, o));
                 }
-            }
-            prev = Some((t, o));
-        }
-        true
+                true
+            })
+            .unwrap_or(false)
     }
 }

@@ -40,6 +40,29 @@ pub enum File {
     Sim(sim::SimFile),
 }
 
+/// A file opened only for small synchronous reads (an inactive segment's index lookups: a few
+/// page-cache `pread`s).
+pub enum Reader {
+    Real(std::fs::File),
+    Sim(sim::SimFile),
+}
+
+impl Reader {
+    pub fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> io::Result<()> {
+        match self {
+            Reader::Real(f) => std::os::unix::fs::FileExt::read_exact_at(f, buf, pos),
+            Reader::Sim(f) => {
+                let mut out = Vec::with_capacity(buf.len());
+                if f.read_into(pos, buf.len(), &mut out)? < buf.len() {
+                    return Err(io::ErrorKind::UnexpectedEof.into());
+                }
+                buf.copy_from_slice(&out);
+                Ok(())
+            }
+        }
+    }
+}
+
 /// One name in a directory listing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DirEntry {
@@ -54,6 +77,20 @@ impl Disk {
         match self {
             Disk::Real => real::open(path, create),
             Disk::Sim(d) => d.open(path, create).map(|(f, n)| (File::Sim(f), n)),
+        }
+    }
+    /// Opens `path` for `Reader`'s synchronous reads.
+    pub fn open_reader(&self, path: &Path) -> io::Result<Reader> {
+        match self {
+            Disk::Real => std::fs::File::open(path).map(Reader::Real),
+            Disk::Sim(d) => d.open(path, false).map(|(f, _)| Reader::Sim(f)),
+        }
+    }
+    /// Length of the file at `path`.
+    pub fn file_len(&self, path: &Path) -> io::Result<u64> {
+        match self {
+            Disk::Real => std::fs::metadata(path).map(|m| m.len()),
+            Disk::Sim(d) => d.open(path, false).map(|(_, n)| n),
         }
     }
     pub fn exists(&self, path: &Path) -> bool {
