@@ -78,11 +78,12 @@ impl TimeIndex {
     }
 
     /// Sanity check for an index loaded from disk: timestamps strictly increasing, offsets
-    /// non-decreasing and below `next_offset`.
+    /// non-decreasing and below `next_offset` (for an inactive segment: its first and last
+    /// entries).
     pub(crate) fn sane(&self, next_offset: i64) -> bool {
         let base = self.base_offset;
         self.inner
-            .with_all(|all| {
+            .with_checked(|all| {
                 let mut prev: Option<(i64, i64)> = None;
                 for e in all.chunks_exact(TIME_ENTRY) {
                     let (t, o) = Self::decode(base, e);
