@@ -15,8 +15,8 @@
 //! mappings of preallocated sparse index files were 30% of CPU with 1,000 partitions.
 //!
 //! Bounds: `capacity` (entries) is `segment.index.bytes / size` for the active segment (the log
-//! rolls when it is reached, as Kafka does), reserved up front (virtual memory; pages are
-//! touched as entries are added), and exactly the entries for an inactive one. No fd is kept:
+//! rolls when it is reached, as Kafka does); memory is the entries present (from one page,
+//! doubling); an inactive segment's entries are not in memory. No fd is kept:
 //! the file is opened to load, write or search it.
 
 use std::io;
@@ -24,6 +24,9 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::storage::{Disk, File, Reader};
+
+/// Bytes of entries reserved when an index starts taking appends (one page).
+const INITIAL_RESERVE: usize = 4096;
 
 /// Largest entry size (the time index's); entries are handed out in a buffer this long.
 pub(crate) const MAX_ENTRY: usize = 12;
@@ -108,10 +111,11 @@ impl IndexFile {
             self.load()?;
         }
         if let Entries::Loaded(buf) = &mut self.entries {
-            // Reserved up front so an append never reallocates (the append path allocates
-            // nothing); like the sparse file this replaced, untouched pages cost no memory (an
-            // allocation this large is its own anonymous mapping).
-            let bytes = self.capacity * self.entry_size;
+            // A first page reserved up front; beyond it the buffer doubles, so an append
+            // allocates only when it adds the entry past a power of two (amortized per index
+            // entry, i.e. per `index.interval.bytes` of log, never per record), and an idle
+            // partition costs a page per index, not `segment.index.bytes`.
+            let bytes = (self.capacity * self.entry_size).min(INITIAL_RESERVE);
             if bytes > buf.capacity() {
                 buf.reserve_exact(bytes - buf.len());
             }
