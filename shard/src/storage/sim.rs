@@ -376,7 +376,7 @@ impl SimDisk {
         out
     }
 
-    /// Bytes written to `path` but not yet synced (tests).
+    /// Data operations (writes, truncations) on `path` not yet synced (tests).
     pub fn unsynced_ops(&self, path: &Path) -> usize {
         let s = self.inner.borrow();
         match s.names.get(path) {
