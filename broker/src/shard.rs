@@ -36,6 +36,8 @@ const CONTROL_PLANE_SLICE: std::time::Duration = std::time::Duration::from_milli
 /// (creating the partition's files: inode allocation, often a millisecond or more) runs
 /// without a yield, and the fsyncs that complete together resume in one go.
 const MAX_CONCURRENT_OPENS: usize = 4;
+/// Start-up (and large CreateTopics) log a progress line every this many partitions opened.
+const OPEN_PROGRESS_EVERY: usize = 1000;
 
 /// Kafka's error for a log that cannot be created or read on disk (KAFKA_STORAGE_ERROR).
 const KAFKA_STORAGE_ERROR: i16 = 56;
@@ -685,6 +687,7 @@ impl Shard {
             slice.tick().await;
         }
         let mut failures: Vec<TopicFailure> = Vec::new();
+        let (to_open, mut opened) = (wanted.len(), 0usize);
         let mut opens = futures::stream::iter(
             wanted
                 .into_iter()
@@ -692,6 +695,15 @@ impl Shard {
         )
         .buffer_unordered(MAX_CONCURRENT_OPENS);
         while let Some(result) = opens.next().await {
+            opened += 1;
+            if opened % OPEN_PROGRESS_EVERY == 0 {
+                tracing::info!(
+                    shard = self.id,
+                    opened,
+                    of = to_open,
+                    "opening partition logs"
+                );
+            }
             if let Err(failure) = result {
                 if !failures
                     .iter()
