@@ -14,11 +14,14 @@
 //! - `dir`: the directory's topic id (`partition.metadata`) and crash-safe deletion.
 //! - `partition_log`: `PartitionLog`, the public API (append / read / recovery / sync).
 //! - `producer_state`: idempotent-producer state (sequence checks, duplicates, snapshots).
+//! - `cleaner` / `offset_map`: log compaction (Kafka's LogCleaner) and its key map.
 
 pub(crate) mod batch;
 pub(crate) mod checkpoint;
+pub mod cleaner;
 pub mod dir;
 pub(crate) mod index;
+pub(crate) mod offset_map;
 pub(crate) mod partition_log;
 pub mod producer_state;
 pub(crate) mod segment;
