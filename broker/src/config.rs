@@ -367,6 +367,20 @@ pub const BROKER_KEYS: &[Spec] = &[
         "How often each shard applies retention.ms / retention.bytes.",
     ),
     spec(
+        "log.cleaner.dedupe.buffer.size",
+        T::Long,
+        Some("134217728"),
+        Check::AtLeast(1024),
+        "Memory of the log cleaners' key maps, split evenly across the shards.",
+    ),
+    spec(
+        "log.cleaner.backoff.ms",
+        T::Long,
+        Some("15000"),
+        Check::AtLeast(1),
+        "How long a shard's log cleaner sleeps when no compacted log needs cleaning.",
+    ),
+    spec(
         "log.flush.interval.messages",
         T::Long,
         Some(LONG_MAX),
@@ -592,7 +606,7 @@ pub const TOPIC_KEYS: &[Spec] = &[
         Some("delete"),
         Check::ListOf(CLEANUP),
         Some("log.cleanup.policy"),
-        "delete and/or compact; retention only deletes with delete (compaction not implemented yet).",
+        "delete and/or compact: retention deletes old segments, the log cleaner keeps each key's latest record.",
     ),
     tspec(
         "compression.type",
@@ -1125,6 +1139,10 @@ pub struct BrokerConfig {
     pub log_retention_bytes: i64,
     /// `log.retention.check.interval.ms`: period of the retention timer of every shard.
     pub log_retention_check_interval_ms: u64,
+    /// `log.cleaner.dedupe.buffer.size`: the cleaners' key-map memory (all shards together).
+    pub log_cleaner_dedupe_buffer_size: u64,
+    /// `log.cleaner.backoff.ms`: a shard's cleaner sleeps this long when nothing is due.
+    pub log_cleaner_backoff_ms: u64,
     pub log_flush_interval_messages: u64,
     /// `None` = never flush on a timer.
     pub log_flush_interval_ms: Option<u64>,
@@ -1362,6 +1380,11 @@ impl BrokerConfig {
                 "log.retention.check.interval.ms",
                 get("log.retention.check.interval.ms"),
             )?,
+            log_cleaner_dedupe_buffer_size: num(
+                "log.cleaner.dedupe.buffer.size",
+                get("log.cleaner.dedupe.buffer.size"),
+            )?,
+            log_cleaner_backoff_ms: num("log.cleaner.backoff.ms", get("log.cleaner.backoff.ms"))?,
             log_flush_interval_messages: num(
                 "log.flush.interval.messages",
                 get("log.flush.interval.messages"),
@@ -1472,6 +1495,10 @@ pub struct TopicConfig {
     pub message_timestamp_type: String,
     pub min_insync_replicas: i32,
     pub producer_id_expiration_ms: i64,
+    pub min_cleanable_dirty_ratio: f64,
+    pub min_compaction_lag_ms: i64,
+    pub max_compaction_lag_ms: i64,
+    pub delete_retention_ms: i64,
 }
 
 /// Checks topic overrides (CreateTopics / AlterConfigs): unknown key or bad value -> error
@@ -1557,6 +1584,13 @@ pub fn resolve(
             "producer.id.expiration.ms",
             n("producer.id.expiration.ms"),
         )?,
+        min_cleanable_dirty_ratio: num(
+            "min.cleanable.dirty.ratio",
+            n("min.cleanable.dirty.ratio"),
+        )?,
+        min_compaction_lag_ms: num("min.compaction.lag.ms", n("min.compaction.lag.ms"))?,
+        max_compaction_lag_ms: num("max.compaction.lag.ms", n("max.compaction.lag.ms"))?,
+        delete_retention_ms: num("delete.retention.ms", n("delete.retention.ms"))?,
     })
 }
 
@@ -1808,9 +1842,17 @@ mod tests {
 // names shift, this is the one place to fix).
 impl TopicConfig {
     pub fn to_log_config(&self) -> shard::LogConfig {
+        let compact = self.cleanup_policy.iter().any(|p| p == "compact");
         shard::LogConfig {
             segment_bytes: self.segment_bytes,
-            segment_ms: self.segment_ms,
+            // Kafka's `LogConfig.maxSegmentMs`: a compacted log also rolls by
+            // max.compaction.lag.ms, or records in the active segment would outlive it.
+            segment_ms: if compact {
+                self.segment_ms
+                    .min(self.max_compaction_lag_ms.max(1) as u64)
+            } else {
+                self.segment_ms
+            },
             index_interval_bytes: self.index_interval_bytes,
             segment_index_bytes: self.segment_index_bytes,
             max_message_bytes: self.max_message_bytes,
@@ -1824,6 +1866,11 @@ impl TopicConfig {
             retention_bytes: self.retention_bytes,
             cleanup_delete: self.cleanup_policy.iter().any(|p| p == "delete"),
             producer_id_expiration_ms: self.producer_id_expiration_ms,
+            cleanup_compact: compact,
+            min_cleanable_dirty_ratio: self.min_cleanable_dirty_ratio,
+            min_compaction_lag_ms: self.min_compaction_lag_ms,
+            max_compaction_lag_ms: self.max_compaction_lag_ms,
+            delete_retention_ms: self.delete_retention_ms,
         }
     }
 }

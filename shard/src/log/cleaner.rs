@@ -61,6 +61,33 @@ pub const DEFAULT_DEDUPE_BUFFER_BYTES: usize = 128 << 20;
 /// Read window of the cleaner's sequential segment reads.
 const READ_CHUNK: usize = 1 << 20;
 
+thread_local! {
+    /// Directories of the logs a pass is running on, on this shard's thread.
+    static CLEANING: std::cell::RefCell<Vec<PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Whether a cleaner pass on this thread is rewriting the log in `dir` (retention then waits
+/// for the next check, as Kafka's retention skips logs the cleaner holds).
+pub fn is_cleaning(dir: &Path) -> bool {
+    CLEANING.with(|c| c.borrow().iter().any(|d| d == dir))
+}
+
+/// Marks a log as being cleaned until dropped.
+struct CleaningGuard(PathBuf);
+
+impl CleaningGuard {
+    fn new(dir: &Path) -> CleaningGuard {
+        CLEANING.with(|c| c.borrow_mut().push(dir.to_path_buf()));
+        CleaningGuard(dir.to_path_buf())
+    }
+}
+
+impl Drop for CleaningGuard {
+    fn drop(&mut self) {
+        CLEANING.with(|c| c.borrow_mut().retain(|d| *d != self.0));
+    }
+}
+
 /// Where a log stands, and whether a pass is due.
 #[derive(Clone, Debug)]
 pub struct Cleanability {
@@ -454,6 +481,7 @@ impl Cleaner {
                 delete_retention_ms: cfg.delete_retention_ms,
             }
         };
+        let _guard = CleaningGuard::new(&plan.dir);
         let map_bytes = self.map_bytes;
         let map = self.map.get_or_insert_with(|| OffsetMap::new(map_bytes));
         map.clear();
