@@ -93,3 +93,48 @@ def test_compacted_topic_keeps_latest_value_per_key(start_broker, client):
     after = live_ck(b.bootstrap, topic)
     assert compacted(after)[:3] == LIVE
     assert (184, b"a", b"a-61") in after
+
+
+def offsets_log_bytes(data_dir):
+    d = data_dir / "__consumer_offsets-0"
+    return sum(f.stat().st_size for f in d.glob("*.log")) if d.exists() else 0
+
+
+def test_consumer_offsets_topic_is_compacted(start_broker):
+    """__consumer_offsets is created compacted: a group committing the same partition again
+    and again must not make it grow forever, and the last commit survives a restart."""
+    from confluent_kafka import TopicPartition
+
+    from e2e_helpers import ck_consumer
+
+    b = start_broker({"num.shards": 1, "log.cleaner.backoff.ms": 200,
+                      "offsets.topic.num.partitions": 1, "offsets.topic.segment.bytes": 2048})
+    topic = create_topic(b.bootstrap, unique("src"), 1)
+    group = unique("g")
+    c = ck_consumer(b.bootstrap, **{"group.id": group})
+    commits = 400
+    try:
+        for i in range(1, commits + 1):
+            c.commit(offsets=[TopicPartition(topic, 0, i)], asynchronous=False)
+    finally:
+        c.close()
+    written = commits * 60  # each commit record is well over 60 bytes
+    deadline = time.monotonic() + COMPACTION_WAIT_S
+    while offsets_log_bytes(b.data_dir) > written // 4 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    size = offsets_log_bytes(b.data_dir)
+    assert size <= written // 4, f"__consumer_offsets still {size} bytes after {commits} commits"
+    assert "log cleaner pass done" in b.output()
+
+    b.restart(kill=True)
+    c = ck_consumer(b.bootstrap, **{"group.id": group})
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            got = c.committed([TopicPartition(topic, 0)], timeout=10)[0]
+            if got.offset == commits or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert got.offset == commits
+    finally:
+        c.close()

@@ -459,6 +459,8 @@ pub struct BatchIter<'a> {
     buf: &'a [u8],
     pos: usize,
     failed: bool,
+    /// Batches read back from a log: checked with [`validate_stored_batch`].
+    stored: bool,
 }
 
 /// Iterates the batches in `buf` (see [`BatchIter`]).
@@ -467,6 +469,18 @@ pub fn batches(buf: &[u8]) -> BatchIter<'_> {
         buf,
         pos: 0,
         failed: false,
+        stored: false,
+    }
+}
+
+/// Iterates batches read back from a log, which compaction may have thinned (see
+/// [`validate_stored_batch`]); otherwise as [`batches`].
+pub fn stored_batches(buf: &[u8]) -> BatchIter<'_> {
+    BatchIter {
+        buf,
+        pos: 0,
+        failed: false,
+        stored: true,
     }
 }
 
@@ -491,7 +505,12 @@ impl<'a> Iterator for BatchIter<'a> {
             return None;
         }
         let rest = &self.buf[self.pos..];
-        match validate_batch(rest) {
+        let validated = if self.stored {
+            validate_stored_batch(rest)
+        } else {
+            validate_batch(rest)
+        };
+        match validated {
             Ok(header) => {
                 let batch = &rest[..header.total_bytes()];
                 self.pos += batch.len();
