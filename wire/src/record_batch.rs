@@ -1769,4 +1769,57 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn retained_records_keep_offsets_stamps_and_codec() {
+        for codec in [Compression::None, Compression::Gzip, Compression::Zstd] {
+            let original = BatchBuilder::new(codec)
+                .base_offset(100)
+                .producer(9, 1, 40)
+                .push(Some(b"a"), Some(b"1"), &[("h", Some(b"x"))], 1_000)
+                .push(Some(b"b"), None, &[], 1_005)
+                .push(Some(b"a"), Some(b"2"), &[], 1_009)
+                .build();
+            let h = validate_batch(&original).unwrap();
+            let recs = records(&original).unwrap();
+            let all: Vec<Record<'_>> = recs.iter().map(Result::unwrap).collect();
+            let kept = [all[0], all[1]];
+            let out = encode_retained(&h, &kept, Some(50_000)).unwrap();
+            assert!(validate_batch(&out).is_err(), "2 records for 3 offsets");
+            let oh = validate_stored_batch(&out).unwrap();
+            assert_eq!(
+                (
+                    oh.base_offset,
+                    oh.last_offset(),
+                    oh.records_count,
+                    oh.compression()
+                ),
+                (100, 102, 2, codec)
+            );
+            assert_eq!((oh.producer_id, oh.base_sequence), (9, 40));
+            assert_eq!(
+                (oh.delete_horizon_ms(), oh.max_timestamp),
+                (Some(50_000), 1_009)
+            );
+            let back = records(&out).unwrap();
+            let got: Vec<Record<'_>> = back.iter().map(Result::unwrap).collect();
+            assert_eq!(got.len(), 2);
+            for (g, w) in got.iter().zip(&kept) {
+                assert_eq!(
+                    (g.offset, g.timestamp, g.key, g.value),
+                    (w.offset, w.timestamp, w.key, w.value)
+                );
+                assert_eq!(
+                    g.headers.iter().collect::<Vec<_>>(),
+                    w.headers.iter().collect::<Vec<_>>()
+                );
+            }
+            let empty = encode_retained(&h, &[], None).unwrap();
+            let eh = validate_stored_batch(&empty).unwrap();
+            assert_eq!(
+                (eh.records_count, eh.last_offset(), eh.delete_horizon_ms()),
+                (0, 102, None)
+            );
+        }
+    }
 }

@@ -924,6 +924,15 @@ mod tests {
         m
     }
 
+    /// Everything written so far made durable (so the cleaner may work on it).
+    async fn sync(log: &LogHandle) {
+        let job = log.borrow_mut().begin_sync();
+        if let Some(job) = job {
+            let result = job.run().await;
+            log.borrow_mut().finish_sync(job, result).unwrap();
+        }
+    }
+
     async fn open(dir: &Path, cfg: LogConfig) -> LogHandle {
         let log = PartitionLog::open(dir.to_path_buf(), cfg).await.unwrap();
         Rc::new(RefCell::new(log))
@@ -937,14 +946,14 @@ mod tests {
                 append(log, codec, &[(k, Some(&format!("{k}{v}")))]);
             }
         }
-        log.borrow_mut().sync().await.unwrap();
+        sync(log).await;
     }
 
     async fn roll_with_end_marker(log: &LogHandle, cfg: &LogConfig) {
         // A batch as large as a segment forces a roll before it.
         let big = "x".repeat(cfg.segment_bytes as usize);
         append(log, Compression::None, &[("end", Some(&big))]);
-        log.borrow_mut().sync().await.unwrap();
+        sync(log).await;
     }
 
     #[test]
