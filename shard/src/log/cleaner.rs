@@ -400,14 +400,16 @@ impl Cleaner {
         let first_dirty = read_checkpoint(l.dir())
             .filter(|&o| o >= log_start && o <= l.log_end_offset())
             .unwrap_or(log_start);
-        let durable = l.durable_offset();
+        // No durability bound (Kafka's is the high watermark, the log end on one node): the
+        // cleaned copy is fdatasynced before it replaces anything, so a pass never makes a
+        // record less durable than it was.
         let min_lag = cfg.min_compaction_lag_ms.max(0);
         let mut first_uncleanable = segs[active].base_offset;
         for s in &segs[..active] {
             let too_young = min_lag > 0
                 && s.next_offset > first_dirty
                 && s.max_timestamp > now.saturating_sub(min_lag);
-            if s.next_offset > durable || too_young {
+            if too_young {
                 first_uncleanable = s.base_offset;
                 break;
             }
@@ -1079,6 +1081,59 @@ mod tests {
                 .unwrap()
                 .unwrap();
             assert!(!tomb(&read_all(&log).await.0), "dropped past the horizon");
+        });
+    }
+
+    #[test]
+    fn compaction_lags_bound_when_a_pass_runs() {
+        run(async {
+            let d = tmp();
+            let cfg = LogConfig {
+                min_cleanable_dirty_ratio: 0.9,
+                ..config()
+            };
+            // min.compaction.lag.ms: records stamped now are not dirty yet.
+            let young = open(
+                &d.path().join("young-0"),
+                LogConfig {
+                    min_compaction_lag_ms: 60_000,
+                    ..cfg.clone()
+                },
+            )
+            .await;
+            fill(&young, 20, Compression::None).await;
+            roll_with_end_marker(&young, &cfg).await;
+            let c = Cleaner::cleanability(&young, now()).await.unwrap().unwrap();
+            assert_eq!((c.dirty_bytes, c.due()), (0, false));
+            let c = Cleaner::cleanability(&young, now() + 60_001)
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(c.due(), "old enough a minute later");
+
+            // max.compaction.lag.ms: a small dirty ratio is cleaned once a record is overdue.
+            let dir = d.path().join("old-0");
+            let log = open(
+                &dir,
+                LogConfig {
+                    max_compaction_lag_ms: 60_000,
+                    ..cfg.clone()
+                },
+            )
+            .await;
+            fill(&log, 40, Compression::None).await;
+            roll_with_end_marker(&log, &cfg).await;
+            let mut cleaner = Cleaner::new(1 << 20);
+            cleaner.clean_if_due(&log, now()).await.unwrap().unwrap();
+            append(&log, Compression::None, &[("a", Some("late"))]);
+            roll_with_end_marker(&log, &cfg).await;
+            let c = Cleaner::cleanability(&log, now()).await.unwrap().unwrap();
+            assert!(c.ratio() < 0.9 && c.dirty_bytes > 0 && !c.overdue && !c.due());
+            let c = Cleaner::cleanability(&log, now() + 60_001)
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(c.overdue && c.due());
         });
     }
 
