@@ -391,8 +391,8 @@ impl Cleaner {
     /// The clean / dirty / uncleanable split (no I/O).
     fn regions(l: &PartitionLog, now: i64) -> Option<Cleanability> {
         let cfg = l.config();
-        if !cfg.cleanup_compact {
-            return None;
+        if !cfg.cleanup_compact || l.failure().is_some() {
+            return None; // a failed log is left alone until it is reopened
         }
         let segs = l.segments();
         let active = segs.len() - 1;
