@@ -23,7 +23,8 @@
 //!
 //! Tombstones (null value, KIP-534): the first pass that keeps one records a delete horizon
 //! (now + `delete.retention.ms`) in its batch (attribute bit 6, the horizon in the base
-//! timestamp); a later pass past the horizon drops it. Producer state: a batch emptied by
+//! timestamp); a later pass past the horizon drops it. The checkpoint also holds the earliest
+//! horizon of the tombstones kept, so that pass runs even if nothing new is written. Producer state: a batch emptied by
 //! the pass is kept as a header-only batch when it is its producer's last (Kafka's
 //! `RETAIN_EMPTY`), so sequence checks survive a restart. Transactional data and control
 //! batches are kept whole: this broker refuses transactions, so none can be in a log, and
@@ -98,6 +99,9 @@ pub struct Cleanability {
     pub dirty_bytes: u64,
     /// `max.compaction.lag.ms` has passed for a dirty record.
     pub overdue: bool,
+    /// A tombstone the last pass kept has reached its delete horizon: a pass would drop it,
+    /// even with nothing dirty.
+    pub horizon_passed: bool,
     min_ratio: f64,
 }
 
@@ -112,9 +116,11 @@ impl Cleanability {
         }
     }
 
-    /// Kafka's rule: something dirty, and the ratio reached or the max lag passed.
+    /// Kafka's rule: something dirty, and the ratio reached or the max lag passed; or a kept
+    /// tombstone's delete horizon passed.
     pub fn due(&self) -> bool {
-        self.dirty_bytes > 0 && (self.overdue || self.ratio() >= self.min_ratio)
+        (self.dirty_bytes > 0 && (self.overdue || self.ratio() >= self.min_ratio))
+            || self.horizon_passed
     }
 }
 
@@ -138,6 +144,8 @@ pub struct CleanStats {
     pub segments_after: usize,
     /// Groups whose swap was skipped because the log changed meanwhile.
     pub groups_skipped: usize,
+    /// The earliest delete horizon of the tombstones kept (the next pass is due then).
+    pub earliest_horizon: Option<i64>,
     pub elapsed_ms: u64,
 }
 
@@ -236,18 +244,30 @@ async fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), L
     sync_dir(dir).await.map_err(ioe("sync dir", dir))
 }
 
-/// The first dirty offset recorded for the partition in `dir`, if any.
-pub fn read_checkpoint(dir: &Path) -> Option<i64> {
+/// Field `i` of the checkpoint: 0 the first dirty offset, 1 the earliest delete horizon of
+/// a tombstone the last pass kept (-1: none).
+fn checkpoint_field(dir: &Path, i: usize) -> Option<i64> {
     std::fs::read_to_string(dir.join(CHECKPOINT_FILE))
         .ok()?
-        .trim()
+        .split_whitespace()
+        .nth(i)?
         .parse()
         .ok()
 }
 
-async fn write_checkpoint(dir: &Path, first_dirty: i64) -> Result<(), LogError> {
+/// The first dirty offset recorded for the partition in `dir`, if any.
+pub fn read_checkpoint(dir: &Path) -> Option<i64> {
+    checkpoint_field(dir, 0)
+}
+
+async fn write_checkpoint(
+    dir: &Path,
+    first_dirty: i64,
+    earliest_horizon: Option<i64>,
+) -> Result<(), LogError> {
     let path = dir.join(CHECKPOINT_FILE);
-    write_atomically(dir, &path, format!("{first_dirty}\n").as_bytes()).await
+    let horizon = earliest_horizon.unwrap_or(-1);
+    write_atomically(dir, &path, format!("{first_dirty} {horizon}\n").as_bytes()).await
 }
 
 /// Run when a log opens, before its segments are listed: completes a swap whose `.swap`
@@ -431,6 +451,7 @@ impl Cleaner {
             clean_bytes: clean,
             dirty_bytes: dirty,
             overdue: false,
+            horizon_passed: checkpoint_field(l.dir(), 1).is_some_and(|h| h >= 0 && now >= h),
             min_ratio: cfg.min_cleanable_dirty_ratio,
         })
     }
@@ -517,7 +538,7 @@ impl Cleaner {
         // 2-3. Rewrite and swap in every group of segments below the end.
         if read_checkpoint(&plan.dir).is_none() {
             // Before the first swap: from now on recovery must accept gaps.
-            write_checkpoint(&plan.dir, c.first_dirty).await?;
+            write_checkpoint(&plan.dir, c.first_dirty, None).await?;
         }
         let candidates: Vec<&SegInfo> = plan
             .segs
@@ -530,7 +551,7 @@ impl Cleaner {
                 .iter()
                 .find(|s| s.base > group[group.len() - 1].base)
                 .map_or(group[group.len() - 1].next_offset, |s| s.base);
-            let cleaned = clean_group(&plan, &group, map, now, &mut stats).await?;
+            let cleaned = clean_group(&plan, &group, map, now, end_offset, &mut stats).await?;
             let base = group[0].base;
             #[cfg(test)]
             if self.crash == Some(CrashPoint::BeforeCommit) {
@@ -563,7 +584,7 @@ impl Cleaner {
         }
 
         // 4. The next pass starts where this one's map ended.
-        write_checkpoint(&plan.dir, end_offset).await?;
+        write_checkpoint(&plan.dir, end_offset, stats.earliest_horizon).await?;
         stats.segments_after = log.borrow().segment_count() - 1;
         stats.elapsed_ms = started.elapsed().as_millis() as u64;
         tracing::info!(
@@ -679,6 +700,7 @@ fn filter_batch(
     h: &BatchHeader,
     map: &OffsetMap,
     now: i64,
+    end_offset: i64,
     plan: &Plan,
     stats: &mut CleanStats,
 ) -> Result<Verdict, rb::BatchError> {
@@ -693,8 +715,8 @@ fn filter_batch(
     for r in records.iter() {
         let r = r?;
         stats.records_read += 1;
-        let retain = if r.offset > map.latest_offset() {
-            true // past what the map covers: not deduplicated this pass
+        let retain = if r.offset >= end_offset {
+            true // past what the map covers (Kafka's `pastLatestOffset`): not this pass
         } else {
             match r.key {
                 None => false, // Kafka drops keyless records from compacted logs
@@ -717,6 +739,9 @@ fn filter_batch(
         None if tombstone => Some(now.saturating_add(plan.delete_retention_ms.max(0))),
         h => h,
     };
+    if let Some(h) = new_horizon.filter(|&h| tombstone && h > now) {
+        stats.earliest_horizon = Some(stats.earliest_horizon.map_or(h, |e| e.min(h)));
+    }
     if kept.is_empty() {
         let last_of_producer = h.has_producer_id()
             && plan.producers_last.get(&h.producer_id) == Some(&h.last_offset());
@@ -742,6 +767,7 @@ async fn clean_group(
     group: &[&SegInfo],
     map: &OffsetMap,
     now: i64,
+    end_offset: i64,
     stats: &mut CleanStats,
 ) -> Result<(PathBuf, PathBuf, PathBuf), LogError> {
     let base = group[0].base;
@@ -773,7 +799,7 @@ async fn clean_group(
         let mut failed: Option<LogError> = None;
         for_each_batch(s, |pos, b| {
             let h = batch::header(b);
-            let verdict = filter_batch(b, &h, map, now, plan, stats)
+            let verdict = filter_batch(b, &h, map, now, end_offset, plan, stats)
                 .map_err(|e| corrupt(&path, pos, e.to_string()))?;
             let bytes: &[u8] = match &verdict {
                 Verdict::Drop => return Ok(true),
@@ -1134,6 +1160,45 @@ mod tests {
                 .unwrap()
                 .unwrap();
             assert!(c.overdue && c.due());
+        });
+    }
+
+    #[test]
+    fn expired_tombstone_alone_makes_a_pass_due() {
+        run(async {
+            let d = tmp();
+            let dir = d.path().join("t-0");
+            let cfg = LogConfig {
+                delete_retention_ms: 1_000,
+                ..config()
+            };
+            let log = open(&dir, cfg.clone()).await;
+            fill(&log, 3, Compression::None).await;
+            append(&log, Compression::None, &[("a", None)]);
+            roll_with_end_marker(&log, &cfg).await;
+            let mut cleaner = Cleaner::new(1 << 20);
+            let s = cleaner.clean_if_due(&log, now()).await.unwrap().unwrap();
+            assert_eq!(s.earliest_horizon, Some(now() + 1_000));
+            let tomb = |seen: &Seen| seen.iter().any(|r| r.1 == "a" && r.2.is_none());
+            assert!(tomb(&read_all(&log).await.0));
+            // Nothing new is written: no pass before the horizon, one after it.
+            assert!(cleaner
+                .clean_if_due(&log, now() + 999)
+                .await
+                .unwrap()
+                .is_none());
+            let s = cleaner
+                .clean_if_due(&log, now() + 1_000)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(s.earliest_horizon, None);
+            assert!(!tomb(&read_all(&log).await.0));
+            assert!(cleaner
+                .clean_if_due(&log, now() + 2_000)
+                .await
+                .unwrap()
+                .is_none());
         });
     }
 
