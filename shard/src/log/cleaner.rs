@@ -24,11 +24,11 @@
 //! Tombstones (null value, KIP-534): the first pass that keeps one records a delete horizon
 //! (now + `delete.retention.ms`) in its batch (attribute bit 6, the horizon in the base
 //! timestamp); a later pass past the horizon drops it. The checkpoint also holds the earliest
-//! horizon of the tombstones kept, so that pass runs even if nothing new is written. Producer state: a batch emptied by
-//! the pass is kept as a header-only batch when it is its producer's last (Kafka's
-//! `RETAIN_EMPTY`), so sequence checks survive a restart. Transactional data and control
-//! batches are kept whole: this broker refuses transactions, so none can be in a log, and
-//! dropping markers needs the transaction index Kafka keeps.
+//! horizon of the tombstones kept, so that pass runs even if nothing new is written.
+//! Producer state: a batch emptied by the pass is kept as a header-only batch when it is its
+//! producer's last (Kafka's `RETAIN_EMPTY`), so sequence checks survive a restart.
+//! Transactional data and control batches are kept whole: this broker serves no
+//! transactions, and dropping markers needs the transaction index Kafka keeps.
 //!
 //! I/O: the same primitives as `segment` (std file writes into the page cache, io_uring
 //! reads and fdatasyncs through glommio). The pass holds no borrow of the log across an
