@@ -13,7 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use shard::LogError;
 
-use crate::config::FlushPolicy;
+use crate::config::{FlushPolicy, TimestampType};
 use wire::record_batch::{self, BatchError, RecordLimits};
 use wire::ErrorCode;
 
@@ -51,10 +51,7 @@ fn validate_records(
 ) -> Result<record_batch::RecordStats, BatchError> {
     let limits = RecordLimits {
         max_decompressed_bytes: MAX_DECOMPRESSED_BATCH_BYTES.max(config.max_message_bytes as usize),
-        require_keys: config
-            .cleanup_policy
-            .iter()
-            .any(|policy| policy == "compact"),
+        require_keys: config.cleanup_policy.compact,
     };
     DECOMPRESS_SCRATCH.with(|scratch| {
         let mut scratch = scratch.borrow_mut();
@@ -105,7 +102,10 @@ pub async fn produce(
     let Some(target) = shard.partition(topic_id, partition) else {
         return produce_error(ErrorCode::NotLeaderOrFollower);
     };
-    if records.len() > target.config.max_message_bytes as usize {
+    // One version of the topic config for the whole request, even if AlterConfigs replaces it
+    // while this waits for the disk.
+    let config = target.config();
+    if records.len() > config.max_message_bytes as usize {
         return produce_error(ErrorCode::MessageTooLarge);
     }
     let mut batches = record_batch::batches(&records);
@@ -123,7 +123,7 @@ pub async fn produce(
     }
     // After this, `records_count` and `last_offset_delta` are facts about the records, so the
     // log's offset arithmetic can use them.
-    if let Err(error) = validate_records(&header, &records, &target.config) {
+    if let Err(error) = validate_records(&header, &records, &config) {
         tracing::debug!(%error, "produce batch refused");
         return produce_error(batch_error_code(&error));
     }
@@ -147,13 +147,13 @@ pub async fn produce(
         target.appended.notify(usize::MAX);
     }
     // A retry still waits for durability: its original may not be on disk yet.
-    if acks == -1 && target.config.flush_policy == FlushPolicy::Ack {
+    if acks == -1 && config.flush_policy == FlushPolicy::Ack {
         if let Err(error) = shard.group_commit.wait_durable(&target.log).await {
             tracing::error!(%error, "fdatasync failed; acks=all produce not acknowledged");
             return produce_error(ErrorCode::KafkaStorageError);
         }
     }
-    let log_append_time_ms = if target.config.message_timestamp_type == "LogAppendTime" {
+    let log_append_time_ms = if config.message_timestamp_type == TimestampType::LogAppendTime {
         info.log_append_time_ms
     } else {
         -1

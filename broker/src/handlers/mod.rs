@@ -6,6 +6,7 @@
 //! the versions whose fields it honours.
 
 mod admin;
+mod alter_configs;
 mod api_versions;
 mod describe_configs;
 mod describe_producers;
@@ -53,6 +54,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ConsumerGroupDescribe, 0, 0),
     (ApiKey::InitProducerId, 0, 5),
     (ApiKey::DescribeProducers, 0, 0),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
 ];
 
 /// Versions advertised in ApiVersions below the served range, answered with
@@ -216,6 +219,14 @@ pub fn dispatch(
         ),
         ApiKey::DescribeProducers => spawn(
             describe_producers::handle(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::AlterConfigs => spawn(
+            alter_configs::handle_alter_configs(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::IncrementalAlterConfigs => spawn(
+            alter_configs::handle_incremental_alter_configs(shard, decode(&ctx, body)?, ctx),
             held,
         ),
         _ => unreachable!("SUPPORTED lists only handled keys"),

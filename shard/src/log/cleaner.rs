@@ -30,23 +30,18 @@
 //! Transactional data and control batches are kept whole: this broker serves no
 //! transactions, and dropping markers needs the transaction index Kafka keeps.
 //!
-//! I/O: the same primitives as `segment` (std file writes into the page cache, io_uring
-//! reads and fdatasyncs through glommio). The pass holds no borrow of the log across an
+//! I/O: every file, directory and clock access goes through the log's `storage::Env` (as
+//! `segment` does), so a pass runs on the simulated disk too. The pass holds no borrow of the log across an
 //! await; between batches it yields to the shard's other tasks.
 
 use std::collections::HashMap;
 use std::io;
-use std::os::unix::fs::FileExt;
-use std::os::unix::io::{FromRawFd, IntoRawFd};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::Instant;
 
-use glommio::io::BufferedFile;
 use wire::record_batch::{self as rb, BatchHeader, Record};
 
 use super::batch::{self, PEEK_BYTES, PEEK_TS_BYTES};
-use super::checkpoint::sync_dir;
 use super::index::OffsetIndex;
 use super::offset_map::OffsetMap;
 use super::partition_log::PartitionLog;
@@ -54,6 +49,7 @@ use super::segment::{Segment, Walker};
 use super::time_index::TimeIndex;
 use super::{file_stem, parse_stem, segment_paths, LogError};
 use crate::flush::LogHandle;
+use crate::storage::{Disk, File};
 
 /// The partition's first dirty offset (Kafka keeps one such file per log directory).
 pub const CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
@@ -176,6 +172,7 @@ struct SegInfo {
 }
 
 struct Plan {
+    disk: Disk,
     dir: PathBuf,
     log_start: i64,
     segs: Vec<SegInfo>,
@@ -199,20 +196,15 @@ fn corrupt(path: &Path, position: u64, reason: impl Into<String>) -> LogError {
     }
 }
 
-fn open_read(path: &Path) -> Result<Rc<BufferedFile>, LogError> {
-    let f = std::fs::File::open(path).map_err(ioe("open", path))?;
-    // Safety: the fd was just opened and is owned by nothing else.
-    Ok(Rc::new(unsafe {
-        BufferedFile::from_raw_fd(f.into_raw_fd())
-    }))
+fn open_read(disk: &Disk, path: &Path) -> Result<Rc<File>, LogError> {
+    let (f, _) = disk.open(path, false).map_err(ioe("open", path))?;
+    Ok(Rc::new(f))
 }
 
-/// fdatasync of one path through io_uring.
-async fn sync_path(path: &Path) -> Result<(), LogError> {
-    let f = open_read(path)?;
-    f.fdatasync()
-        .await
-        .map_err(|e| LogError::io("fdatasync", path, e.into()))
+/// fdatasync of one path (through io_uring on the real disk).
+async fn sync_path(disk: &Disk, path: &Path) -> Result<(), LogError> {
+    let f = open_read(disk, path)?;
+    f.fdatasync().await.map_err(ioe("fdatasync", path))
 }
 
 fn cleaned_path(path: &Path) -> PathBuf {
@@ -225,8 +217,8 @@ fn swap_path(dir: &Path, base: i64) -> PathBuf {
     dir.join(format!("{}.swap", file_stem(base)))
 }
 
-fn remove_if_exists(path: &Path) -> Result<bool, LogError> {
-    match std::fs::remove_file(path) {
+fn remove_if_exists(disk: &Disk, path: &Path) -> Result<bool, LogError> {
+    match disk.remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(LogError::io("remove", path, e)),
@@ -234,20 +226,17 @@ fn remove_if_exists(path: &Path) -> Result<bool, LogError> {
 }
 
 /// Writes `bytes` to `path` crash-safely: tmp file, fdatasync, rename, directory sync.
-async fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), LogError> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).map_err(ioe("write", &tmp))?;
-    sync_path(&tmp).await?;
-    std::fs::rename(&tmp, path).map_err(ioe("rename", &tmp))?;
-    sync_dir(dir).await.map_err(ioe("sync dir", dir))
+async fn write_atomically(disk: &Disk, path: &Path, bytes: &[u8]) -> Result<(), LogError> {
+    disk.write_file_durable(path, bytes)
+        .await
+        .map_err(ioe("write durably", path))
 }
 
 /// Field `i` of the checkpoint: 0 the first dirty offset, 1 the earliest delete horizon of
 /// a tombstone the last pass kept (-1: none).
-fn checkpoint_field(dir: &Path, i: usize) -> Option<i64> {
-    std::fs::read_to_string(dir.join(CHECKPOINT_FILE))
+fn checkpoint_field(disk: &Disk, dir: &Path, i: usize) -> Option<i64> {
+    let bytes = disk.read_file(&dir.join(CHECKPOINT_FILE)).ok()?;
+    std::str::from_utf8(&bytes)
         .ok()?
         .split_whitespace()
         .nth(i)?
@@ -256,18 +245,19 @@ fn checkpoint_field(dir: &Path, i: usize) -> Option<i64> {
 }
 
 /// The first dirty offset recorded for the partition in `dir`, if any.
-pub fn read_checkpoint(dir: &Path) -> Option<i64> {
-    checkpoint_field(dir, 0)
+pub fn read_checkpoint(disk: &Disk, dir: &Path) -> Option<i64> {
+    checkpoint_field(disk, dir, 0)
 }
 
 async fn write_checkpoint(
+    disk: &Disk,
     dir: &Path,
     first_dirty: i64,
     earliest_horizon: Option<i64>,
 ) -> Result<(), LogError> {
     let path = dir.join(CHECKPOINT_FILE);
     let horizon = earliest_horizon.unwrap_or(-1);
-    write_atomically(dir, &path, format!("{first_dirty} {horizon}\n").as_bytes()).await
+    write_atomically(disk, &path, format!("{first_dirty} {horizon}\n").as_bytes()).await
 }
 
 /// Run when a log opens, before its segments are listed: completes a swap whose `.swap`
@@ -275,26 +265,27 @@ async fn write_checkpoint(
 /// place: every step is idempotent), and removes `.cleaned` files no commit covers and
 /// temporary files. Returns whether the log was ever compacted (its batches may then have
 /// gaps between them, which recovery must accept).
-pub async fn recover_dir(dir: &Path) -> Result<bool, LogError> {
-    let mut compacted = dir.join(CHECKPOINT_FILE).exists();
+pub async fn recover_dir(disk: &Disk, dir: &Path) -> Result<bool, LogError> {
+    let mut compacted = disk.exists(&dir.join(CHECKPOINT_FILE));
     let mut swaps = Vec::new();
     let mut leftovers = Vec::new();
-    let rd = std::fs::read_dir(dir).map_err(ioe("read dir", dir))?;
-    for entry in rd {
-        let entry = entry.map_err(ioe("read dir", dir))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
+    for entry in disk.read_dir(dir).map_err(ioe("read dir", dir))? {
+        let name = entry.name.as_str();
+        if entry.is_dir {
+            continue;
+        }
         if name.ends_with(".tmp") && (name.contains(".swap") || name.starts_with(CHECKPOINT_FILE)) {
-            leftovers.push(entry.path());
+            leftovers.push(dir.join(name));
         } else if let Some(base) = name.strip_suffix(".swap").and_then(parse_stem) {
-            swaps.push((base, entry.path()));
+            swaps.push((base, dir.join(name)));
         } else if name.ends_with(".cleaned") {
-            leftovers.push(entry.path());
+            leftovers.push(dir.join(name));
         }
     }
     let changed = !swaps.is_empty() || !leftovers.is_empty();
     for (base, path) in swaps {
-        let text = std::fs::read_to_string(&path).map_err(ioe("read", &path))?;
+        let bytes = disk.read_file(&path).map_err(ioe("read", &path))?;
+        let text = String::from_utf8_lossy(&bytes);
         let end = text
             .split_whitespace()
             .nth(1)
@@ -304,54 +295,48 @@ pub async fn recover_dir(dir: &Path) -> Result<bool, LogError> {
             return Err(corrupt(&path, 0, format!("unreadable swap file {text:?}")));
         };
         tracing::info!(dir = %dir.display(), base, end, "completing an interrupted compaction swap");
-        for seg_base in log_bases(dir)? {
+        for seg_base in log_bases(disk, dir)? {
             if seg_base > base && seg_base < end {
-                remove_segment_files(dir, seg_base)?;
+                remove_segment_files(disk, dir, seg_base)?;
             }
         }
         let (log, index, time) = segment_paths(dir, base);
         for p in [index, time, log] {
             let c = cleaned_path(&p);
-            if c.exists() {
-                std::fs::rename(&c, &p).map_err(ioe("rename", &c))?;
+            if disk.exists(&c) {
+                disk.rename(&c, &p).map_err(ioe("rename", &c))?;
             }
         }
-        remove_if_exists(&path)?;
+        remove_if_exists(disk, &path)?;
         compacted = true;
     }
     for p in leftovers {
-        if p.exists() {
+        if disk.exists(&p) {
             tracing::info!(path = %p.display(), "removing an unfinished compaction file");
-            remove_if_exists(&p)?;
+            remove_if_exists(disk, &p)?;
         }
     }
     if changed {
-        sync_dir(dir).await.map_err(ioe("sync dir", dir))?;
+        disk.sync_dir(dir).await.map_err(ioe("sync dir", dir))?;
     }
     Ok(compacted)
 }
 
 /// Base offsets of the `.log` files in `dir`.
-fn log_bases(dir: &Path) -> Result<Vec<i64>, LogError> {
+fn log_bases(disk: &Disk, dir: &Path) -> Result<Vec<i64>, LogError> {
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(ioe("read dir", dir))? {
-        let entry = entry.map_err(ioe("read dir", dir))?;
-        let name = entry.file_name();
-        if let Some(base) = name
-            .to_str()
-            .and_then(|n| n.strip_suffix(".log"))
-            .and_then(parse_stem)
-        {
+    for entry in disk.read_dir(dir).map_err(ioe("read dir", dir))? {
+        if let Some(base) = entry.name.strip_suffix(".log").and_then(parse_stem) {
             out.push(base);
         }
     }
     Ok(out)
 }
 
-fn remove_segment_files(dir: &Path, base: i64) -> Result<(), LogError> {
+fn remove_segment_files(disk: &Disk, dir: &Path, base: i64) -> Result<(), LogError> {
     let (log, index, time) = segment_paths(dir, base);
     for p in [log, index, time] {
-        remove_if_exists(&p)?;
+        remove_if_exists(disk, &p)?;
     }
     Ok(())
 }
@@ -369,7 +354,7 @@ impl Cleaner {
 
     /// The log's regions and whether a pass is due (None: not a compacted log).
     pub async fn cleanability(log: &LogHandle, now: i64) -> Result<Option<Cleanability>, LogError> {
-        let (c, overdue_candidates, max_lag) = {
+        let (c, overdue_candidates, max_lag, disk) = {
             let l = log.borrow();
             let Some(c) = Self::regions(&l, now) else {
                 return Ok(None);
@@ -386,13 +371,13 @@ impl Cleaner {
             } else {
                 Vec::new()
             };
-            (c, dirty, max_lag)
+            (c, dirty, max_lag, l.env().disk.clone())
         };
         let mut c = c;
         // Kafka: the earliest first-batch timestamp of the dirty segments against the lag.
         let until = now.saturating_sub(max_lag.max(0));
         for path in overdue_candidates {
-            let file = open_read(&path)?;
+            let file = open_read(&disk, &path)?;
             let mut w = Walker::new(file, u64::MAX, PEEK_TS_BYTES);
             let first = w
                 .bytes(0, PEEK_TS_BYTES)
@@ -417,7 +402,8 @@ impl Cleaner {
         let segs = l.segments();
         let active = segs.len() - 1;
         let log_start = l.log_start_offset();
-        let first_dirty = read_checkpoint(l.dir())
+        let disk = &l.env().disk;
+        let first_dirty = read_checkpoint(disk, l.dir())
             .filter(|&o| o >= log_start && o <= l.log_end_offset())
             .unwrap_or(log_start);
         // No durability bound (Kafka's is the high watermark, the log end on one node): the
@@ -451,7 +437,7 @@ impl Cleaner {
             clean_bytes: clean,
             dirty_bytes: dirty,
             overdue: false,
-            horizon_passed: checkpoint_field(l.dir(), 1).is_some_and(|h| h >= 0 && now >= h),
+            horizon_passed: checkpoint_field(disk, l.dir(), 1).is_some_and(|h| h >= 0 && now >= h),
             min_ratio: cfg.min_cleanable_dirty_ratio,
         })
     }
@@ -475,12 +461,12 @@ impl Cleaner {
         now: i64,
         c: &Cleanability,
     ) -> Result<CleanStats, LogError> {
-        let started = Instant::now();
-        let plan = {
+        let (plan, clock) = {
             let l = log.borrow();
             let segs = l.segments();
             let cfg = l.config();
-            Plan {
+            let plan = Plan {
+                disk: l.env().disk.clone(),
                 dir: l.dir().to_path_buf(),
                 log_start: l.log_start_offset(),
                 segs: segs[..segs.len() - 1]
@@ -502,8 +488,10 @@ impl Cleaner {
                 index_bytes: cfg.segment_index_bytes as u64,
                 index_interval: cfg.index_interval_bytes,
                 delete_retention_ms: cfg.delete_retention_ms,
-            }
+            };
+            (plan, l.env().clock.clone())
         };
+        let started = clock.now_ms();
         let _guard = CleaningGuard::new(&plan.dir);
         let map_bytes = self.map_bytes;
         let map = self.map.get_or_insert_with(|| OffsetMap::new(map_bytes));
@@ -521,7 +509,7 @@ impl Cleaner {
             .iter()
             .filter(|s| s.next_offset > c.first_dirty && s.base < c.first_uncleanable)
         {
-            full = build_map(map, s, c.first_dirty, &mut stats).await?;
+            full = build_map(&plan.disk, map, s, c.first_dirty, &mut stats).await?;
             if full {
                 break;
             }
@@ -536,9 +524,9 @@ impl Cleaner {
         stats.end_offset = end_offset;
 
         // 2-3. Rewrite and swap in every group of segments below the end.
-        if read_checkpoint(&plan.dir).is_none() {
+        if read_checkpoint(&plan.disk, &plan.dir).is_none() {
             // Before the first swap: from now on recovery must accept gaps.
-            write_checkpoint(&plan.dir, c.first_dirty, None).await?;
+            write_checkpoint(&plan.disk, &plan.dir, c.first_dirty, None).await?;
         }
         let candidates: Vec<&SegInfo> = plan
             .segs
@@ -558,7 +546,7 @@ impl Cleaner {
                 return Err(LogError::InvalidBatch("test crash before commit".into()));
             }
             write_atomically(
-                &plan.dir,
+                &plan.disk,
                 &swap_path(&plan.dir, base),
                 format!("{base} {group_end}\n").as_bytes(),
             )
@@ -574,19 +562,20 @@ impl Cleaner {
                 // The log changed under the pass (retention, deletion): drop this group.
                 stats.groups_skipped += 1;
                 for p in [&cleaned.0, &cleaned.1, &cleaned.2] {
-                    remove_if_exists(p)?;
+                    remove_if_exists(&plan.disk, p)?;
                 }
             }
-            remove_if_exists(&swap_path(&plan.dir, base))?;
-            sync_dir(&plan.dir)
+            remove_if_exists(&plan.disk, &swap_path(&plan.dir, base))?;
+            plan.disk
+                .sync_dir(&plan.dir)
                 .await
                 .map_err(ioe("sync dir", &plan.dir))?;
         }
 
         // 4. The next pass starts where this one's map ended.
-        write_checkpoint(&plan.dir, end_offset, stats.earliest_horizon).await?;
+        write_checkpoint(&plan.disk, &plan.dir, end_offset, stats.earliest_horizon).await?;
         stats.segments_after = log.borrow().segment_count() - 1;
-        stats.elapsed_ms = started.elapsed().as_millis() as u64;
+        stats.elapsed_ms = clock.now_ms().saturating_sub(started).max(0) as u64;
         tracing::info!(
             dir = %plan.dir.display(),
             first_dirty = stats.first_dirty,
@@ -608,11 +597,11 @@ impl Cleaner {
 
 /// Walks the batches of one segment, calling `f(position, batch bytes)`; yields to the
 /// shard's other tasks between batches.
-async fn for_each_batch<F>(s: &SegInfo, mut f: F) -> Result<(), LogError>
+async fn for_each_batch<F>(disk: &Disk, s: &SegInfo, mut f: F) -> Result<(), LogError>
 where
     F: FnMut(u64, &[u8]) -> Result<bool, LogError>,
 {
-    let file = open_read(&s.path)?;
+    let file = open_read(disk, &s.path)?;
     let mut walker = Walker::new(file, s.size, READ_CHUNK);
     let mut pos = 0u64;
     while pos < s.size {
@@ -638,6 +627,7 @@ where
 
 /// Puts the keys of `s` at or past `first_dirty` into the map. True when the map filled.
 async fn build_map(
+    disk: &Disk,
     map: &mut OffsetMap,
     s: &SegInfo,
     first_dirty: i64,
@@ -646,7 +636,7 @@ async fn build_map(
     let mut full = false;
     let path = s.path.clone();
     stats.map_bytes_read += s.size;
-    for_each_batch(s, |pos, b| {
+    for_each_batch(disk, s, |pos, b| {
         let h = batch::header(b);
         if h.last_offset() < first_dirty || h.is_control() {
             return Ok(true);
@@ -777,19 +767,15 @@ async fn clean_group(
         cleaned_path(&index),
         cleaned_path(&time),
     );
+    let disk = &plan.disk;
     for p in [&log_c, &index_c, &time_c] {
-        remove_if_exists(p)?;
+        remove_if_exists(disk, p)?;
     }
-    let out = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&log_c)
-        .map_err(ioe("create", &log_c))?;
-    let mut oi = OffsetIndex::open(&index_c, base, Some(plan.index_bytes))
+    let (out, _) = disk.open(&log_c, true).map_err(ioe("create", &log_c))?;
+    let mut oi = OffsetIndex::open(disk, &index_c, base, Some(plan.index_bytes))
         .map_err(ioe("create", &index_c))?;
-    let mut ti =
-        TimeIndex::open(&time_c, base, Some(plan.index_bytes)).map_err(ioe("create", &time_c))?;
+    let mut ti = TimeIndex::open(disk, &time_c, base, Some(plan.index_bytes))
+        .map_err(ioe("create", &time_c))?;
     let mut position = 0u64;
     let mut since_index = 0u64;
     let (mut max_ts, mut offset_of_max) = (-1i64, -1i64);
@@ -797,7 +783,7 @@ async fn clean_group(
         stats.bytes_read += s.size;
         let path = s.path.clone();
         let mut failed: Option<LogError> = None;
-        for_each_batch(s, |pos, b| {
+        for_each_batch(disk, s, |pos, b| {
             let h = batch::header(b);
             let verdict = filter_batch(b, &h, map, now, end_offset, plan, stats)
                 .map_err(|e| corrupt(&path, pos, e.to_string()))?;
@@ -806,7 +792,7 @@ async fn clean_group(
                 Verdict::Keep => b,
                 Verdict::Rewrite(v) => v,
             };
-            if let Err(e) = out.write_all_at(bytes, position) {
+            if let Err(e) = out.write_at(bytes, position) {
                 failed = Some(LogError::io("write", &log_c, e));
                 return Ok(false);
             }
@@ -832,12 +818,17 @@ async fn clean_group(
     }
     stats.bytes_written += position;
     let _ = ti.maybe_append(max_ts, offset_of_max);
-    oi.inner.trim().map_err(ioe("trim index", &index_c))?;
-    ti.inner.trim().map_err(ioe("trim time index", &time_c))?;
-    drop((oi, ti));
-    drop(out);
-    for p in [&log_c, &index_c, &time_c] {
-        sync_path(p).await?;
+    oi.inner.trim(disk).map_err(ioe("trim index", &index_c))?;
+    ti.inner
+        .trim(disk)
+        .map_err(ioe("trim time index", &time_c))?;
+    let index_files = [oi.inner.take_saved(), ti.inner.take_saved()];
+    out.fdatasync().await.map_err(ioe("fdatasync", &log_c))?;
+    for (f, p) in index_files.iter().zip([&index_c, &time_c]) {
+        match f {
+            Some(f) => f.fdatasync().await.map_err(ioe("fdatasync", p))?,
+            None => sync_path(disk, p).await?,
+        }
     }
     Ok((log_c, index_c, time_c))
 }
@@ -866,15 +857,16 @@ fn install(
         return Ok(false);
     }
     let dir = l.dir().to_path_buf();
+    let disk = l.env().disk.clone();
     for &b in &bases[1..] {
-        remove_segment_files(&dir, b)?;
+        remove_segment_files(&disk, &dir, b)?;
     }
     let (log, index, time) = segment_paths(&dir, bases[0]);
     for p in [index, time, log] {
         let c = cleaned_path(&p);
-        std::fs::rename(&c, &p).map_err(ioe("rename", &c))?;
+        disk.rename(&c, &p).map_err(ioe("rename", &c))?;
     }
-    let mut seg = Segment::open(&dir, bases[0], None, now)?;
+    let mut seg = Segment::open(&disk, &dir, bases[0], None, now)?;
     seg.load_trusted(group_end);
     seg.created_ms = created_ms;
     l.replace_segments(first, n, seg);
@@ -1023,7 +1015,7 @@ mod tests {
                     segs_before,
                     "groups by input size"
                 );
-                assert_eq!(read_checkpoint(&dir), Some(183));
+                assert_eq!(read_checkpoint(&Disk::Real, &dir), Some(183));
                 // Nothing new is dirty: no second pass.
                 assert!(cleaner.clean_if_due(&log, now()).await.unwrap().is_none());
                 // Appends continue at the log end; offsets are never reused.
@@ -1222,7 +1214,7 @@ mod tests {
             let stats = cleaner.clean_if_due(&log, now()).await.unwrap().unwrap();
             assert!(stats.map_full);
             assert_eq!((stats.keys, stats.end_offset), (3, 3));
-            assert_eq!(read_checkpoint(&dir), Some(3));
+            assert_eq!(read_checkpoint(&Disk::Real, &dir), Some(3));
             let (after, _) = read_all(&log).await;
             assert_eq!(
                 after, before,
