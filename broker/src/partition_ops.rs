@@ -372,7 +372,7 @@ async fn find_record(
         log.read(offset, 1, log.log_end_offset())
     };
     let bytes = read.await.map_err(|error| error.to_string())?;
-    for batch in record_batch::batches(&bytes) {
+    for batch in record_batch::stored_batches(&bytes) {
         let (header, raw) = batch.map_err(|error| error.to_string())?;
         let records = match record_batch::records_with_limit(
             raw,
