@@ -409,6 +409,20 @@ pub const BROKER_KEYS: &[Spec] = &[
         "Default timestamp type for topics.",
     ),
     spec(
+        "log.message.timestamp.before.max.ms",
+        T::Long,
+        Some(LONG_MAX),
+        Check::AtLeast(0),
+        "Default message.timestamp.before.max.ms for topics.",
+    ),
+    spec(
+        "log.message.timestamp.after.max.ms",
+        T::Long,
+        Some("3600000"),
+        Check::AtLeast(0),
+        "Default message.timestamp.after.max.ms for topics.",
+    ),
+    spec(
         "min.insync.replicas",
         T::Int,
         Some("1"),
@@ -679,16 +693,16 @@ pub const TOPIC_KEYS: &[Spec] = &[
         T::Long,
         Some(LONG_MAX),
         Check::AtLeast(0),
-        None,
+        Some("log.message.timestamp.before.max.ms"),
         "Allowed timestamp lag behind broker time (CreateTime).",
     ),
     tspec(
         "message.timestamp.after.max.ms",
         T::Long,
-        Some(LONG_MAX),
+        Some("3600000"),
         Check::AtLeast(0),
-        None,
-        "Allowed timestamp lead over broker time (CreateTime).",
+        Some("log.message.timestamp.after.max.ms"),
+        "Allowed timestamp lead over broker time (CreateTime; Kafka 4.0's default, 1 hour).",
     ),
     tspec(
         "min.cleanable.dirty.ratio",
@@ -1470,6 +1484,10 @@ pub struct TopicConfig {
     pub flush_policy: FlushPolicy,
     /// "CreateTime" or "LogAppendTime".
     pub message_timestamp_type: String,
+    /// `message.timestamp.before.max.ms`: CreateTime stamps further behind are refused.
+    pub message_timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms`: CreateTime stamps further ahead are refused.
+    pub message_timestamp_after_max_ms: i64,
     pub min_insync_replicas: i32,
     pub producer_id_expiration_ms: i64,
 }
@@ -1552,6 +1570,14 @@ pub fn resolve(
         } else {
             "CreateTime".into()
         },
+        message_timestamp_before_max_ms: num(
+            "message.timestamp.before.max.ms",
+            n("message.timestamp.before.max.ms"),
+        )?,
+        message_timestamp_after_max_ms: num(
+            "message.timestamp.after.max.ms",
+            n("message.timestamp.after.max.ms"),
+        )?,
         min_insync_replicas: num("min.insync.replicas", n("min.insync.replicas"))?,
         producer_id_expiration_ms: num(
             "producer.id.expiration.ms",

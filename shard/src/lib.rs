@@ -17,4 +17,4 @@ pub mod mesh;
 
 pub use config::{FlushPolicy, LogConfig};
 pub use flush::{GroupCommit, LogHandle};
-pub use log::{AppendInfo, LogError, PartitionLog, RecoveryReport};
+pub use log::{AppendInfo, BatchStamp, LogError, PartitionLog, RecoveryReport};

@@ -25,10 +25,12 @@ pub(crate) mod segment;
 #[cfg(test)]
 pub(crate) mod test_util;
 pub(crate) mod time_index;
+#[cfg(test)]
+mod timeadmin_tests;
 
 use std::path::{Path, PathBuf};
 
-pub use partition_log::{PartitionLog, RecoveryReport, SyncJob};
+pub use partition_log::{BatchStamp, PartitionLog, RecoveryReport, SyncJob};
 
 /// What `PartitionLog::append` assigned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 use glommio::io::BufferedFile;
-use wire::record_batch::{patched_prefix, BatchHeader};
+use wire::record_batch::{patched_prefix, stamped_header, BatchHeader, TimestampType};
 
 use super::batch::{self, BATCH_HEADER_BYTES, PEEK_BYTES, PEEK_TS_BYTES};
 use super::checkpoint::{self, Checkpoint, CheckpointFile};
@@ -59,6 +59,19 @@ pub struct PartitionLog {
     recovery: RecoveryReport,
     /// Idempotent producers' sequences and epochs (see `producer_state`).
     producers: ProducerStateManager,
+}
+
+/// How `append_stamped` sets a batch's timestamp type and max timestamp (Kafka's
+/// `LogValidator` ends every append with `setMaxTimestamp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchStamp {
+    /// Store the header's attribute and max timestamp as sent (replayed or internal batches).
+    AsSent,
+    /// A CreateTime topic: attribute CreateTime, max timestamp = the records' largest stamp
+    /// (as the validator computed it; Kafka overwrites whatever the client put there).
+    CreateTime(i64),
+    /// A LogAppendTime topic: attribute LogAppendTime, max timestamp = the append time.
+    LogAppendTime,
 }
 
 /// What `open` had to re-validate. All zero after a clean shutdown: then only the headers
@@ -405,6 +418,22 @@ impl PartitionLog {
         leader_epoch: i32,
         now: i64,
     ) -> Result<AppendInfo, LogError> {
+        self.append_stamped(batch, header, leader_epoch, BatchStamp::AsSent, now)
+    }
+
+    /// `append_at` with the batch's timestamps set as Kafka's LogValidator sets them
+    /// (`stamp`). When the stored attribute or max timestamp differ from the sent ones, the
+    /// whole 61-byte header is patched (`wire::record_batch::stamped_header`, CRC computed
+    /// over the patched header then the records in place) and written with the records in
+    /// one pwritev: still no copy of the batch.
+    pub fn append_stamped(
+        &mut self,
+        batch: &[u8],
+        header: &BatchHeader,
+        leader_epoch: i32,
+        stamp: BatchStamp,
+        now: i64,
+    ) -> Result<AppendInfo, LogError> {
         if let Some(e) = self.failure() {
             return Err(e);
         }
@@ -442,7 +471,28 @@ impl PartitionLog {
         if self.should_roll(batch.len() as u64, last_offset, now) {
             self.roll(now)?;
         }
-        let prefix = patched_prefix(batch, base_offset, leader_epoch);
+        let (timestamp_type, max_timestamp) = match stamp {
+            BatchStamp::AsSent => (header.timestamp_type(), header.max_timestamp),
+            BatchStamp::CreateTime(max) => (TimestampType::CreateTime, max),
+            BatchStamp::LogAppendTime => (TimestampType::LogAppendTime, now),
+        };
+        let restamp =
+            timestamp_type != header.timestamp_type() || max_timestamp != header.max_timestamp;
+        let prefix16;
+        let stamped;
+        let (prefix, rest): (&[u8], &[u8]) = if restamp {
+            stamped = stamped_header(
+                batch,
+                base_offset,
+                leader_epoch,
+                timestamp_type,
+                max_timestamp,
+            );
+            (&stamped, &batch[BATCH_HEADER_BYTES..])
+        } else {
+            prefix16 = patched_prefix(batch, base_offset, leader_epoch);
+            (&prefix16, &batch[16..])
+        };
         let interval = self.config.index_interval_bytes;
         let active = self.active_mut();
         if active.size == 0 {
@@ -450,17 +500,15 @@ impl PartitionLog {
             // the moment it gets its first append.
             active.created_ms = now;
         }
-        if let Err(e) = active.append(
-            &prefix,
-            &batch[16..],
-            last_offset,
-            header.max_timestamp,
-            interval,
-        ) {
+        if let Err(e) = active.append(prefix, rest, last_offset, max_timestamp, interval) {
             self.failed = Some(e.to_string());
             return Err(e);
         }
         self.active_dirty = true;
+        let header = &BatchHeader {
+            max_timestamp,
+            ..*header
+        };
         self.producers.update(header, base_offset);
         self.messages_since_sync += header.records_count.max(0) as u64;
         self.first_unsynced_ms.get_or_insert(now);
@@ -638,6 +686,24 @@ impl PartitionLog {
             }
             Ok(None)
         }
+    }
+
+    /// The end (next offset) of the segment a lookup by `ts` searches: Kafka's
+    /// `fetchOffsetByTimestamp` picks the first segment whose largest timestamp is >= `ts`
+    /// and answers from that segment only. None when no segment reaches `ts`.
+    pub fn timestamp_segment_end(&self, ts: i64) -> Option<i64> {
+        self.segments
+            .iter()
+            .find(|s| s.max_timestamp >= ts)
+            .map(|s| s.next_offset)
+    }
+
+    /// Every time-index entry of every segment, as (timestamp, offset) (tests, tools).
+    pub fn time_index_entries(&self) -> Vec<(i64, i64)> {
+        self.segments
+            .iter()
+            .flat_map(|s| (0..s.time_index.inner.entries()).map(move |i| s.time_index.get(i)))
+            .collect()
     }
 
     /// ListOffsets MAX_TIMESTAMP: (offset, timestamp) of the largest batch max timestamp,
