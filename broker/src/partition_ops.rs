@@ -465,3 +465,69 @@ async fn find_record(
     }
     Ok(None)
 }
+
+/// DeleteRecords for a partition of this shard: (error code, low watermark), as Kafka's
+/// `ReplicaManager.deleteRecordsOnLocalLog`: internal topics INVALID_TOPIC_EXCEPTION, a
+/// topic without `delete` in `cleanup.policy` POLICY_VIOLATION, an offset below 0 (other than
+/// -1, the high watermark) or past the high watermark OFFSET_OUT_OF_RANGE.
+pub fn delete_records(
+    shard: &Rc<Shard>,
+    topic_id: &TopicId,
+    partition: i32,
+    offset: i64,
+) -> (i16, i64) {
+    let Some(target) = shard.partition(topic_id, partition) else {
+        return (ErrorCode::NotLeaderOrFollower.code(), -1);
+    };
+    let internal = shard
+        .image()
+        .topic_by_id(topic_id)
+        .is_some_and(|t| t.name == crate::group::OFFSETS_TOPIC);
+    if internal {
+        return (ErrorCode::InvalidTopicException.code(), -1);
+    }
+    let result = target.log.borrow_mut().delete_records(offset);
+    match result {
+        Ok(low_watermark) => (0, low_watermark),
+        Err(LogError::DeletePolicy) => (ErrorCode::PolicyViolation.code(), -1),
+        Err(LogError::LogStartOutOfRange { .. }) => (ErrorCode::OffsetOutOfRange.code(), -1),
+        Err(error) => {
+            tracing::error!(%error, "DeleteRecords failed");
+            (ErrorCode::KafkaStorageError.code(), -1)
+        }
+    }
+}
+
+/// OffsetForLeaderEpoch for a partition of this shard: (error code, leader epoch, end
+/// offset), as Kafka's `Partition.lastOffsetForLeaderEpoch` on the leader. A current leader
+/// epoch (-1: not given) older than the partition's is FENCED_LEADER_EPOCH, a newer one
+/// UNKNOWN_LEADER_EPOCH.
+pub fn offset_for_leader_epoch(
+    shard: &Rc<Shard>,
+    topic_id: &TopicId,
+    partition: i32,
+    current_leader_epoch: i32,
+    leader_epoch: i32,
+) -> (i16, i32, i64) {
+    let Some(target) = shard.partition(topic_id, partition) else {
+        return (ErrorCode::NotLeaderOrFollower.code(), -1, -1);
+    };
+    let partition_epoch = shard
+        .image()
+        .topic_by_id(topic_id)
+        .and_then(|t| t.partition(partition).map(|p| p.leader_epoch))
+        .unwrap_or(0);
+    if current_leader_epoch >= 0 {
+        if current_leader_epoch < partition_epoch {
+            return (ErrorCode::FencedLeaderEpoch.code(), -1, -1);
+        }
+        if current_leader_epoch > partition_epoch {
+            return (ErrorCode::UnknownLeaderEpoch.code(), -1, -1);
+        }
+    }
+    let found = target.log.borrow().end_offset_for_epoch(leader_epoch);
+    match found {
+        Some((epoch, end_offset)) => (0, epoch, end_offset),
+        None => (0, -1, -1),
+    }
+}

@@ -108,6 +108,34 @@ impl DeleteTopicError {
     }
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum CreatePartitionsError {
+    /// UNKNOWN_TOPIC_OR_PARTITION (3)
+    #[error("This server does not host this topic.")]
+    UnknownTopic,
+    /// INVALID_PARTITIONS (37)
+    #[error("{0}")]
+    InvalidPartitions(String),
+    /// INVALID_REPLICA_ASSIGNMENT (39)
+    #[error("{0}")]
+    InvalidReplicaAssignment(String),
+    /// UNKNOWN_SERVER_ERROR (-1): the metadata log could not be written.
+    #[error("metadata log: {0}")]
+    Storage(#[from] LogError),
+}
+
+impl CreatePartitionsError {
+    /// Kafka error code for the CreatePartitions response.
+    pub fn error_code(&self) -> i16 {
+        match self {
+            CreatePartitionsError::UnknownTopic => 3,
+            CreatePartitionsError::InvalidPartitions(_) => 37,
+            CreatePartitionsError::InvalidReplicaAssignment(_) => 39,
+            CreatePartitionsError::Storage(_) => -1,
+        }
+    }
+}
+
 /// Kafka's topic name rules (`org.apache.kafka.common.internals.Topic.validate`), plus our
 /// reserved metadata topic name.
 pub fn validate_topic_name(name: &str) -> Result<(), CreateTopicError> {
@@ -360,6 +388,88 @@ impl Controller {
         self.commit(&records)?;
         self.next_shard += partitions as u64;
         Ok(topic_id)
+    }
+
+    /// CreatePartitions for one topic (Kafka's `ReplicationControlManager
+    /// .createPartitionsOfTopic`): `count` must exceed the current count (INVALID_PARTITIONS
+    /// with Kafka's messages), stay within `MAX_PARTITIONS_PER_TOPIC`, and a manual
+    /// assignment must name one replica list per new partition, each this node only (the
+    /// replication factor of the existing partitions, 1). The new partitions go to shards
+    /// round-robin as at creation, as PartitionRecords of the existing topic.
+    pub fn create_partitions(
+        &mut self,
+        name: &str,
+        count: i32,
+        assignments: Option<&[Vec<i32>]>,
+        shards: u16,
+        validate_only: bool,
+    ) -> Result<(), CreatePartitionsError> {
+        let topic = self
+            .image
+            .topic(name)
+            .ok_or(CreatePartitionsError::UnknownTopic)?;
+        let topic_id = topic.topic_id;
+        let current = topic.partitions.len() as i32;
+        if count < current {
+            return Err(CreatePartitionsError::InvalidPartitions(format!(
+                "Topic {name} currently has {current} partition(s); {count} would not be an \
+                 increase."
+            )));
+        }
+        if count == current {
+            return Err(CreatePartitionsError::InvalidPartitions(format!(
+                "Topic already has {current} partition(s)."
+            )));
+        }
+        if count > MAX_PARTITIONS_PER_TOPIC {
+            return Err(CreatePartitionsError::InvalidPartitions(format!(
+                "Number of partitions must be at most {MAX_PARTITIONS_PER_TOPIC}."
+            )));
+        }
+        let additional = count - current;
+        let node = self.config.node_id;
+        if let Some(assignments) = assignments {
+            if assignments.len() as i32 != additional {
+                return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
+                    "Attempted to add {additional} additional partition(s), but only {} \
+                     assignment(s) were specified.",
+                    assignments.len()
+                )));
+            }
+            for replicas in assignments {
+                if let Some(&other) = replicas.iter().find(|&&id| id != node) {
+                    return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
+                        "The manual partition assignment includes broker {other}, but no such \
+                         broker is registered."
+                    )));
+                }
+                if replicas.len() != 1 {
+                    return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
+                        "The manual partition assignment includes a partition with {} \
+                         replica(s), but this is not consistent with previous partitions, \
+                         which have 1 replica(s).",
+                        replicas.len()
+                    )));
+                }
+            }
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let shards = u64::from(shards.max(1));
+        let records: Vec<MetadataRecord> = (current..count)
+            .map(|p| MetadataRecord::Partition {
+                topic_id,
+                partition_id: p,
+                replicas: vec![node],
+                leader: node,
+                leader_epoch: 0,
+                shard: ((self.next_shard + (p - current) as u64) % shards) as u16,
+            })
+            .collect();
+        self.commit(&records)?;
+        self.next_shard += additional as u64;
+        Ok(())
     }
 
     /// Removes a topic regardless of `delete.topic.enable`: undoes a creation whose

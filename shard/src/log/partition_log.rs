@@ -26,6 +26,8 @@ use wire::record_batch::{patched_prefix, stamped_header, BatchHeader, TimestampT
 use super::batch::{self, BATCH_HEADER_BYTES, PEEK_BYTES, PEEK_TS_BYTES};
 use super::checkpoint::{self, Checkpoint, CheckpointFile};
 use super::dir::{self, TopicId};
+use super::leader_epoch::LeaderEpochCache;
+use super::log_start;
 use super::producer_state::{ProducerStateManager, NO_PRODUCER_ID};
 use super::segment::{read_exact_at, Segment, Walker};
 use super::{join_all, now_ms, parse_stem, segment_paths, snapshot_path, AppendInfo, LogError};
@@ -59,6 +61,8 @@ pub struct PartitionLog {
     recovery: RecoveryReport,
     /// Idempotent producers' sequences and epochs (see `producer_state`).
     producers: ProducerStateManager,
+    /// Leader epoch -> first offset (see `leader_epoch`).
+    epochs: LeaderEpochCache,
 }
 
 /// How `append_stamped` sets a batch's timestamp type and max timestamp (Kafka's
@@ -289,7 +293,10 @@ impl PartitionLog {
         }
         let active = segments.last().expect("at least one segment");
         let log_end = active.next_offset;
-        let log_start = segments[0].base_offset;
+        // DeleteRecords may have moved the start past the first segment's base offset.
+        let log_start = log_start::read(&dir)
+            .map_or(segments[0].base_offset, |o| o.max(segments[0].base_offset))
+            .min(log_end);
         let mut log = PartitionLog {
             dir: dir.clone(),
             config,
@@ -308,6 +315,7 @@ impl PartitionLog {
             syncs_completed: 0,
             recovery: report,
             producers: ProducerStateManager::new(),
+            epochs: LeaderEpochCache::load(&dir),
         };
         if report.segments_recovered > 0 {
             tracing::info!(
@@ -332,6 +340,7 @@ impl PartitionLog {
             log.sync_requested_offset = log_end;
         }
         log.load_producer_state(now).await?;
+        log.trim_leader_epochs()?;
         log.sync().await?;
         log.write_checkpoint(Checkpoint {
             next_offset: log_end,
@@ -505,6 +514,13 @@ impl PartitionLog {
             return Err(e);
         }
         self.active_dirty = true;
+        if self.epochs.needs(leader_epoch, base_offset) {
+            // The batch is written: a failed checkpoint write must not fail its append. The
+            // cache in memory is updated; the file is rewritten at the next change.
+            if let Err(error) = self.assign_epoch(leader_epoch, base_offset) {
+                tracing::warn!(dir = %self.dir.display(), %error, "leader epoch checkpoint not written");
+            }
+        }
         let header = &BatchHeader {
             max_timestamp,
             ..*header
@@ -929,6 +945,112 @@ impl PartitionLog {
             }
         }
         Ok(deleted)
+    }
+
+    /// DeleteRecords (Kafka's `deleteRecordsOnLeader` + `maybeIncrementLogStartOffset`):
+    /// `offset` -1 means the high watermark (the log end here); below 0 or past the high
+    /// watermark is `LogStartOutOfRange`; a `cleanup.policy` without `delete` is
+    /// `DeletePolicy`. A larger offset becomes the log start, durably (`log_start`), then
+    /// every segment wholly below it is deleted (never the active one). Returns the log
+    /// start offset afterwards (the response's low watermark).
+    pub fn delete_records(&mut self, offset: i64) -> Result<i64, LogError> {
+        if !self.config.cleanup_delete {
+            return Err(LogError::DeletePolicy);
+        }
+        let high_watermark = self.log_end_offset();
+        let offset = if offset == -1 { high_watermark } else { offset };
+        if offset < 0 || offset > high_watermark {
+            return Err(LogError::LogStartOutOfRange {
+                offset,
+                high_watermark,
+            });
+        }
+        if offset > self.log_start_offset {
+            log_start::write(&self.dir, offset).map_err(|e| {
+                LogError::io("write", &self.dir.join(log_start::LOG_START_OFFSET_FILE), e)
+            })?;
+            self.log_start_offset = offset;
+            tracing::info!(dir = %self.dir.display(), offset, "log start offset moved (DeleteRecords)");
+            self.delete_segments_below_log_start()?;
+            self.trim_leader_epochs()?;
+        }
+        Ok(self.log_start_offset)
+    }
+
+    /// Kafka's `deleteLogStartOffsetBreachedSegments`: segments whose successor starts at or
+    /// below the log start hold nothing readable. Returns how many were deleted.
+    pub fn delete_segments_below_log_start(&mut self) -> Result<usize, LogError> {
+        let count = self
+            .segments
+            .windows(2)
+            .take_while(|pair| pair[1].base_offset <= self.log_start_offset)
+            .count();
+        self.remove_front_segments(count)?;
+        Ok(count)
+    }
+
+    /// Deletes the first `count` segments (never the active one) with their producer
+    /// snapshots, and moves the log start to the new first segment if it was below it.
+    fn remove_front_segments(&mut self, count: usize) -> Result<(), LogError> {
+        let count = count.min(self.segments.len() - 1);
+        if count == 0 {
+            return Ok(());
+        }
+        for s in self.segments.drain(..count) {
+            remove_segment_files(&self.dir, s.base_offset)?;
+        }
+        self.log_start_offset = self.log_start_offset.max(self.segments[0].base_offset);
+        for offset in list_snapshots(&self.dir)? {
+            if offset < self.segments[0].base_offset {
+                remove_file_if_exists(&snapshot_path(&self.dir, offset))?;
+            }
+        }
+        self.trim_leader_epochs()
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Leader epochs
+    // ---------------------------------------------------------------------------------
+
+    /// Becoming leader at `epoch` (Kafka's `makeLeader` -> `maybeAssignEpochStartOffset(epoch,
+    /// logEndOffset)`): the epoch starts at the log end unless it is already the latest.
+    pub fn assign_leader_epoch(&mut self, epoch: i32) -> Result<(), LogError> {
+        let end = self.log_end_offset();
+        if epoch >= 0 && self.epochs.latest_epoch() != Some(epoch) {
+            self.assign_epoch(epoch, end)?;
+        }
+        Ok(())
+    }
+
+    /// OffsetForLeaderEpoch: Kafka's `endOffsetForEpoch`, (epoch, end offset), or None when
+    /// the cache has no answer (the response then carries -1, -1).
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
+        let (found_epoch, offset) = self.epochs.end_offset_for(epoch, self.log_end_offset());
+        (offset != super::leader_epoch::UNDEFINED_EPOCH_OFFSET).then_some((found_epoch, offset))
+    }
+
+    /// The cache's entries as (epoch, start offset) (tests, tools).
+    pub fn leader_epoch_entries(&self) -> Vec<(i32, i64)> {
+        self.epochs.entries().to_vec()
+    }
+
+    fn assign_epoch(&mut self, epoch: i32, start: i64) -> Result<(), LogError> {
+        let path = self.dir.join(super::leader_epoch::LEADER_EPOCH_FILE);
+        self.epochs
+            .assign(epoch, start)
+            .map_err(|e| LogError::io("write", &path, e))?;
+        Ok(())
+    }
+
+    /// Drops epoch entries outside [log start, log end] (after recovery truncated the log,
+    /// or the log start moved).
+    fn trim_leader_epochs(&mut self) -> Result<(), LogError> {
+        let path = self.dir.join(super::leader_epoch::LEADER_EPOCH_FILE);
+        let (start, end) = (self.log_start_offset, self.log_end_offset());
+        self.epochs
+            .truncate_from_end(end)
+            .and_then(|()| self.epochs.truncate_from_start(start))
+            .map_err(|e| LogError::io("write", &path, e))
     }
 
     // ---------------------------------------------------------------------------------
