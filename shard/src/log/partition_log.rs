@@ -63,6 +63,9 @@ pub struct PartitionLog {
     producers: ProducerStateManager,
     /// Leader epoch -> first offset (see `leader_epoch`).
     epochs: LeaderEpochCache,
+    /// Max timestamp of the active segment's first batch (Kafka's `rollingBasedTimestamp`,
+    /// what `segment.ms` counts from); None until known.
+    active_first_timestamp: Option<i64>,
 }
 
 /// How `append_stamped` sets a batch's timestamp type and max timestamp (Kafka's
@@ -316,6 +319,7 @@ impl PartitionLog {
             recovery: report,
             producers: ProducerStateManager::new(),
             epochs: LeaderEpochCache::load(&dir),
+            active_first_timestamp: None,
         };
         if report.segments_recovered > 0 {
             tracing::info!(
@@ -340,7 +344,8 @@ impl PartitionLog {
             log.sync_requested_offset = log_end;
         }
         log.load_producer_state(now).await?;
-        log.trim_leader_epochs()?;
+        log.load_leader_epochs()?;
+        log.load_active_first_timestamp().await?;
         log.sync().await?;
         log.write_checkpoint(Checkpoint {
             next_offset: log_end,
@@ -477,14 +482,18 @@ impl PartitionLog {
         }
         let base_offset = self.log_end_offset();
         let last_offset = base_offset + header.last_offset_delta as i64;
-        if self.should_roll(batch.len() as u64, last_offset, now) {
-            self.roll(now)?;
-        }
         let (timestamp_type, max_timestamp) = match stamp {
             BatchStamp::AsSent => (header.timestamp_type(), header.max_timestamp),
             BatchStamp::CreateTime(max) => (TimestampType::CreateTime, max),
             BatchStamp::LogAppendTime => (TimestampType::LogAppendTime, now),
         };
+        if self.should_roll(batch.len() as u64, last_offset, now, max_timestamp) {
+            self.roll(now)?;
+        }
+        if self.active().size == 0 {
+            // Kafka's `rollingBasedTimestamp`: segment.ms counts from the first batch's stamp.
+            self.active_first_timestamp = Some(max_timestamp);
+        }
         let restamp =
             timestamp_type != header.timestamp_type() || max_timestamp != header.max_timestamp;
         let prefix16;
@@ -537,13 +546,21 @@ impl PartitionLog {
         })
     }
 
-    fn should_roll(&self, len: u64, last_offset: i64, now: i64) -> bool {
+    /// Kafka's `LogSegment.shouldRoll`. `segment.ms` uses `timeWaitedForRoll`: the incoming
+    /// batch's max timestamp minus the active segment's first batch's max timestamp when that
+    /// is set (>= 0), else the wall time since the segment's first append; it rolls when that
+    /// is strictly greater than `segment.ms`. So a segment opened by a future-stamped record
+    /// does not roll by time while later stamps trail it.
+    fn should_roll(&self, len: u64, last_offset: i64, now: i64, max_timestamp: i64) -> bool {
         let a = self.active();
+        let waited = match self.active_first_timestamp {
+            Some(first) if first >= 0 => max_timestamp.saturating_sub(first),
+            _ => now.saturating_sub(a.created_ms),
+        };
         // Never roll an empty segment: the new one would have the same base offset.
         a.size > 0
             && (a.size + len > self.config.effective_segment_bytes()
-                || now.saturating_sub(a.created_ms)
-                    >= self.config.segment_ms.min(i64::MAX as u64) as i64
+                || waited > self.config.segment_ms.min(i64::MAX as u64) as i64
                 || a.index_would_overflow(last_offset))
     }
 
@@ -567,6 +584,7 @@ impl PartitionLog {
             ));
         }
         seg.next_offset = base;
+        self.active_first_timestamp = None;
         tracing::debug!(dir = %self.dir.display(), base, "rolled segment");
         self.segments.push(seg);
         self.dir_dirty = true;
@@ -905,45 +923,48 @@ impl PartitionLog {
     // Retention
     // ---------------------------------------------------------------------------------
 
-    /// Deletes whole inactive segments from the front that break `retention.ms` (by the
-    /// segment's max timestamp, or its creation time when it has none) or `retention.bytes`
-    /// (while the log without the segment is still at least that large), as Kafka does.
-    /// The active segment is never deleted, nor anything when `cleanup.policy` lacks `delete`.
-    /// Returns the number of segments deleted.
+    /// Kafka's `UnifiedLog.deleteOldSegments`, three passes from the front, each stopping at
+    /// the first segment it may not delete, and never deleting the active segment:
+    /// 1. `retention.ms`: `now - largest timestamp > retention.ms`, the largest timestamp
+    ///    being the segment's max record timestamp, or its `.log` file's modification time
+    ///    when no record has one (Kafka's `LogSegment.largestTimestamp`). A segment stamped
+    ///    in the future therefore holds back every segment after it.
+    /// 2. `retention.bytes`: while the log minus the segment is still at least that large.
+    /// 3. the log start offset: segments whose successor starts at or below it (DeleteRecords).
+    ///
+    /// Passes 1 and 2 run only when `cleanup.policy` contains `delete`. Returns the number of
+    /// segments deleted.
     pub fn apply_retention(&mut self, now: i64) -> Result<usize, LogError> {
-        if !self.config.cleanup_delete {
-            return Ok(0);
-        }
-        let mut total = self.size_bytes() as i64;
         let mut deleted = 0;
-        while self.segments.len() > 1 {
-            let s = &self.segments[0];
-            let ts = if s.max_timestamp >= 0 {
-                s.max_timestamp
-            } else {
-                s.created_ms
-            };
-            let by_time =
-                self.config.retention_ms >= 0 && now.saturating_sub(ts) > self.config.retention_ms;
-            let by_size = self.config.retention_bytes >= 0
-                && total - s.size as i64 >= self.config.retention_bytes;
-            if !(by_time || by_size) {
-                break;
+        if self.config.cleanup_delete {
+            if self.config.retention_ms >= 0 {
+                let count = self.segments[..self.segments.len() - 1]
+                    .iter()
+                    .take_while(|s| {
+                        now.saturating_sub(segment_largest_timestamp(s)) > self.config.retention_ms
+                    })
+                    .count();
+                self.remove_front_segments(count)?;
+                deleted += count;
             }
-            let s = self.segments.remove(0);
-            total -= s.size as i64;
-            remove_segment_files(&self.dir, s.base_offset)?;
-            deleted += 1;
-        }
-        if deleted > 0 {
-            self.log_start_offset = self.log_start_offset.max(self.segments[0].base_offset);
-            // Snapshots go with their segments (the one at the new log start stays).
-            for offset in list_snapshots(&self.dir)? {
-                if offset < self.log_start_offset {
-                    remove_file_if_exists(&snapshot_path(&self.dir, offset))?;
-                }
+            let size = self.size_bytes() as i64;
+            if self.config.retention_bytes >= 0 && size >= self.config.retention_bytes {
+                let mut diff = size - self.config.retention_bytes;
+                let count = self.segments[..self.segments.len() - 1]
+                    .iter()
+                    .take_while(|s| {
+                        let fits = diff - s.size as i64 >= 0;
+                        if fits {
+                            diff -= s.size as i64;
+                        }
+                        fits
+                    })
+                    .count();
+                self.remove_front_segments(count)?;
+                deleted += count;
             }
         }
+        deleted += self.delete_segments_below_log_start()?;
         Ok(deleted)
     }
 
@@ -1008,6 +1029,23 @@ impl PartitionLog {
         self.trim_leader_epochs()
     }
 
+    /// Kafka's `loadFirstBatchTimestamp` for the active segment at open: one header read.
+    async fn load_active_first_timestamp(&mut self) -> Result<(), LogError> {
+        let active = self.active();
+        if active.size < PEEK_TS_BYTES as u64 {
+            return Ok(());
+        }
+        let path = active.log_path.clone();
+        let mut walker = Walker::new(active.file()?, active.size, PEEK_TS_BYTES);
+        let b = walker
+            .bytes(0, PEEK_TS_BYTES)
+            .await
+            .map_err(|e| LogError::io("read", &path, e))?
+            .ok_or_else(|| corrupt(&path, 0, "partial batch header"))?;
+        self.active_first_timestamp = Some(batch::max_timestamp(b));
+        Ok(())
+    }
+
     // ---------------------------------------------------------------------------------
     // Leader epochs
     // ---------------------------------------------------------------------------------
@@ -1042,15 +1080,24 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Drops epoch entries outside [log start, log end] (after recovery truncated the log,
-    /// or the log start moved).
+    /// The log start moved: Kafka's `truncateFromStart`.
     fn trim_leader_epochs(&mut self) -> Result<(), LogError> {
         let path = self.dir.join(super::leader_epoch::LEADER_EPOCH_FILE);
-        let (start, end) = (self.log_start_offset, self.log_end_offset());
+        let start = self.log_start_offset;
+        self.epochs
+            .truncate_from_start(start)
+            .map_err(|e| LogError::io("write", &path, e))
+    }
+
+    /// At open, as Kafka's log loading: entries at or past the log end go (recovery may have
+    /// cut the log; becoming leader adds the current epoch back), then those below the start.
+    fn load_leader_epochs(&mut self) -> Result<(), LogError> {
+        let path = self.dir.join(super::leader_epoch::LEADER_EPOCH_FILE);
+        let end = self.log_end_offset();
         self.epochs
             .truncate_from_end(end)
-            .and_then(|()| self.epochs.truncate_from_start(start))
-            .map_err(|e| LogError::io("write", &path, e))
+            .map_err(|e| LogError::io("write", &path, e))?;
+        self.trim_leader_epochs()
     }
 
     // ---------------------------------------------------------------------------------
@@ -1308,6 +1355,19 @@ fn remove_file_if_exists(path: &Path) -> Result<(), LogError> {
     }
 }
 
+/// Kafka's `LogSegment.largestTimestamp`: the max record timestamp, or the `.log` file's
+/// modification time (ms) when the segment has no timestamp (-1 if even that is unknown).
+fn segment_largest_timestamp(segment: &Segment) -> i64 {
+    if segment.max_timestamp >= 0 {
+        return segment.max_timestamp;
+    }
+    std::fs::metadata(&*segment.log_path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(-1, |d| d.as_millis() as i64)
+}
+
 fn remove_segment_files(dir: &Path, base: i64) -> Result<(), LogError> {
     let (log, index, time) = segment_paths(dir, base);
     for p in [log, index, time] {
@@ -1545,11 +1605,13 @@ mod tests {
                 ..small_config()
             };
             let mut log = PartitionLog::open(d.path().join("t-0"), cfg).await.unwrap();
-            let (b, h) = batch(1, 1, 1);
+            // Batches without a timestamp: segment.ms counts wall time since the first append
+            // and rolls once strictly more than segment.ms passed (Kafka's shouldRoll).
+            let (b, h) = batch(1, 1, -1);
             log.append_at(&b, &h, 0, 10_000).unwrap();
-            log.append_at(&b, &h, 0, 10_500).unwrap();
-            assert_eq!(log.segment_count(), 1);
             log.append_at(&b, &h, 0, 11_000).unwrap();
+            assert_eq!(log.segment_count(), 1);
+            log.append_at(&b, &h, 0, 11_001).unwrap();
             assert_eq!(log.segment_count(), 2);
             assert_eq!(log.segments[1].base_offset, 2);
         });

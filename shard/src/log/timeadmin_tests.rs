@@ -95,3 +95,175 @@ fn time_index_holds_only_increasing_stamps() {
         assert_eq!(log.offset_for_timestamp(16_000).await.unwrap(), None);
     });
 }
+
+fn append_ts(log: &mut PartitionLog, ts: i64, now: i64) -> i64 {
+    let (b, h) = batch(1, 100, ts);
+    log.append_at(&b, &h, 0, now).unwrap().base_offset
+}
+
+const DAY: i64 = 86_400_000;
+
+/// Retention by time reads each closed segment's largest stamp, from the front, and stops at
+/// the first segment not old enough: a future-stamped segment keeps every later one, however
+/// old. Size retention still deletes it. The active segment is never deleted.
+#[test]
+fn retention_stops_at_the_first_segment_not_eligible() {
+    run(async {
+        let d = tmp();
+        let cfg = LogConfig {
+            segment_bytes: 200, // one batch (about 170 bytes) per segment
+            retention_ms: 7 * DAY,
+            retention_bytes: -1,
+            ..config()
+        };
+        let now = 1_000 * DAY;
+        let mut log = PartitionLog::open(d.path().join("t-0"), cfg).await.unwrap();
+        // Stamps (days before now): 11, 10, +3 years, 8, active.
+        for ts in [
+            now - 11 * DAY,
+            now - 10 * DAY,
+            now + 1_000 * DAY,
+            now - 8 * DAY,
+            now,
+        ] {
+            append_ts(&mut log, ts, now);
+        }
+        assert_eq!(log.segment_count(), 5);
+        assert_eq!(log.apply_retention(now).unwrap(), 2);
+        assert_eq!(log.log_start_offset(), 2);
+        assert_eq!(log.segment_count(), 3); // the future one, the 8-day one behind it, active
+                                            // Everything old enough once the clock passes the future stamp; never the active one.
+        assert_eq!(log.apply_retention(now + 1_008 * DAY).unwrap(), 2);
+        assert_eq!(log.segment_count(), 1);
+        assert_eq!(log.log_start_offset(), 4);
+    });
+}
+
+/// Kafka runs the time pass, then the size pass: a segment that only the time rule would
+/// delete, behind one it may not delete by time, is kept when size is satisfied by removing
+/// the first (a single combined predicate would have deleted both).
+#[test]
+fn retention_time_then_size_passes() {
+    run(async {
+        let d = tmp();
+        let now = 1_000 * DAY;
+        let seg = batch(1, 100, 0).0.len() as i64;
+        let cfg = LogConfig {
+            segment_bytes: 200,
+            retention_ms: 7 * DAY,
+            retention_bytes: 3 * seg, // deleting one segment satisfies it
+            ..config()
+        };
+        let mut log = PartitionLog::open(d.path().join("t-0"), cfg).await.unwrap();
+        for ts in [now + DAY, now - 30 * DAY, now, now] {
+            append_ts(&mut log, ts, now);
+        }
+        assert_eq!(log.size_bytes() as i64, 4 * seg);
+        assert_eq!(log.apply_retention(now).unwrap(), 1);
+        assert_eq!(log.log_start_offset(), 1);
+        // The 30-day-old segment is now first: the next check deletes it by time.
+        assert_eq!(log.apply_retention(now).unwrap(), 1);
+        assert_eq!(log.log_start_offset(), 2);
+    });
+}
+
+/// segment.ms counts from the first batch's stamp (Kafka's `timeWaitedForRoll`): the
+/// incoming batch's stamp minus it, strictly greater than segment.ms rolls; a segment opened
+/// by a future stamp does not roll by time while later stamps trail it, whatever the clock.
+#[test]
+fn segment_ms_from_the_first_stamp() {
+    run(async {
+        let d = tmp();
+        let cfg = LogConfig {
+            segment_ms: 1_000,
+            ..config()
+        };
+        let t0 = 1_000 * DAY;
+        let mut log = PartitionLog::open(d.path().join("t-0"), cfg.clone())
+            .await
+            .unwrap();
+        append_ts(&mut log, t0, t0);
+        append_ts(&mut log, t0 + 1_000, t0 + 5_000); // waited exactly segment.ms: no roll
+        assert_eq!(log.segment_count(), 1);
+        append_ts(&mut log, t0 + 1_001, t0 + 5_000);
+        assert_eq!(log.segment_count(), 2);
+        // A segment opened by a future stamp.
+        append_ts(&mut log, t0 + 100 * DAY, t0 + 5_000);
+        assert_eq!(log.segment_count(), 3);
+        for i in 1..5 {
+            append_ts(&mut log, t0 + i * 10_000, t0 + i * DAY);
+        }
+        assert_eq!(log.segment_count(), 3);
+        // After a restart the first stamp is read back from the active segment.
+        log.close().await.unwrap();
+        let mut log = PartitionLog::open(d.path().join("t-0"), cfg).await.unwrap();
+        append_ts(&mut log, t0 + 50 * DAY, t0 + 200 * DAY);
+        assert_eq!(log.segment_count(), 3);
+        append_ts(&mut log, t0 + 100 * DAY + 1_001, t0);
+        assert_eq!(log.segment_count(), 4);
+    });
+}
+
+/// DeleteRecords: the start moves (never back), survives a crash, segments wholly below it go
+/// (never the active one), reads below it are out of range; -1 is the high watermark; past the
+/// high watermark and compact-only logs are refused. Leader epochs follow the start.
+#[test]
+fn delete_records_moves_the_log_start() {
+    run(async {
+        let d = tmp();
+        let dir = d.path().join("t-0");
+        let cfg = LogConfig {
+            segment_bytes: 200,
+            ..config()
+        };
+        let mut log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+        log.assign_leader_epoch(0).unwrap();
+        for i in 0..6 {
+            append_ts(&mut log, 1_000 + i, 1);
+        }
+        assert_eq!(log.segment_count(), 6);
+        assert_eq!(log.delete_records(3).unwrap(), 3);
+        assert_eq!(log.segment_count(), 3);
+        assert_eq!(log.delete_records(1).unwrap(), 3);
+        assert!(matches!(
+            log.read(2, 1 << 20, i64::MAX).await,
+            Err(super::LogError::OffsetOutOfRange { .. })
+        ));
+        assert_eq!(log.leader_epoch_entries(), vec![(0, 3)]);
+        assert!(matches!(
+            log.delete_records(7),
+            Err(super::LogError::LogStartOutOfRange { .. })
+        ));
+        assert!(matches!(
+            log.delete_records(-2),
+            Err(super::LogError::LogStartOutOfRange { .. })
+        ));
+        log.sync().await.unwrap();
+        drop(log); // crash
+        let mut log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+        log.assign_leader_epoch(0).unwrap();
+        assert_eq!(log.log_start_offset(), 3);
+        assert_eq!(log.log_end_offset(), 6);
+        assert_eq!(log.leader_epoch_entries(), vec![(0, 3)]);
+        assert_eq!(log.delete_records(-1).unwrap(), 6);
+        assert_eq!(log.leader_epoch_entries(), vec![(0, 6)]);
+        assert_eq!(log.segment_count(), 1); // only the active segment, now empty of records
+        assert_eq!(log.read(6, 1 << 20, i64::MAX).await.unwrap().len(), 0);
+        assert_eq!(log.end_offset_for_epoch(0), Some((0, 6)));
+        log.close().await.unwrap();
+        let mut log = PartitionLog::open(
+            dir,
+            LogConfig {
+                cleanup_delete: false,
+                ..cfg
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(log.log_start_offset(), 6);
+        assert!(matches!(
+            log.delete_records(6),
+            Err(super::LogError::DeletePolicy)
+        ));
+    });
+}
