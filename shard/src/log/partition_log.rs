@@ -1089,13 +1089,15 @@ impl PartitionLog {
             .map_err(|e| LogError::io("write", &path, e))
     }
 
-    /// At open, as Kafka's log loading: entries at or past the log end go (recovery may have
-    /// cut the log; becoming leader adds the current epoch back), then those below the start.
+    /// At open: entries past the log end go (recovery may have cut the log), then those
+    /// below the start. An entry starting exactly at the log end stays (an epoch that began
+    /// with no records yet, e.g. every empty partition): dropping and re-adding it would cost
+    /// two file writes per partition at every start.
     fn load_leader_epochs(&mut self) -> Result<(), LogError> {
         let path = self.dir.join(super::leader_epoch::LEADER_EPOCH_FILE);
         let end = self.log_end_offset();
         self.epochs
-            .truncate_from_end(end)
+            .truncate_from_end(end + 1)
             .map_err(|e| LogError::io("write", &path, e))?;
         self.trim_leader_epochs()
     }
