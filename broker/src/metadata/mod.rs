@@ -582,6 +582,48 @@ mod tests {
         assert_eq!(e(c.create_topic("t_x", 1, 1, none(), 4, false)), 17);
     }
 
+    /// CreatePartitions: Kafka's errors, validate_only, new partitions round-robin after the
+    /// last shard used, and the grown topic replayed from the log after a restart.
+    #[test]
+    fn create_partitions_grows_topics() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        c.create_topic("a", 2, 1, none(), 4, false).unwrap();
+        let e = |r: Result<(), CreatePartitionsError>| r.unwrap_err().error_code();
+        assert_eq!(e(c.create_partitions("nope", 3, None, 4, false)), 3);
+        assert_eq!(e(c.create_partitions("a", 1, None, 4, false)), 37);
+        assert_eq!(e(c.create_partitions("a", 2, None, 4, false)), 37);
+        assert_eq!(
+            e(c.create_partitions("a", MAX_PARTITIONS_PER_TOPIC + 1, None, 4, false)),
+            37
+        );
+        let node = c.config().node_id;
+        assert_eq!(
+            e(c.create_partitions("a", 4, Some(&[vec![node]]), 4, false)),
+            39
+        );
+        let bad = [vec![node], vec![node + 1]];
+        assert_eq!(e(c.create_partitions("a", 4, Some(&bad), 4, false)), 39);
+        let two = [vec![node, node], vec![node]];
+        assert_eq!(e(c.create_partitions("a", 4, Some(&two), 4, false)), 39);
+        c.create_partitions("a", 5, None, 4, true).unwrap();
+        assert_eq!(c.image().topic("a").unwrap().partitions.len(), 2);
+        c.create_partitions(
+            "a",
+            5,
+            Some(&[vec![node], vec![node], vec![node]]),
+            4,
+            false,
+        )
+        .unwrap();
+        let img = c.image();
+        let owners: Vec<_> = (0..5).map(|p| img.owner("a", p).unwrap()).collect();
+        assert_eq!(owners, vec![0, 1, 2, 3, 0]);
+        drop(c);
+        let c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        assert_eq!(c.image().topic("a").unwrap().partitions.len(), 5);
+    }
+
     #[test]
     fn shards_round_robin_and_configs() {
         let dir = tempfile::tempdir().unwrap();
