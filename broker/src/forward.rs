@@ -108,6 +108,12 @@ pub enum Request {
     },
     /// Metadata core: delete topics by name.
     DeleteTopics { names: Vec<String> },
+    /// Metadata core: change configs of topics and of the broker (resource type, name,
+    /// change; AlterConfigs, IncrementalAlterConfigs); one `TopicOutcome` per change, in order.
+    AlterTopicConfigs {
+        changes: Vec<(i8, String, crate::metadata::ConfigChange)>,
+        validate_only: bool,
+    },
     /// A new metadata image: open logs for new partitions, drop deleted ones, then adopt it.
     ImageUpdate(Arc<Image>),
     /// Work for the coordinator of a group whose `__consumer_offsets` partition this shard

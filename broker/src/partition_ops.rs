@@ -52,10 +52,7 @@ fn validate_records(
 ) -> Result<record_batch::RecordStats, BatchError> {
     let limits = RecordLimits {
         max_decompressed_bytes: MAX_DECOMPRESSED_BATCH_BYTES.max(config.max_message_bytes as usize),
-        require_keys: config
-            .cleanup_policy
-            .iter()
-            .any(|policy| policy == "compact"),
+        require_keys: config.cleanup_policy.compact,
         timestamps: Some(record_batch::TimestampRule {
             topic_type: topic_timestamp_type(config),
             now,
@@ -74,10 +71,9 @@ fn validate_records(
 }
 
 fn topic_timestamp_type(config: &crate::config::TopicConfig) -> TimestampType {
-    if config.message_timestamp_type == "LogAppendTime" {
-        TimestampType::LogAppendTime
-    } else {
-        TimestampType::CreateTime
+    match config.message_timestamp_type {
+        crate::config::TimestampType::LogAppendTime => TimestampType::LogAppendTime,
+        crate::config::TimestampType::CreateTime => TimestampType::CreateTime,
     }
 }
 
@@ -128,7 +124,10 @@ pub async fn produce(
     let Some(target) = shard.partition(topic_id, partition) else {
         return produce_error(ErrorCode::NotLeaderOrFollower);
     };
-    if records.len() > target.config.max_message_bytes as usize {
+    // One version of the topic config for the whole request, even if AlterConfigs replaces it
+    // while this waits for the disk.
+    let config = target.config();
+    if records.len() > config.max_message_bytes as usize {
         return produce_error(ErrorCode::MessageTooLarge);
     }
     let mut batches = record_batch::batches(&records);
@@ -148,14 +147,14 @@ pub async fn produce(
     // log's offset arithmetic can use them.
     // One clock reading for the timestamp window and the append time, as Kafka's validator.
     let now = wall_clock_ms();
-    let stats = match validate_records(&header, &records, &target.config, now) {
+    let stats = match validate_records(&header, &records, &config, now) {
         Ok(stats) => stats,
         Err(error) => {
             tracing::debug!(%error, "produce batch refused");
             return produce_error(batch_error_code(&error));
         }
     };
-    let stamp = match topic_timestamp_type(&target.config) {
+    let stamp = match topic_timestamp_type(&config) {
         TimestampType::LogAppendTime => BatchStamp::LogAppendTime,
         TimestampType::CreateTime => BatchStamp::CreateTime(stats.max_timestamp),
     };
@@ -182,13 +181,13 @@ pub async fn produce(
         target.appended.notify(usize::MAX);
     }
     // A retry still waits for durability: its original may not be on disk yet.
-    if acks == -1 && target.config.flush_policy == FlushPolicy::Ack {
+    if acks == -1 && config.flush_policy == FlushPolicy::Ack {
         if let Err(error) = shard.group_commit.wait_durable(&target.log).await {
             tracing::error!(%error, "fdatasync failed; acks=all produce not acknowledged");
             return produce_error(ErrorCode::KafkaStorageError);
         }
     }
-    let log_append_time_ms = if target.config.message_timestamp_type == "LogAppendTime" {
+    let log_append_time_ms = if topic_timestamp_type(&config) == TimestampType::LogAppendTime {
         info.log_append_time_ms
     } else {
         -1

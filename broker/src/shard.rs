@@ -36,6 +36,8 @@ const CONTROL_PLANE_SLICE: std::time::Duration = std::time::Duration::from_milli
 /// (creating the partition's files: inode allocation, often a millisecond or more) runs
 /// without a yield, and the fsyncs that complete together resume in one go.
 const MAX_CONCURRENT_OPENS: usize = 4;
+/// Start-up (and large CreateTopics) log a progress line every this many partitions opened.
+const OPEN_PROGRESS_EVERY: usize = 1000;
 
 /// Kafka's error for a log that cannot be created or read on disk (KAFKA_STORAGE_ERROR).
 const KAFKA_STORAGE_ERROR: i16 = 56;
@@ -64,7 +66,9 @@ impl Slice {
 /// A partition this shard owns.
 pub struct Partition {
     pub log: LogHandle,
-    pub config: TopicConfig,
+    /// The topic's typed config; replaced (never edited) when the topic's overrides change,
+    /// so a request holds one consistent version (see [`Partition::config`]).
+    config: RefCell<Rc<TopicConfig>>,
     /// Notified after every append, for parked long-poll fetches.
     pub appended: event_listener::Event,
 }
@@ -81,6 +85,20 @@ pub struct Stats {
     pub cancelled_waits: Cell<u64>,
 }
 
+impl Partition {
+    /// The topic config in force now.
+    pub fn config(&self) -> Rc<TopicConfig> {
+        self.config.borrow().clone()
+    }
+
+    /// Applies a changed topic config to this partition: the broker-side checks read it from
+    /// the next request on, the log (retention, rolling, flushing) from its next operation.
+    pub fn set_config(&self, config: TopicConfig) {
+        self.log.borrow_mut().set_config(config.to_log_config());
+        *self.config.borrow_mut() = Rc::new(config);
+    }
+}
+
 impl Stats {
     pub fn bump(cell: &Cell<u64>) {
         cell.set(cell.get() + 1);
@@ -93,6 +111,8 @@ pub struct Shard {
     image: RefCell<Arc<Image>>,
     partitions: RefCell<HashMap<(TopicId, i32), Rc<Partition>>>,
     pub group_commit: Rc<GroupCommit>,
+    /// What topics inherit: `config` with the image's dynamic broker configs on top.
+    topic_defaults: RefCell<Arc<BrokerConfig>>,
     mesh: RefCell<Option<Rc<Mesh<ShardMsg>>>>,
     mesh_ready: event_listener::Event,
     pending: RefCell<HashMap<u64, oneshot::Sender<Reply>>>,
@@ -124,8 +144,10 @@ impl Shard {
         controller: Option<Controller>,
     ) -> Rc<Shard> {
         let group_commit = GroupCommit::new();
+        let topic_defaults = RefCell::new(layered_config(&config, &image));
         Rc::new(Shard {
             id,
+            topic_defaults,
             config,
             image: RefCell::new(image),
             partitions: RefCell::new(HashMap::new()),
@@ -168,6 +190,11 @@ impl Shard {
             .borrow()
             .as_ref()
             .map_or(1, |mesh| mesh.shard_count())
+    }
+
+    /// The broker config topics inherit (static config and dynamic broker configs).
+    pub fn topic_defaults(&self) -> Arc<BrokerConfig> {
+        self.topic_defaults.borrow().clone()
     }
 
     /// The metadata image this shard serves from (a cheap `Arc` clone, no lock).
@@ -349,6 +376,10 @@ impl Shard {
                 validate_only,
             } => Reply::Topics(self.create_topics(topics, validate_only).await),
             Request::DeleteTopics { names } => Reply::Topics(self.delete_topics(names).await),
+            Request::AlterTopicConfigs {
+                changes,
+                validate_only,
+            } => Reply::Topics(self.alter_topic_configs(changes, validate_only).await),
             Request::ImageUpdate(image) => Reply::ImageApplied(self.apply_image(image).await),
             Request::Group { partition, op } => {
                 Reply::Group(crate::group::Coordinator::execute(self, partition, op).await)
@@ -602,6 +633,90 @@ impl Shard {
         outcomes
     }
 
+    /// Metadata core only: changes topic configs, then publishes the new image, whose topics
+    /// every shard re-reads (see `apply_config_changes`) before this answers.
+    async fn alter_topic_configs(
+        self: &Rc<Self>,
+        changes: Vec<(i8, String, crate::metadata::ConfigChange)>,
+        validate_only: bool,
+    ) -> Vec<TopicOutcome> {
+        let controller = self
+            .controller
+            .as_ref()
+            .expect("AlterConfigs runs on the metadata core");
+        let _serial = self.topic_changes.acquire_permit(1).await;
+        let mut changed = false;
+        let outcomes = changes
+            .into_iter()
+            .map(|(resource_type, name, change)| {
+                let mut controller = controller.borrow_mut();
+                let result = match resource_type {
+                    crate::metadata::RESOURCE_TOPIC => {
+                        controller.alter_topic_configs(&name, &change, validate_only)
+                    }
+                    crate::metadata::RESOURCE_BROKER => {
+                        controller.alter_broker_configs(&name, &change, validate_only)
+                    }
+                    other => Err(crate::metadata::AlterConfigsError::UnsupportedResource(
+                        other,
+                    )),
+                };
+                let (error_code, error_message) = match result {
+                    Ok(altered) => {
+                        changed |= altered;
+                        (0, None)
+                    }
+                    Err(error) => (error.error_code(), Some(error.to_string())),
+                };
+                TopicOutcome {
+                    name,
+                    topic_id: [0; 16],
+                    error_code,
+                    error_message,
+                    num_partitions: 0,
+                }
+            })
+            .collect();
+        if changed {
+            self.publish_image().await;
+        }
+        outcomes
+    }
+
+    /// Pushes changed configs to this shard's partitions: of topics whose overrides differ
+    /// between `previous` and `image`, or of every topic when the dynamic broker configs
+    /// changed (they supply the defaults). Parsed once per topic, then set on each partition
+    /// and its log.
+    async fn apply_config_changes(&self, previous: &Image, image: &Image) {
+        let broker_changed = previous.broker_configs != image.broker_configs;
+        let defaults = self.topic_defaults();
+        let mut slice = Slice::new();
+        for topic in image.topics_by_id.values() {
+            let Some(old) = previous.topic_by_id(&topic.topic_id) else {
+                continue;
+            };
+            if !broker_changed && (Arc::ptr_eq(old, topic) || old.configs == topic.configs) {
+                continue;
+            }
+            let topic_config = match config::resolve(&defaults, &topic.configs) {
+                Ok(topic_config) => topic_config,
+                Err(error) => {
+                    tracing::error!(topic = %topic.name, %error, "changed topic configuration unusable; keeping the previous one");
+                    continue;
+                }
+            };
+            for partition in &topic.partitions {
+                if let Some(local) = self.partition(&topic.topic_id, partition.partition_id) {
+                    local.set_config(topic_config.clone());
+                }
+            }
+            if !broker_changed {
+                tracing::info!(shard = self.id, topic = %topic.name, "topic configuration changed");
+            }
+            slice.tick().await;
+        }
+    }
+
     /// Sends the controller's current image to every shard and waits until each applied it.
     /// Returns the topics whose partitions some shard could not open.
     async fn publish_image(self: &Rc<Self>) -> Vec<TopicFailure> {
@@ -638,6 +753,11 @@ impl Shard {
             "applying metadata image"
         );
         let previous = self.image();
+        // Partitions opened below resolve their topic's config against these.
+        if previous.broker_configs != image.broker_configs {
+            *self.topic_defaults.borrow_mut() = layered_config(&self.config, &image);
+            tracing::info!(shard = self.id, "dynamic broker configuration changed");
+        }
         let mut wanted: Vec<(Arc<TopicImage>, i32)> = Vec::new();
         let mut slice = Slice::new();
         for topic in image.topics_by_id.values() {
@@ -659,6 +779,7 @@ impl Shard {
             slice.tick().await;
         }
         let mut failures: Vec<TopicFailure> = Vec::new();
+        let (to_open, mut opened) = (wanted.len(), 0usize);
         let mut opens = futures::stream::iter(
             wanted
                 .into_iter()
@@ -666,6 +787,15 @@ impl Shard {
         )
         .buffer_unordered(MAX_CONCURRENT_OPENS);
         while let Some(result) = opens.next().await {
+            opened += 1;
+            if opened % OPEN_PROGRESS_EVERY == 0 {
+                tracing::info!(
+                    shard = self.id,
+                    opened,
+                    of = to_open,
+                    "opening partition logs"
+                );
+            }
             if let Err(failure) = result {
                 if !failures
                     .iter()
@@ -690,6 +820,7 @@ impl Shard {
             })
             .filter(|key| self.partitions.borrow().contains_key(key))
             .collect();
+        self.apply_config_changes(&previous, &image).await;
         *self.image.borrow_mut() = image;
         for key in removed {
             let Some(partition) = self.partitions.borrow_mut().remove(&key) else {
@@ -726,11 +857,12 @@ impl Shard {
         topic: Arc<TopicImage>,
         partition_id: i32,
     ) -> Result<(), TopicFailure> {
-        let topic_config = match config::resolve(&self.config, &topic.configs) {
+        let defaults = self.topic_defaults();
+        let topic_config = match config::resolve(&defaults, &topic.configs) {
             Ok(topic_config) => topic_config,
             Err(error) => {
                 tracing::error!(topic = %topic.name, %error, "topic configuration unusable; using broker defaults");
-                config::resolve(&self.config, &Default::default()).expect("broker defaults resolve")
+                config::resolve(&defaults, &Default::default()).expect("broker defaults resolve")
             }
         };
         let dir = self.partition_dir(&topic.name, partition_id);
@@ -754,7 +886,7 @@ impl Shard {
                 self.group_commit.register(&log);
                 let partition = Rc::new(Partition {
                     log,
-                    config: topic_config,
+                    config: RefCell::new(Rc::new(topic_config)),
                     appended: event_listener::Event::new(),
                 });
                 self.partitions
@@ -839,6 +971,22 @@ impl Shard {
             if let Err(error) = log.close().await {
                 tracing::warn!(dir = %dir.display(), %error, "closing a log failed");
             }
+        }
+    }
+}
+
+/// `config` with the dynamic broker configs of `image` (cluster-wide "" and this node's) on
+/// top. They were validated when written; one that no longer parses is logged and ignored.
+fn layered_config(config: &Arc<BrokerConfig>, image: &Image) -> Arc<BrokerConfig> {
+    let node = config.node_id.to_string();
+    match config.with_dynamic(
+        image.broker_configs.get(""),
+        image.broker_configs.get(&node),
+    ) {
+        Ok(layered) => Arc::new(layered),
+        Err(error) => {
+            tracing::error!(%error, "dynamic broker configuration unusable; using the static one");
+            config.clone()
         }
     }
 }

@@ -9,11 +9,13 @@
 //! - `flush`: group commit: one fdatasync round per shard covers every log written since the
 //!   previous round.
 //! - `mesh`: cross-shard messaging.
+//! - `storage`: the seam to the disk and the clock (real, or simulated for tests).
 
 pub mod config;
 pub mod flush;
 pub mod log;
 pub mod mesh;
+pub mod storage;
 
 pub use config::{FlushPolicy, LogConfig};
 pub use flush::{GroupCommit, LogHandle};

@@ -108,7 +108,7 @@ pub async fn handle_create_topics(
                 num_partitions: if created { outcome.num_partitions } else { -1 },
                 replication_factor: if created { 1 } else { -1 },
                 configs: created.then(|| {
-                    config::describe_topic(&shard.config, &spec_configs)
+                    config::describe_topic(&shard.topic_defaults(), &spec_configs)
                         .into_iter()
                         .map(|entry| CreatableTopicConfigs {
                             name: entry.name,

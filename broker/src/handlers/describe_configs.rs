@@ -1,6 +1,7 @@
 //! DescribeConfigs for topics (resource type 2) and the broker (resource type 4): every
 //! config of the resource, defaults included, with its value, source, read-only and sensitive
-//! flags, as Kafka answers it.
+//! flags, its synonyms (include_synonyms, v1+) and type and documentation (v3+), as Kafka
+//! answers it. The entries come from the key table (`config::describe`).
 
 use std::rc::Rc;
 
@@ -34,7 +35,10 @@ pub async fn handle(
             let entries: Result<Vec<ConfigEntry>, (ErrorCode, String)> =
                 match resource.resource_type {
                     RESOURCE_TOPIC => match image.topic(&resource.resource_name) {
-                        Some(topic) => Ok(config::describe_topic(&shard.config, &topic.configs)),
+                        Some(topic) => Ok(config::describe_topic(
+                            &shard.topic_defaults(),
+                            &topic.configs,
+                        )),
                         None => Err((
                             ErrorCode::UnknownTopicOrPartition,
                             format!("Topic '{}' does not exist.", resource.resource_name),
@@ -44,7 +48,7 @@ pub async fn handle(
                         if resource.resource_name.is_empty()
                             || resource.resource_name == shard.config.node_id.to_string()
                         {
-                            Ok(config::describe_broker(&shard.config))
+                            Ok(config::describe_broker(&shard.topic_defaults()))
                         } else {
                             Err((
                                 ErrorCode::InvalidRequest,
@@ -107,13 +111,18 @@ fn describe(
     include_synonyms: bool,
     include_documentation: bool,
 ) -> DescribeConfigsResourceResult {
-    let synonyms = if include_synonyms && entry.source != ConfigSource::Default {
-        vec![DescribeConfigsSynonym {
-            name: entry.name.clone(),
-            value: entry.value.clone(),
-            source: entry.source as i8,
-            ..Default::default()
-        }]
+    let sensitive = entry.sensitive;
+    let synonyms = if include_synonyms {
+        entry
+            .synonyms
+            .into_iter()
+            .map(|synonym| DescribeConfigsSynonym {
+                name: synonym.name,
+                value: if sensitive { None } else { synonym.value },
+                source: synonym.source as i8,
+                ..Default::default()
+            })
+            .collect()
     } else {
         Vec::new()
     };

@@ -6,6 +6,7 @@
 //! the versions whose fields it honours.
 
 mod admin;
+mod alter_configs;
 mod api_versions;
 mod create_partitions;
 mod delete_records;
@@ -59,6 +60,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
 ];
 
 /// Versions advertised in ApiVersions below the served range, answered with
@@ -234,6 +237,14 @@ pub fn dispatch(
         ),
         ApiKey::OffsetForLeaderEpoch => spawn(
             offset_for_leader_epoch::handle(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::AlterConfigs => spawn(
+            alter_configs::handle_alter_configs(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::IncrementalAlterConfigs => spawn(
+            alter_configs::handle_incremental_alter_configs(shard, decode(&ctx, body)?, ctx),
             held,
         ),
         _ => unreachable!("SUPPORTED lists only handled keys"),

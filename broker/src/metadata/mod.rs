@@ -22,7 +22,7 @@ use crate::config::{self, BrokerConfig, ConfigError};
 
 use image::Image;
 pub use log::{LogError, MetadataLog};
-pub use records::{MetadataRecord, TopicId, RESOURCE_TOPIC};
+pub use records::{MetadataRecord, TopicId, RESOURCE_BROKER, RESOURCE_TOPIC};
 
 /// Producer ids per block handed to a shard (Kafka's `ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE`).
 pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
@@ -95,6 +95,46 @@ pub enum DeleteTopicError {
     /// UNKNOWN_SERVER_ERROR (-1): the metadata log could not be written.
     #[error("metadata log: {0}")]
     Storage(#[from] LogError),
+}
+
+/// A resource's config change, as AlterConfigs or IncrementalAlterConfigs asks it.
+#[derive(Clone, Debug)]
+pub enum ConfigChange {
+    /// AlterConfigs: the new override set is exactly these keys.
+    Replace(Vec<(String, Option<String>)>),
+    /// IncrementalAlterConfigs: these operations on the current overrides.
+    Incremental(Vec<(String, config::AlterOp, Option<String>)>),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AlterConfigsError {
+    /// UNKNOWN_TOPIC_OR_PARTITION (3)
+    #[error("The topic '{0}' does not exist.")]
+    UnknownTopic(String),
+    /// INVALID_REQUEST (42): a resource type we keep no configs for.
+    #[error("Unsupported resource type {0}")]
+    UnsupportedResource(i8),
+    /// INVALID_REQUEST (42) / INVALID_CONFIG (40)
+    #[error("{0}")]
+    Refused(#[from] config::AlterError),
+    /// INVALID_CONFIG (40): a value the table refuses.
+    #[error("{0}")]
+    InvalidConfig(#[from] ConfigError),
+    /// UNKNOWN_SERVER_ERROR (-1): the metadata log could not be written.
+    #[error("metadata log: {0}")]
+    Storage(#[from] LogError),
+}
+
+impl AlterConfigsError {
+    pub fn error_code(&self) -> i16 {
+        match self {
+            AlterConfigsError::UnknownTopic(_) => 3,
+            AlterConfigsError::UnsupportedResource(_) => 42,
+            AlterConfigsError::Refused(error) => error.error_code(),
+            AlterConfigsError::InvalidConfig(_) => 40,
+            AlterConfigsError::Storage(_) => -1,
+        }
+    }
 }
 
 impl DeleteTopicError {
@@ -506,6 +546,113 @@ impl Controller {
         self.commit(&[MetadataRecord::RemoveTopic { topic_id: *id }])?;
         Ok(name)
     }
+
+    /// AlterConfigs / IncrementalAlterConfigs on one topic: computes the new override set,
+    /// checks it as a whole (every value parsed as the partitions will parse it), and writes
+    /// one ConfigRecord per key that changes (`value: None` removes a key), so the change
+    /// survives a restart. Returns whether anything changed; `validate_only` writes nothing.
+    pub fn alter_topic_configs(
+        &mut self,
+        name: &str,
+        change: &ConfigChange,
+        validate_only: bool,
+    ) -> Result<bool, AlterConfigsError> {
+        let topic = self
+            .image
+            .topic(name)
+            .ok_or_else(|| AlterConfigsError::UnknownTopic(name.to_string()))?;
+        let current = topic.configs.clone();
+        let next = match change {
+            ConfigChange::Replace(configs) => config::alter_topic_overrides(configs)?,
+            ConfigChange::Incremental(ops) => {
+                config::incremental_alter_topic_overrides(&current, ops)?
+            }
+        };
+        config::resolve(&self.layered_config()?, &next)?;
+        self.write_config_changes(RESOURCE_TOPIC, name, &current, &next, validate_only)
+    }
+
+    /// The broker config with the dynamic broker configs of the image on top: what topics
+    /// inherit.
+    pub fn layered_config(&self) -> Result<BrokerConfig, ConfigError> {
+        self.config.with_dynamic(
+            self.image.broker_configs.get(""),
+            self.image
+                .broker_configs
+                .get(&self.config.node_id.to_string()),
+        )
+    }
+
+    /// AlterConfigs / IncrementalAlterConfigs on a broker resource (`resource` is "" for the
+    /// cluster-wide default or this node's id; the caller checked it): only dynamic keys, each
+    /// value checked against its row and the whole layered config rebuilt before anything is
+    /// written.
+    pub fn alter_broker_configs(
+        &mut self,
+        resource: &str,
+        change: &ConfigChange,
+        validate_only: bool,
+    ) -> Result<bool, AlterConfigsError> {
+        let current = self
+            .image
+            .broker_configs
+            .get(resource)
+            .cloned()
+            .unwrap_or_default();
+        let next = match change {
+            ConfigChange::Replace(configs) => config::alter_broker_overrides(configs)?,
+            ConfigChange::Incremental(ops) => {
+                config::incremental_alter_broker_overrides(&current, ops)?
+            }
+        };
+        config::validate_broker_overrides(&next)?;
+        let mut cluster = self.image.broker_configs.get("").cloned();
+        let mut node = self
+            .image
+            .broker_configs
+            .get(&self.config.node_id.to_string())
+            .cloned();
+        if resource.is_empty() {
+            cluster = Some(next.clone());
+        } else {
+            node = Some(next.clone());
+        }
+        self.config.with_dynamic(cluster.as_ref(), node.as_ref())?;
+        self.write_config_changes(RESOURCE_BROKER, resource, &current, &next, validate_only)
+    }
+
+    /// One ConfigRecord per key that differs between `current` and `next` (`value: None`
+    /// removes a key). Returns whether anything was written.
+    fn write_config_changes(
+        &mut self,
+        resource_type: i8,
+        name: &str,
+        current: &BTreeMap<String, String>,
+        next: &BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<bool, AlterConfigsError> {
+        let record = |key: &str, value: Option<&String>| MetadataRecord::Config {
+            resource_type,
+            resource_name: name.to_string(),
+            name: key.to_string(),
+            value: value.cloned(),
+        };
+        let records: Vec<MetadataRecord> = current
+            .keys()
+            .filter(|key| !next.contains_key(*key))
+            .map(|key| record(key, None))
+            .chain(
+                next.iter()
+                    .filter(|(key, value)| current.get(*key) != Some(value))
+                    .map(|(key, value)| record(key, Some(value))),
+            )
+            .collect();
+        if validate_only || records.is_empty() {
+            return Ok(false);
+        }
+        self.commit(&records)?;
+        Ok(true)
+    }
 }
 
 #[cfg(test)]
@@ -698,5 +845,84 @@ mod tests {
         let b = random_topic_id();
         assert_ne!(a, b);
         assert_eq!(a[8] & 0xc0, 0x80);
+    }
+
+    #[test]
+    fn alter_topic_configs_persist_and_replace() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let conf: BTreeMap<_, _> = [
+            ("retention.ms".to_string(), "1000".to_string()),
+            ("segment.bytes".to_string(), "2000".to_string()),
+        ]
+        .into();
+        c.create_topic("t", 1, 1, conf, 1, false).unwrap();
+        let set = |k: &str, v: &str| (k.to_string(), Some(v.to_string()));
+        let err = |r: Result<bool, AlterConfigsError>| r.unwrap_err().error_code();
+        assert_eq!(
+            err(c.alter_topic_configs("nope", &ConfigChange::Replace(vec![]), false)),
+            3
+        );
+        let bad = ConfigChange::Replace(vec![set("retention.ms", "abc")]);
+        assert_eq!(err(c.alter_topic_configs("t", &bad, false)), 40);
+        // validate_only: checked, not written.
+        let replace = ConfigChange::Replace(vec![set("max.message.bytes", "100")]);
+        assert!(!c.alter_topic_configs("t", &replace, true).unwrap());
+        assert_eq!(c.image().topic("t").unwrap().configs.len(), 2);
+        // Replace: keys not named go.
+        assert!(c.alter_topic_configs("t", &replace, false).unwrap());
+        let expected: BTreeMap<_, _> =
+            [("max.message.bytes".to_string(), "100".to_string())].into();
+        assert_eq!(c.image().topic("t").unwrap().configs, expected);
+        // Incremental: only the named keys.
+        let incremental = ConfigChange::Incremental(vec![(
+            "cleanup.policy".to_string(),
+            config::AlterOp::Append,
+            Some("compact".to_string()),
+        )]);
+        assert!(c.alter_topic_configs("t", &incremental, false).unwrap());
+        // The same change again writes nothing.
+        assert!(!c.alter_topic_configs("t", &incremental, false).unwrap());
+        drop(c);
+        let c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let configs = c.image().topic("t").unwrap().configs.clone();
+        assert_eq!(
+            configs.get("max.message.bytes").map(String::as_str),
+            Some("100")
+        );
+        assert_eq!(
+            configs.get("cleanup.policy").map(String::as_str),
+            Some("delete,compact")
+        );
+        assert_eq!(configs.len(), 2);
+    }
+
+    #[test]
+    fn dynamic_broker_configs_persist_and_reach_topics() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let set = |k: &str, v: &str| (k.to_string(), Some(v.to_string()));
+        let change = ConfigChange::Replace(vec![set("log.retention.ms", "9000")]);
+        assert!(c.alter_broker_configs("", &change, false).unwrap());
+        let bad = ConfigChange::Replace(vec![set("num.partitions", "3")]);
+        assert_eq!(
+            c.alter_broker_configs("", &bad, false)
+                .unwrap_err()
+                .error_code(),
+            42
+        );
+        let bad = ConfigChange::Replace(vec![set("log.segment.bytes", "1")]);
+        assert_eq!(
+            c.alter_broker_configs("1", &bad, false)
+                .unwrap_err()
+                .error_code(),
+            40
+        );
+        assert_eq!(c.layered_config().unwrap().log_retention_ms, 9000);
+        drop(c);
+        let c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        assert_eq!(c.layered_config().unwrap().log_retention_ms, 9000);
+        let tc = config::resolve(&c.layered_config().unwrap(), &none()).unwrap();
+        assert_eq!(tc.retention_ms, 9000);
     }
 }

@@ -10,18 +10,17 @@
 //! then its files are removed. A crash in between leaves a `*-delete` directory, which the
 //! next start-up removes (`remove_deleted_dirs`); it is never opened as a partition.
 
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::checkpoint;
 use super::LogError;
+use crate::storage::Disk;
 
 /// Kafka's topic id (a UUID), as in the metadata log's records.
 pub type TopicId = [u8; 16];
 
 pub(crate) const PARTITION_METADATA_FILE: &str = "partition.metadata";
-const TMP_SUFFIX: &str = ".tmp";
 
 /// Suffix of a directory being deleted (Kafka's `LocalLog.DeleteDirSuffix`).
 pub const DELETE_DIR_SUFFIX: &str = "-delete";
@@ -76,10 +75,10 @@ pub fn decode_topic_id(s: &str) -> Option<TopicId> {
 /// The topic id recorded in `dir`, `None` when there is no `partition.metadata` (a new
 /// directory, or one written before the file existed). A file that does not parse is an
 /// error: guessing could hand one topic's data to another.
-pub(crate) fn read_topic_id(dir: &Path) -> Result<Option<TopicId>, LogError> {
+pub(crate) fn read_topic_id(disk: &Disk, dir: &Path) -> Result<Option<TopicId>, LogError> {
     let path = dir.join(PARTITION_METADATA_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
+    let text = match disk.read_file(&path) {
+        Ok(t) => String::from_utf8_lossy(&t).into_owned(),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(LogError::io("read", &path, e)),
     };
@@ -108,20 +107,12 @@ pub(crate) fn read_topic_id(dir: &Path) -> Result<Option<TopicId>, LogError> {
 
 /// Writes `partition.metadata` durably: temp file, fsync, rename, fsync of `dir`. Written once
 /// per directory, before any segment, so a crash leaves either no file or a whole one.
-pub(crate) async fn write_topic_id(dir: &Path, id: &TopicId) -> Result<(), LogError> {
+pub(crate) async fn write_topic_id(disk: &Disk, dir: &Path, id: &TopicId) -> Result<(), LogError> {
     let path = dir.join(PARTITION_METADATA_FILE);
-    let tmp = dir.join(format!("{PARTITION_METADATA_FILE}{TMP_SUFFIX}"));
     let text = format!("version: 0\ntopic_id: {}\n", encode_topic_id(id));
-    let write = || -> io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    };
-    write().map_err(|e| LogError::io("write", &tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| LogError::io("rename", &tmp, e))?;
-    checkpoint::sync_dir(dir)
+    disk.write_file_durable(&path, text.as_bytes())
         .await
-        .map_err(|e| LogError::io("sync dir", dir, e))
+        .map_err(|e| LogError::io("write", &path, e))
 }
 
 /// `<topic>-<partition>.<unique>-delete` for the directory named `name`; the name part is cut
@@ -150,6 +141,11 @@ fn delete_dir_name(name: &str) -> String {
 /// rename durable (fsync of the parent), then remove the files. Open fds (reads in flight)
 /// keep working on the unlinked files. A directory that does not exist is not an error.
 pub async fn delete_partition_dir(dir: &Path) -> Result<(), LogError> {
+    delete_partition_dir_on(&Disk::Real, dir).await
+}
+
+/// `delete_partition_dir` on the given disk.
+pub async fn delete_partition_dir_on(disk: &Disk, dir: &Path) -> Result<(), LogError> {
     let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {
         return Err(LogError::io(
             "delete",
@@ -159,34 +155,39 @@ pub async fn delete_partition_dir(dir: &Path) -> Result<(), LogError> {
     };
     let parent = dir.parent().unwrap_or(Path::new("."));
     let doomed: PathBuf = parent.join(delete_dir_name(name));
-    match std::fs::rename(dir, &doomed) {
+    match disk.rename(dir, &doomed) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(LogError::io("rename", dir, e)),
     }
-    checkpoint::sync_dir(parent)
+    disk.sync_dir(parent)
         .await
         .map_err(|e| LogError::io("sync dir", parent, e))?;
-    std::fs::remove_dir_all(&doomed).map_err(|e| LogError::io("remove dir", &doomed, e))
+    disk.remove_dir_all(&doomed)
+        .map_err(|e| LogError::io("remove dir", &doomed, e))
 }
 
 /// Start-up: removes every `*-delete` directory under `parent` (a deletion interrupted after
 /// its rename). Returns how many were removed. One that cannot be removed is logged and
 /// skipped: it is never opened as a partition, so it only costs disk space.
 pub fn remove_deleted_dirs(parent: &Path) -> Result<usize, LogError> {
+    remove_deleted_dirs_on(&Disk::Real, parent)
+}
+
+/// `remove_deleted_dirs` on the given disk.
+pub fn remove_deleted_dirs_on(disk: &Disk, parent: &Path) -> Result<usize, LogError> {
     let mut removed = 0;
-    let rd = std::fs::read_dir(parent).map_err(|e| LogError::io("read dir", parent, e))?;
-    for entry in rd {
-        let entry = entry.map_err(|e| LogError::io("read dir", parent, e))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if !is_dir || !name.ends_with(DELETE_DIR_SUFFIX) || !name.contains('.') {
+    let entries = disk
+        .read_dir(parent)
+        .map_err(|e| LogError::io("read dir", parent, e))?;
+    for entry in entries {
+        let name = &entry.name;
+        if !entry.is_dir || !name.ends_with(DELETE_DIR_SUFFIX) || !name.contains('.') {
             continue;
         }
-        let path = entry.path();
+        let path = parent.join(name);
         tracing::warn!(dir = %path.display(), "removing a partition directory whose deletion was interrupted");
-        match std::fs::remove_dir_all(&path) {
+        match disk.remove_dir_all(&path) {
             Ok(()) => removed += 1,
             Err(error) => {
                 tracing::error!(dir = %path.display(), %error, "cannot remove a deleted partition directory")
@@ -224,24 +225,24 @@ mod tests {
         run(async {
             let d = tmp();
             let id: TopicId = std::array::from_fn(|i| i as u8);
-            assert_eq!(read_topic_id(d.path()).unwrap(), None);
-            write_topic_id(d.path(), &id).await.unwrap();
+            assert_eq!(read_topic_id(&Disk::Real, d.path()).unwrap(), None);
+            write_topic_id(&Disk::Real, d.path(), &id).await.unwrap();
             let text = std::fs::read_to_string(d.path().join(PARTITION_METADATA_FILE)).unwrap();
             assert_eq!(
                 text,
                 format!("version: 0\ntopic_id: {}\n", encode_topic_id(&id))
             );
-            assert_eq!(read_topic_id(d.path()).unwrap(), Some(id));
+            assert_eq!(read_topic_id(&Disk::Real, d.path()).unwrap(), Some(id));
             // Kafka's newer writer ends without a newline.
             std::fs::write(
                 d.path().join(PARTITION_METADATA_FILE),
                 format!("version: 0\ntopic_id: {}", encode_topic_id(&id)),
             )
             .unwrap();
-            assert_eq!(read_topic_id(d.path()).unwrap(), Some(id));
+            assert_eq!(read_topic_id(&Disk::Real, d.path()).unwrap(), Some(id));
             std::fs::write(d.path().join(PARTITION_METADATA_FILE), "version: 7\n").unwrap();
             assert!(matches!(
-                read_topic_id(d.path()),
+                read_topic_id(&Disk::Real, d.path()),
                 Err(LogError::Corrupt { .. })
             ));
         });

@@ -1,164 +1,273 @@
-//! Memory-mapped sparse indexes. `IndexFile` owns one index file and its mapping (shared by the
-//! offset index here and the time index in `time_index`); `OffsetIndex` is Kafka's `.index`:
+//! Sparse indexes, kept in memory. `IndexFile` owns one index's entries and its file (shared by
+//! the offset index here and the time index in `time_index`); `OffsetIndex` is Kafka's `.index`:
 //! entries of (relative offset u32, file position u32), big-endian, 8 bytes each, appended
 //! every `index.interval.bytes` of log, keyed (as Kafka does) by the LAST offset of the batch
 //! that starts at that position, so keys and positions both strictly increase.
 //!
-//! Bounds: the file of the active segment is preallocated (sparse) to `segment.index.bytes`
-//! and mapped whole; it is trimmed to its entries when the segment rolls or the log closes, so
-//! an index of an inactive segment is exactly `entries * 8` bytes long. The index never does
-//! I/O other than through the mapping (plus ftruncate when resizing); durability comes from
-//! fdatasync on a fd of the file (any fd: it writes back the inode's dirty pages, the
-//! mapping's included).
+//! Where the entries live: the active segment's (and one being recovered) in memory, written
+//! to the file (Kafka's format, exactly `entries * size` bytes) through the storage seam when
+//! the segment becomes inactive (roll, clean close, recovery); an inactive segment's only in
+//! the file, read with a few page-cache `pread`s per lookup (binary search), so old segments
+//! cost no memory. Losing the active segment's index in a crash is harmless: recovery always
+//! re-validates the active segment and rebuilds its indexes from the log.
 //!
-//! File descriptors: none is kept. A mapping needs no open fd, so the file is opened only to
-//! map, resize or sync it and closed again: with thousands of partitions, two index fds per
-//! segment would exhaust the process's fd limit long before memory.
+//! Why not mmap (as before): a mapping cannot live on the simulated disk, and page faults in
+//! mappings of preallocated sparse index files were 30% of CPU with 1,000 partitions.
+//!
+//! Bounds: `capacity` (entries) is `segment.index.bytes / size` for the active segment (the log
+//! rolls when it is reached, as Kafka does); memory is the entries present (from one page,
+//! doubling); an inactive segment's entries are not in memory. No fd is kept:
+//! the file is opened to load, write or search it.
 
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::io::{AsRawFd, FromRawFd, IntoRawFd};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use glommio::io::BufferedFile;
-use memmap2::{MmapMut, MmapOptions};
+use crate::storage::{Disk, File, Reader};
 
-fn open_rw(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
+/// Bytes of entries reserved when an index starts taking appends (one page).
+const INITIAL_RESERVE: usize = 4096;
+
+/// Largest entry size (the time index's); entries are handed out in a buffer this long.
+pub(crate) const MAX_ENTRY: usize = 12;
+
+/// Where an index's entries are.
+enum Entries {
+    /// In memory: the active segment, or one being recovered (entries are added).
+    Loaded(Vec<u8>),
+    /// Only in the file (an inactive segment): `count` entries, read on demand with a few
+    /// page-cache `pread`s per lookup, so old segments cost no memory.
+    OnDisk { count: usize },
 }
 
-/// One index file: its path and its mapping (no fd; see the module comment).
+/// One index: its entries and the file they are saved to.
 pub(crate) struct IndexFile {
+    disk: Disk,
     path: PathBuf,
-    /// Maps the whole file; `None` when the file is empty (a zero-length map is an error).
-    mmap: Option<MmapMut>,
+    entries: Entries,
     entry_size: usize,
-    entries: usize,
+    capacity: usize,
+    /// The file as written by the last `trim`, until a sync job takes it.
+    saved: Option<Rc<File>>,
 }
 
 impl IndexFile {
-    /// Opens (creating if missing) and maps the whole file. `entries` is derived from the file
-    /// length (the caller sanity-checks or resets); `capacity_bytes`, if given, first resizes
-    /// the file to that many bytes (rounded down to whole entries), never below the entries
-    /// already present.
+    /// `capacity_bytes` given (active or to be recovered): loads the entries into memory with
+    /// room for appends up to that many bytes. `None` (inactive, trusted): leaves them in the
+    /// file. A missing file is empty; a partial trailing entry is ignored; the caller
+    /// sanity-checks or resets.
     pub(crate) fn open(
+        disk: &Disk,
         path: &Path,
         entry_size: usize,
         capacity_bytes: Option<u64>,
     ) -> io::Result<IndexFile> {
-        let file = open_rw(path)?;
-        let len = file.metadata()?.len();
-        let entries = (len / entry_size as u64) as usize;
         let mut index = IndexFile {
+            disk: disk.clone(),
             path: path.to_path_buf(),
-            mmap: None,
+            entries: Entries::OnDisk { count: 0 },
             entry_size,
-            entries,
+            capacity: 0,
+            saved: None,
         };
         match capacity_bytes {
-            Some(cap) => index.resize_with(&file, cap)?,
-            None => index.remap(&file, len)?,
+            Some(cap) => {
+                index.load()?;
+                index.resize(cap)?;
+            }
+            None => {
+                let len = match disk.file_len(path) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+                    Err(e) => return Err(e),
+                };
+                index.entries = Entries::OnDisk {
+                    count: (len / entry_size as u64) as usize,
+                };
+            }
         }
         Ok(index)
     }
 
-    fn remap(&mut self, file: &File, len: u64) -> io::Result<()> {
-        self.mmap = None;
-        if len > 0 {
-            // Safety: the file belongs to this partition directory, which only this shard
-            // touches; nothing truncates it behind the mapping's back (resize drops the map
-            // before ftruncate).
-            let map = unsafe {
-                MmapOptions::new()
-                    .len(len as usize)
-                    .map_mut(file.as_raw_fd())?
+    /// Reads the entries into memory (a no-op if they are).
+    fn load(&mut self) -> io::Result<()> {
+        if let Entries::OnDisk { .. } = self.entries {
+            let mut buf = match self.disk.read_file(&self.path) {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+                Err(e) => return Err(e),
             };
-            self.mmap = Some(map);
+            buf.truncate(buf.len() / self.entry_size * self.entry_size);
+            self.entries = Entries::Loaded(buf);
         }
         Ok(())
     }
 
-    /// Resizes the file (and the mapping) to `cap` bytes rounded down to whole entries, but
-    /// never below the current entries. Sparse: preallocation costs no disk blocks.
+    /// Room for `cap` bytes of entries (rounded down), never below the current entries;
+    /// loads them into memory when there is room for more.
     pub(crate) fn resize(&mut self, cap: u64) -> io::Result<()> {
-        let file = open_rw(&self.path)?;
-        self.resize_with(&file, cap)
+        self.capacity = ((cap / self.entry_size as u64) as usize).max(self.entries());
+        if self.capacity > self.entries() {
+            self.load()?;
+        }
+        if let Entries::Loaded(buf) = &mut self.entries {
+            // A first page reserved up front; beyond it the buffer doubles, so an append
+            // allocates only when it adds the entry past a power of two (amortized per index
+            // entry, i.e. per `index.interval.bytes` of log, never per record), and an idle
+            // partition costs a page per index, not `segment.index.bytes`.
+            let bytes = (self.capacity * self.entry_size).min(INITIAL_RESERVE);
+            if bytes > buf.capacity() {
+                buf.reserve_exact(bytes - buf.len());
+            }
+        }
+        Ok(())
     }
 
-    fn resize_with(&mut self, file: &File, cap: u64) -> io::Result<()> {
-        let es = self.entry_size as u64;
-        let len = (cap / es * es).max(self.entries as u64 * es);
-        self.mmap = None;
-        // Synchronous metadata call; only on roll, close and open, not per append.
-        file.set_len(len)?;
-        self.remap(file, len)
+    /// Writes the file as exactly its entries (segment rolled / clean close / recovered),
+    /// stops taking appends and drops the in-memory copy. Page cache only: `take_saved` hands
+    /// the file to a sync job.
+    pub(crate) fn trim(&mut self, disk: &Disk) -> io::Result<()> {
+        let Entries::Loaded(buf) = &self.entries else {
+            self.capacity = self.entries();
+            return Ok(()); // already only on disk, as written
+        };
+        let (file, len) = disk.open(&self.path, true)?;
+        if len != buf.len() as u64 {
+            file.truncate(buf.len() as u64)?;
+        }
+        if !buf.is_empty() {
+            file.write_at(buf, 0)?;
+        }
+        self.saved = Some(Rc::new(file));
+        self.entries = Entries::OnDisk {
+            count: buf.len() / self.entry_size,
+        };
+        self.capacity = self.entries();
+        Ok(())
     }
 
-    /// Shrinks the file to exactly its entries (segment rolled / clean close).
-    pub(crate) fn trim(&mut self) -> io::Result<()> {
-        self.resize(0)
+    /// The file written by the last `trim`, for one fdatasync (None if none since).
+    pub(crate) fn take_saved(&mut self) -> Option<Rc<File>> {
+        self.saved.take()
     }
 
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
-    /// A fresh fd of the file for one fdatasync (through io_uring); closed when the sync job
-    /// drops it.
-    pub(crate) fn sync_file(&self) -> io::Result<Rc<BufferedFile>> {
-        let file = OpenOptions::new().read(true).open(&self.path)?;
-        // Safety: the fd was just opened and is owned by nothing else.
-        Ok(Rc::new(unsafe {
-            BufferedFile::from_raw_fd(file.into_raw_fd())
-        }))
-    }
     pub(crate) fn entries(&self) -> usize {
-        self.entries
-    }
-    fn capacity(&self) -> usize {
-        self.mmap.as_ref().map_or(0, |m| m.len() / self.entry_size)
+        match &self.entries {
+            Entries::Loaded(buf) => buf.len() / self.entry_size,
+            Entries::OnDisk { count } => *count,
+        }
     }
     pub(crate) fn is_full(&self) -> bool {
-        self.entries >= self.capacity()
+        self.entries() >= self.capacity
     }
-    pub(crate) fn entry(&self, i: usize) -> &[u8] {
-        debug_assert!(i < self.entries);
-        let m = self.mmap.as_ref().expect("entry of an empty index");
-        &m[i * self.entry_size..(i + 1) * self.entry_size]
+
+    /// A reader of the entries: the memory, or the file opened once for a lookup.
+    fn reader(&self) -> Option<EntryReader<'_>> {
+        match &self.entries {
+            Entries::Loaded(buf) => Some(EntryReader::Mem(buf)),
+            Entries::OnDisk { .. } => match self.disk.open_reader(&self.path) {
+                Ok(r) => Some(EntryReader::Disk(r)),
+                Err(error) => {
+                    // Lookups degrade to scanning from the segment start; the log still
+                    // answers correctly.
+                    tracing::warn!(path = %self.path.display(), %error, "cannot read index");
+                    None
+                }
+            },
+        }
     }
-    /// Appends an entry; false (nothing written) when the preallocated space is full.
+
+    /// Entry `i` (its first `entry_size` bytes), None if it cannot be read.
+    pub(crate) fn entry(&self, i: usize) -> Option<[u8; MAX_ENTRY]> {
+        debug_assert!(i < self.entries());
+        self.reader()?.entry(i, self.entry_size)
+    }
+
+    /// Appends an entry; false (nothing written) when the capacity is reached.
     pub(crate) fn push(&mut self, bytes: &[u8]) -> bool {
         debug_assert_eq!(bytes.len(), self.entry_size);
         if self.is_full() {
             return false;
         }
-        let at = self.entries * self.entry_size;
-        let m = self.mmap.as_mut().expect("capacity > 0 implies a mapping");
-        m[at..at + self.entry_size].copy_from_slice(bytes);
-        self.entries += 1;
-        true
+        match &mut self.entries {
+            Entries::Loaded(buf) => {
+                buf.extend_from_slice(bytes);
+                true
+            }
+            Entries::OnDisk { .. } => false,
+        }
     }
     /// Forgets entries past `n` (recovery rebuilds from scratch with `truncate_entries(0)`).
     pub(crate) fn truncate_entries(&mut self, n: usize) {
-        self.entries = self.entries.min(n);
+        if n == 0 && matches!(self.entries, Entries::OnDisk { .. }) {
+            self.entries = Entries::Loaded(Vec::new());
+        }
+        match &mut self.entries {
+            Entries::Loaded(buf) => buf.truncate(n * self.entry_size),
+            Entries::OnDisk { count } => *count = (*count).min(n),
+        }
     }
-    /// Binary search: the last entry `i` with `key(i) <= target`, if any.
-    pub(crate) fn floor_by<F: Fn(&[u8]) -> i64>(&self, target: i64, key: F) -> Option<usize> {
-        let (mut lo, mut hi) = (0usize, self.entries);
+    /// Binary search: the last entry with `key(entry) <= target`, if any (None too if the
+    /// index cannot be read: the caller then scans from the segment start).
+    pub(crate) fn floor_by<F: Fn(&[u8]) -> i64>(
+        &self,
+        target: i64,
+        key: F,
+    ) -> Option<[u8; MAX_ENTRY]> {
+        let n = self.entries();
+        if n == 0 {
+            return None;
+        }
+        let reader = self.reader()?;
+        let (mut lo, mut hi) = (0usize, n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if key(self.entry(mid)) <= target {
+            if key(&reader.entry(mid, self.entry_size)?) <= target {
                 lo = mid + 1;
             } else {
                 hi = mid;
             }
         }
-        lo.checked_sub(1)
+        reader.entry(lo.checked_sub(1)?, self.entry_size)
+    }
+
+    /// The bytes a sanity check looks at, None if they cannot be read: every entry when they
+    /// are in memory; for an inactive segment, as Kafka's `AbstractIndex.sanityCheck`, only the
+    /// first and last entries (two `pread`s, so opening a log with many segments reads no
+    /// whole index).
+    pub(crate) fn with_checked<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        match &self.entries {
+            Entries::Loaded(buf) => Some(f(buf)),
+            Entries::OnDisk { count: 0 } => Some(f(&[])),
+            Entries::OnDisk { count } => {
+                let reader = self.reader()?;
+                let size = self.entry_size;
+                let mut two = reader.entry(0, size)?[..size].to_vec();
+                if *count > 1 {
+                    two.extend_from_slice(&reader.entry(count - 1, size)?[..size]);
+                }
+                Some(f(&two))
+            }
+        }
+    }
+}
+
+enum EntryReader<'a> {
+    Mem(&'a [u8]),
+    Disk(Reader),
+}
+
+impl EntryReader<'_> {
+    fn entry(&self, i: usize, size: usize) -> Option<[u8; MAX_ENTRY]> {
+        let mut e = [0u8; MAX_ENTRY];
+        match self {
+            EntryReader::Mem(buf) => e[..size].copy_from_slice(buf.get(i * size..(i + 1) * size)?),
+            EntryReader::Disk(r) => r.read_exact_at(&mut e[..size], (i * size) as u64).ok()?,
+        }
+        Some(e)
     }
 }
 
@@ -172,12 +281,13 @@ pub(crate) const OFFSET_ENTRY: usize = 8;
 
 impl OffsetIndex {
     pub(crate) fn open(
+        disk: &Disk,
         path: &Path,
         base_offset: i64,
         capacity_bytes: Option<u64>,
     ) -> io::Result<OffsetIndex> {
         Ok(OffsetIndex {
-            inner: IndexFile::open(path, OFFSET_ENTRY, capacity_bytes)?,
+            inner: IndexFile::open(disk, path, OFFSET_ENTRY, capacity_bytes)?,
             base_offset,
         })
     }
@@ -189,12 +299,12 @@ impl OffsetIndex {
     }
 
     /// Entry `i` as (absolute offset, position).
-    pub(crate) fn get(&self, i: usize) -> (i64, u32) {
-        Self::decode(self.base_offset, self.inner.entry(i))
+    pub(crate) fn get(&self, i: usize) -> Option<(i64, u32)> {
+        Some(Self::decode(self.base_offset, &self.inner.entry(i)?))
     }
 
     pub(crate) fn last(&self) -> Option<(i64, u32)> {
-        self.inner.entries().checked_sub(1).map(|i| self.get(i))
+        self.get(self.inner.entries().checked_sub(1)?)
     }
 
     /// Appends (offset, position); the caller keeps both increasing and offset - base within
@@ -215,25 +325,30 @@ impl OffsetIndex {
         let base = self.base_offset;
         self.inner
             .floor_by(offset, |e| Self::decode(base, e).0)
-            .map_or(0, |i| self.get(i).1)
+            .map_or(0, |e| Self::decode(base, &e).1)
     }
 
-    /// Kafka's sanity check for an index loaded from disk: keys and positions strictly
-    /// increasing and every position inside the log.
+    /// Sanity check for an index loaded from disk: keys and positions strictly increasing and
+    /// every position inside the log (for an inactive segment: its first and last entries).
     pub(crate) fn sane(&self, log_size: u64) -> bool {
-        let mut prev: Option<(i64, u32)> = None;
-        for i in 0..self.inner.entries() {
-            let (o, p) = self.get(i);
-            if p as u64 >= log_size || o < self.base_offset {
-                return false;
-            }
-            if let Some((po, pp)) = prev {
-                if o <= po || p <= pp {
-                    return false;
+        let base = self.base_offset;
+        self.inner
+            .with_checked(|all| {
+                let mut prev: Option<(i64, u32)> = None;
+                for e in all.chunks_exact(OFFSET_ENTRY) {
+                    let (o, p) = Self::decode(base, e);
+                    if p as u64 >= log_size || o < base {
+                        return false;
+                    }
+                    if let Some((po, pp)) = prev {
+                        if o <= po || p <= pp {
+                            return false;
+                        }
+                    }
+                    prev = Some((o, p));
                 }
-            }
-            prev = Some((o, p));
-        }
-        true
+                true
+            })
+            .unwrap_or(false)
     }
 }

@@ -18,9 +18,10 @@
 //! of older epochs (on one node the epoch never changes, so answers stay the same).
 //! Replication must make this durable (fsync on a leader change, which is rare).
 
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
+
+use crate::storage::Disk;
 
 pub(crate) const LEADER_EPOCH_FILE: &str = "leader-epoch-checkpoint";
 
@@ -33,8 +34,9 @@ pub const UNDEFINED_EPOCH_OFFSET: i64 = -1;
 /// epoch's start", as for epochs below the log start).
 const MAX_ENTRIES: usize = 4096;
 
-#[derive(Debug)]
 pub(crate) struct LeaderEpochCache {
+    /// The log's disk (see `crate::storage`).
+    disk: Disk,
     path: PathBuf,
     /// (epoch, start offset), both strictly increasing.
     entries: Vec<(i32, i64)>,
@@ -42,16 +44,20 @@ pub(crate) struct LeaderEpochCache {
 
 impl LeaderEpochCache {
     /// Loads `dir`'s file (missing or malformed: empty, with a warning for malformed).
-    pub(crate) fn load(dir: &Path) -> LeaderEpochCache {
+    pub(crate) fn load(disk: &Disk, dir: &Path) -> LeaderEpochCache {
         let path = dir.join(LEADER_EPOCH_FILE);
-        let entries = match fs::read_to_string(&path) {
-            Ok(text) => parse(&text).unwrap_or_else(|| {
+        let entries = match disk.read_file(&path) {
+            Ok(bytes) => parse(&String::from_utf8_lossy(&bytes)).unwrap_or_else(|| {
                 tracing::warn!(path = %path.display(), "malformed leader epoch checkpoint ignored");
                 Vec::new()
             }),
             Err(_) => Vec::new(),
         };
-        LeaderEpochCache { path, entries }
+        LeaderEpochCache {
+            disk: disk.clone(),
+            path,
+            entries,
+        }
     }
 
     pub(crate) fn entries(&self) -> &[(i32, i64)] {
@@ -151,8 +157,8 @@ impl LeaderEpochCache {
             text.push_str(&format!("{epoch} {offset}\n"));
         }
         let tmp = self.path.with_extension("tmp");
-        File::create(&tmp)?.write_all(text.as_bytes())?;
-        fs::rename(&tmp, &self.path)
+        self.disk.write_file(&tmp, text.as_bytes())?;
+        self.disk.rename(&tmp, &self.path)
     }
 }
 
@@ -184,7 +190,7 @@ mod tests {
 
     fn cache(entries: &[(i32, i64)]) -> (tempfile::TempDir, LeaderEpochCache) {
         let d = tempfile::tempdir().unwrap();
-        let mut c = LeaderEpochCache::load(d.path());
+        let mut c = LeaderEpochCache::load(&Disk::Real, d.path());
         for &(e, o) in entries {
             c.assign(e, o).unwrap();
         }
@@ -215,9 +221,9 @@ mod tests {
         assert_eq!(c.entries(), &[(0, 0), (1, 8)]);
         c.assign(3, 4).unwrap();
         assert_eq!(c.entries(), &[(0, 0), (3, 4)]);
-        let again = LeaderEpochCache::load(d.path());
+        let again = LeaderEpochCache::load(&Disk::Real, d.path());
         assert_eq!(again.entries(), c.entries());
-        let text = fs::read_to_string(d.path().join(LEADER_EPOCH_FILE)).unwrap();
+        let text = std::fs::read_to_string(d.path().join(LEADER_EPOCH_FILE)).unwrap();
         assert_eq!(text, "0\n2\n0 0\n3 4\n");
     }
 
@@ -235,7 +241,9 @@ mod tests {
     #[test]
     fn malformed_file_is_empty() {
         let d = tempfile::tempdir().unwrap();
-        fs::write(d.path().join(LEADER_EPOCH_FILE), "0\n2\n3 4\n1 9\n").unwrap();
-        assert!(LeaderEpochCache::load(d.path()).entries().is_empty());
+        std::fs::write(d.path().join(LEADER_EPOCH_FILE), "0\n2\n3 4\n1 9\n").unwrap();
+        assert!(LeaderEpochCache::load(&Disk::Real, d.path())
+            .entries()
+            .is_empty());
     }
 }

@@ -3,16 +3,19 @@
 //! A partition is a directory `<log.dir>/<topic>-<partition>/` of segments named by their base
 //! offset (20 digits, zero-padded): `.log` holds the record batches exactly as stored, `.index`
 //! maps relative offset -> file position, `.timeindex` maps timestamp -> relative offset.
-//! Besides the segments the directory holds `recovery-point` (offset known synced), after a
-//! clean close `.clean_shutdown`, and `partition.metadata` (the topic id, see `dir`).
+//! Besides the segments the directory holds `recovery-point` (offset known synced),
+//! `log-start-offset` once retention deleted segments, after a clean close `.clean_shutdown`,
+//! and `partition.metadata` (the topic id, see `dir`).
 //!
 //! Modules:
 //! - `batch`: the few record-batch header fields the log reads itself (from raw bytes).
-//! - `index` / `time_index`: the memory-mapped indexes.
+//! - `index` / `time_index`: the sparse indexes (in memory, written at roll / close).
 //! - `segment`: one `.log` file with its two indexes.
-//! - `checkpoint`: the recovery point file and the clean-shutdown marker.
+//! - `checkpoint`: the recovery point file, the durable log start and the clean-shutdown marker.
 //! - `dir`: the directory's topic id (`partition.metadata`) and crash-safe deletion.
 //! - `partition_log`: `PartitionLog`, the public API (append / read / recovery / sync).
+//!
+//! Every file, directory and clock access goes through `crate::storage` (`Env`).
 //! - `producer_state`: idempotent-producer state (sequence checks, duplicates, snapshots).
 
 pub(crate) mod batch;
@@ -20,7 +23,6 @@ pub(crate) mod checkpoint;
 pub mod dir;
 pub(crate) mod index;
 pub(crate) mod leader_epoch;
-pub(crate) mod log_start;
 pub(crate) mod partition_log;
 pub mod producer_state;
 pub(crate) mod segment;

@@ -20,20 +20,21 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use bytes::Bytes;
-use glommio::io::BufferedFile;
 use wire::record_batch::{patched_prefix, stamped_header, BatchHeader, TimestampType};
 
 use super::batch::{self, BATCH_HEADER_BYTES, PEEK_BYTES, PEEK_TS_BYTES};
 use super::checkpoint::{self, Checkpoint, CheckpointFile};
 use super::dir::{self, TopicId};
 use super::leader_epoch::LeaderEpochCache;
-use super::log_start;
 use super::producer_state::{ProducerStateManager, NO_PRODUCER_ID};
 use super::segment::{read_exact_at, Segment, Walker};
-use super::{join_all, now_ms, parse_stem, segment_paths, snapshot_path, AppendInfo, LogError};
+use super::{join_all, parse_stem, segment_paths, snapshot_path, AppendInfo, LogError};
 use crate::config::LogConfig;
+use crate::storage::{Disk, Env, File};
 
 pub struct PartitionLog {
+    /// The disk and clock this log reaches the world through (see `crate::storage`).
+    env: Env,
     dir: PathBuf,
     config: LogConfig,
     /// Sorted by base offset; never empty; the last one is the active segment.
@@ -44,7 +45,7 @@ pub struct PartitionLog {
     /// Highest log end offset handed to a `SyncJob` (completed or in flight).
     sync_requested_offset: i64,
     /// Files of rolled segments (log + trimmed indexes) not yet handed to a sync job.
-    unsynced: Vec<Rc<BufferedFile>>,
+    unsynced: Vec<Rc<File>>,
     /// The active `.log` was written since the last `begin_sync`.
     active_dirty: bool,
     /// A segment file was created since the last `begin_sync` (its directory entry must be
@@ -93,7 +94,8 @@ pub struct RecoveryReport {
 
 /// The fdatasyncs that make a log durable up to `target`: cloned fds, no borrow of the log.
 pub struct SyncJob {
-    files: Vec<Rc<BufferedFile>>,
+    files: Vec<Rc<File>>,
+    disk: Disk,
     dir: Option<PathBuf>,
     target: i64,
     checkpoint: Checkpoint,
@@ -108,7 +110,7 @@ impl SyncJob {
             r?;
         }
         if let Some(dir) = &self.dir {
-            checkpoint::sync_dir(dir).await?;
+            self.disk.sync_dir(dir).await?;
         }
         Ok(())
     }
@@ -121,7 +123,7 @@ impl SyncJob {
 
 /// What a read needs of one segment, cloned out of the log.
 struct SegRef {
-    file: Rc<BufferedFile>,
+    file: Rc<File>,
     path: Rc<Path>,
     size: u64,
     start: u64,
@@ -147,7 +149,16 @@ impl PartitionLog {
     ///   truncated and every later segment deleted: nothing past the last valid batch is ever
     ///   served. Recovered data is then fdatasynced and the recovery point moved to the end.
     pub async fn open(dir: PathBuf, config: LogConfig) -> Result<PartitionLog, LogError> {
-        Self::open_inner(dir, config, None).await
+        Self::open_inner(Env::real(), dir, config, None).await
+    }
+
+    /// `open` on the given disk and clock (the simulation; production uses `open`).
+    pub async fn open_in(
+        env: Env,
+        dir: PathBuf,
+        config: LogConfig,
+    ) -> Result<PartitionLog, LogError> {
+        Self::open_inner(env, dir, config, None).await
     }
 
     /// `open` for a partition of the topic `topic_id`. A directory whose `partition.metadata`
@@ -160,8 +171,18 @@ impl PartitionLog {
         config: LogConfig,
         topic_id: TopicId,
     ) -> Result<PartitionLog, LogError> {
-        if dir.exists() {
-            if let Some(old) = dir::read_topic_id(&dir)? {
+        Self::open_for_topic_in(Env::real(), dir, config, topic_id).await
+    }
+
+    /// `open_for_topic` on the given disk and clock.
+    pub async fn open_for_topic_in(
+        env: Env,
+        dir: PathBuf,
+        config: LogConfig,
+        topic_id: TopicId,
+    ) -> Result<PartitionLog, LogError> {
+        if env.disk.exists(&dir) {
+            if let Some(old) = dir::read_topic_id(&env.disk, &dir)? {
                 if old != topic_id {
                     tracing::warn!(
                         dir = %dir.display(),
@@ -169,42 +190,59 @@ impl PartitionLog {
                         topic_id = %dir::encode_topic_id(&topic_id),
                         "partition directory belongs to an earlier topic of the same name; deleting it"
                     );
-                    dir::delete_partition_dir(&dir).await?;
+                    dir::delete_partition_dir_on(&env.disk, &dir).await?;
                 }
             }
         }
-        Self::open_inner(dir, config, Some(topic_id)).await
+        Self::open_inner(env, dir, config, Some(topic_id)).await
     }
 
     async fn open_inner(
+        env: Env,
         dir: PathBuf,
         config: LogConfig,
         topic_id: Option<TopicId>,
     ) -> Result<PartitionLog, LogError> {
-        let created = !dir.exists();
-        std::fs::create_dir_all(&dir).map_err(|e| LogError::io("create dir", &dir, e))?;
+        let disk = env.disk.clone();
+        let created = !disk.exists(&dir);
+        disk.create_dir_all(&dir)
+            .map_err(|e| LogError::io("create dir", &dir, e))?;
         if created {
             // A new partition: its directory entry must be durable before any acked data.
             if let Some(parent) = dir.parent() {
-                checkpoint::sync_dir(parent)
+                disk.sync_dir(parent)
                     .await
                     .map_err(|e| LogError::io("sync dir", parent, e))?;
             }
         }
         if let Some(id) = topic_id {
-            if dir::read_topic_id(&dir)?.is_none() {
-                dir::write_topic_id(&dir, &id).await?;
+            if dir::read_topic_id(&disk, &dir)?.is_none() {
+                dir::write_topic_id(&disk, &dir, &id).await?;
             }
         }
         let capacity = config.segment_index_bytes as u64;
         let interval = config.index_interval_bytes;
-        let mut bases = list_segments(&dir)?;
+        let mut bases = list_segments(&disk, &dir)?;
+        // Segments wholly below the durable log start are leftovers of a retention deletion
+        // that a crash interrupted (or a power loss undid in part): delete them again.
+        let durable_start = checkpoint::read_log_start(&disk, &dir)
+            .map_err(|e| LogError::io("read", &dir.join(checkpoint::LOG_START_FILE), e))?;
+        let mut removed_leftovers = false;
+        if let Some(start) = durable_start {
+            let keep_from = bases.partition_point(|&b| b <= start).saturating_sub(1);
+            for &base in &bases[..keep_from] {
+                tracing::info!(dir = %dir.display(), base, start, "deleting segment below the log start offset");
+                remove_segment_files(&disk, &dir, base)?;
+                removed_leftovers = true;
+            }
+            bases.drain(..keep_from);
+        }
         if bases.is_empty() {
-            bases.push(0);
+            bases.push(durable_start.unwrap_or(0));
         }
         let marker = checkpoint::clean_marker(&dir);
-        let clean = marker.exists();
-        let (cp_file, cp) = CheckpointFile::open(&dir)
+        let clean = disk.exists(&marker);
+        let (cp_file, cp) = CheckpointFile::open(&disk, &dir)
             .map_err(|e| LogError::io("open", &dir.join(checkpoint::RECOVERY_POINT_FILE), e))?;
         // Index of the first segment to re-validate (None: trust all).
         let mut recover_from: Option<usize> = if clean {
@@ -217,7 +255,7 @@ impl PartitionLog {
             });
             Some(i)
         };
-        let now = now_ms();
+        let now = env.clock.now_ms();
         let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
         let mut recovered_any = false;
         let mut report = RecoveryReport::default();
@@ -230,6 +268,7 @@ impl PartitionLog {
                 None => true,
             };
             let mut seg = Segment::open(
+                &disk,
                 &dir,
                 base,
                 if trusted && !last {
@@ -262,7 +301,7 @@ impl PartitionLog {
                         tracing::warn!(dir = %dir.display(), base, expected = prev.next_offset, "segment does not follow its predecessor; deleting it and every later one");
                         drop(seg);
                         for &later in &bases[i..] {
-                            remove_segment_files(&dir, later)?;
+                            remove_segment_files(&disk, &dir, later)?;
                         }
                         break;
                     }
@@ -275,7 +314,7 @@ impl PartitionLog {
                 if truncated.is_some() && !last {
                     for &later in &bases[i + 1..] {
                         tracing::warn!(dir = %dir.display(), base = later, "deleting segment after truncation point");
-                        remove_segment_files(&dir, later)?;
+                        remove_segment_files(&disk, &dir, later)?;
                     }
                     segments.push(seg);
                     break;
@@ -296,11 +335,13 @@ impl PartitionLog {
         }
         let active = segments.last().expect("at least one segment");
         let log_end = active.next_offset;
-        // DeleteRecords may have moved the start past the first segment's base offset.
-        let log_start = log_start::read(&dir)
-            .map_or(segments[0].base_offset, |o| o.max(segments[0].base_offset))
+        // Retention or DeleteRecords may have moved the start past the first segment's base.
+        let log_start = segments[0]
+            .base_offset
+            .max(durable_start.unwrap_or(0))
             .min(log_end);
         let mut log = PartitionLog {
+            env,
             dir: dir.clone(),
             config,
             segments,
@@ -318,7 +359,7 @@ impl PartitionLog {
             syncs_completed: 0,
             recovery: report,
             producers: ProducerStateManager::new(),
-            epochs: LeaderEpochCache::load(&dir),
+            epochs: LeaderEpochCache::load(&disk, &dir),
             active_first_timestamp: None,
         };
         if report.segments_recovered > 0 {
@@ -329,6 +370,9 @@ impl PartitionLog {
                 clean_shutdown = clean,
                 "recovered log segments"
             );
+        }
+        if removed_leftovers {
+            log.dir_dirty = true;
         }
         if recovered_any {
             // What recovery kept may still be only in the page cache (kill -9): make it
@@ -354,8 +398,9 @@ impl PartitionLog {
         })?;
         if clean {
             // Remove the marker durably before any append: a crash later must recover.
-            std::fs::remove_file(&marker).map_err(|e| LogError::io("remove", &marker, e))?;
-            checkpoint::sync_dir(&dir)
+            disk.remove_file(&marker)
+                .map_err(|e| LogError::io("remove", &marker, e))?;
+            disk.sync_dir(&dir)
                 .await
                 .map_err(|e| LogError::io("sync dir", &dir, e))?;
         }
@@ -417,7 +462,8 @@ impl PartitionLog {
         header: &BatchHeader,
         leader_epoch: i32,
     ) -> Result<AppendInfo, LogError> {
-        self.append_at(batch, header, leader_epoch, now_ms())
+        let now = self.env.clock.now_ms();
+        self.append_at(batch, header, leader_epoch, now)
     }
 
     /// `append` with an explicit clock (tests of `segment.ms`).
@@ -574,7 +620,7 @@ impl PartitionLog {
         let files = old.files_to_sync(true)?;
         self.unsynced.extend(files);
         self.active_dirty = false; // its .log is in `unsynced` now
-        let mut seg = Segment::open(&self.dir, base, Some(capacity), now)?;
+        let mut seg = Segment::open(&self.env.disk, &self.dir, base, Some(capacity), now)?;
         if seg.size != 0 || seg.index.inner.entries() != 0 {
             // Leftover files with this name (should have been removed by recovery).
             return Err(corrupt(
@@ -736,7 +782,9 @@ impl PartitionLog {
     pub fn time_index_entries(&self) -> Vec<(i64, i64)> {
         self.segments
             .iter()
-            .flat_map(|s| (0..s.time_index.inner.entries()).map(move |i| s.time_index.get(i)))
+            .flat_map(|s| {
+                (0..s.time_index.inner.entries()).filter_map(move |i| s.time_index.get(i))
+            })
             .collect()
     }
 
@@ -801,6 +849,7 @@ impl PartitionLog {
         let target = self.log_end_offset();
         let job = SyncJob {
             files,
+            disk: self.env.disk.clone(),
             dir: self.dir_dirty.then(|| self.dir.clone()),
             target,
             checkpoint: Checkpoint {
@@ -881,17 +930,11 @@ impl PartitionLog {
         }
         let active = self.active_mut();
         active.make_inactive()?;
-        let sync_file = |index: &super::index::IndexFile| {
-            index
-                .sync_file()
-                .map_err(|e| LogError::io("open", index.path(), e))
-        };
-        let (index, time) = (
-            sync_file(&active.index.inner)?,
-            sync_file(&active.time_index.inner)?,
-        );
-        self.unsynced.push(index);
-        self.unsynced.push(time);
+        let saved = [
+            active.index.inner.take_saved(),
+            active.time_index.inner.take_saved(),
+        ];
+        self.unsynced.extend(saved.into_iter().flatten());
         self.active_dirty = true;
         self.sync().await?;
         let cp = Checkpoint {
@@ -903,8 +946,13 @@ impl PartitionLog {
         // The state at the log end, so the next open walks no batch headers.
         self.write_producer_snapshot(self.log_end_offset());
         let marker = checkpoint::clean_marker(&self.dir);
-        std::fs::File::create(&marker).map_err(|e| LogError::io("create", &marker, e))?;
-        checkpoint::sync_dir(&self.dir)
+        self.env
+            .disk
+            .write_file(&marker, b"")
+            .map_err(|e| LogError::io("create", &marker, e))?;
+        self.env
+            .disk
+            .sync_dir(&self.dir)
             .await
             .map_err(|e| LogError::io("sync dir", &self.dir, e))?;
         Ok(())
@@ -915,8 +963,9 @@ impl PartitionLog {
     /// the unlinked files.
     pub async fn delete(self) -> Result<(), LogError> {
         let path = self.dir.clone();
+        let disk = self.env.disk.clone();
         drop(self);
-        dir::delete_partition_dir(&path).await
+        dir::delete_partition_dir_on(&disk, &path).await
     }
 
     // ---------------------------------------------------------------------------------
@@ -926,8 +975,8 @@ impl PartitionLog {
     /// Kafka's `UnifiedLog.deleteOldSegments`, three passes from the front, each stopping at
     /// the first segment it may not delete, and never deleting the active segment:
     /// 1. `retention.ms`: `now - largest timestamp > retention.ms`, the largest timestamp
-    ///    being the segment's max record timestamp, or its `.log` file's modification time
-    ///    when no record has one (Kafka's `LogSegment.largestTimestamp`). A segment stamped
+    ///    being the segment's max record timestamp, or when no record has one the time it was
+    ///    created or opened (Kafka's `LogSegment.largestTimestamp` uses the file's mtime). A segment stamped
     ///    in the future therefore holds back every segment after it.
     /// 2. `retention.bytes`: while the log minus the segment is still at least that large.
     /// 3. the log start offset: segments whose successor starts at or below it (DeleteRecords).
@@ -971,7 +1020,8 @@ impl PartitionLog {
     /// DeleteRecords (Kafka's `deleteRecordsOnLeader` + `maybeIncrementLogStartOffset`):
     /// `offset` -1 means the high watermark (the log end here); below 0 or past the high
     /// watermark is `LogStartOutOfRange`; a `cleanup.policy` without `delete` is
-    /// `DeletePolicy`. A larger offset becomes the log start, durably (`log_start`), then
+    /// `DeletePolicy`. A larger offset becomes the log start, durably
+    /// (`checkpoint::write_log_start`), then
     /// every segment wholly below it is deleted (never the active one). Returns the log
     /// start offset afterwards (the response's low watermark).
     pub fn delete_records(&mut self, offset: i64) -> Result<i64, LogError> {
@@ -987,9 +1037,7 @@ impl PartitionLog {
             });
         }
         if offset > self.log_start_offset {
-            log_start::write(&self.dir, offset).map_err(|e| {
-                LogError::io("write", &self.dir.join(log_start::LOG_START_OFFSET_FILE), e)
-            })?;
+            self.write_log_start(offset)?;
             self.log_start_offset = offset;
             tracing::info!(dir = %self.dir.display(), offset, "log start offset moved (DeleteRecords)");
             self.delete_segments_below_log_start()?;
@@ -1017,16 +1065,27 @@ impl PartitionLog {
         if count == 0 {
             return Ok(());
         }
-        for s in self.segments.drain(..count) {
-            remove_segment_files(&self.dir, s.base_offset)?;
+        // The new start is durable before any file goes (see `checkpoint::write_log_start`).
+        let start = self.segments[count].base_offset.max(self.log_start_offset);
+        if start > self.log_start_offset {
+            self.write_log_start(start)?;
         }
-        self.log_start_offset = self.log_start_offset.max(self.segments[0].base_offset);
-        for offset in list_snapshots(&self.dir)? {
+        for s in self.segments.drain(..count) {
+            remove_segment_files(&self.env.disk, &self.dir, s.base_offset)?;
+        }
+        self.log_start_offset = start;
+        // Snapshots go with their segments (the one at the new first segment's base stays).
+        for offset in list_snapshots(&self.env.disk, &self.dir)? {
             if offset < self.segments[0].base_offset {
-                remove_file_if_exists(&snapshot_path(&self.dir, offset))?;
+                remove_file_if_exists(&self.env.disk, &snapshot_path(&self.dir, offset))?;
             }
         }
         self.trim_leader_epochs()
+    }
+
+    fn write_log_start(&self, start: i64) -> Result<(), LogError> {
+        checkpoint::write_log_start(&self.env.disk, &self.dir, start)
+            .map_err(|e| LogError::io("write", &self.dir.join(checkpoint::LOG_START_FILE), e))
     }
 
     /// Kafka's `loadFirstBatchTimestamp` for the active segment at open: one header read.
@@ -1126,7 +1185,10 @@ impl PartitionLog {
         let path = snapshot_path(&self.dir, offset);
         let tmp = path.with_extension("snapshot.tmp");
         let bytes = self.producers.to_snapshot();
-        let written = std::fs::write(&tmp, &bytes).and_then(|()| std::fs::rename(&tmp, &path));
+        let disk = &self.env.disk;
+        let written = disk
+            .write_file(&tmp, &bytes)
+            .and_then(|()| disk.rename(&tmp, &path));
         if let Err(error) = written {
             tracing::warn!(path = %path.display(), %error, "producer state snapshot not written");
         }
@@ -1139,17 +1201,19 @@ impl PartitionLog {
     /// never comes back.
     async fn load_producer_state(&mut self, now: i64) -> Result<(), LogError> {
         let log_end = self.log_end_offset();
-        let mut snapshots = list_snapshots(&self.dir)?;
+        let disk = self.env.disk.clone();
+        let mut snapshots = list_snapshots(&disk, &self.dir)?;
         snapshots.sort_unstable_by(|a, b| b.cmp(a));
         let mut from = self.log_start_offset;
         for offset in snapshots {
             let path = snapshot_path(&self.dir, offset);
             if offset > log_end {
                 tracing::info!(path = %path.display(), log_end, "deleting producer snapshot past the log end");
-                remove_file_if_exists(&path)?;
+                remove_file_if_exists(&disk, &path)?;
                 continue;
             }
-            let read = std::fs::read(&path)
+            let read = disk
+                .read_file(&path)
                 .map_err(|e| e.to_string())
                 .and_then(|b| ProducerStateManager::from_snapshot(&b).map_err(|e| e.to_string()));
             match read {
@@ -1160,7 +1224,7 @@ impl PartitionLog {
                 }
                 Err(error) => {
                     tracing::warn!(path = %path.display(), %error, "ignoring unreadable producer snapshot");
-                    remove_file_if_exists(&path)?;
+                    remove_file_if_exists(&disk, &path)?;
                 }
             }
         }
@@ -1200,6 +1264,14 @@ impl PartitionLog {
             tracing::debug!(dir = %self.dir.display(), from, batches, producers = self.producers.len(), expired, "producer state loaded");
         }
         Ok(())
+    }
+
+    /// Replaces the config (a topic's configs changed at run time). Kafka's semantics: size
+    /// and time limits apply from the next append or retention pass; the active segment's
+    /// index files keep the size they were created with (`segment.index.bytes` applies to
+    /// segments rolled from now on).
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.config = config;
     }
 }
 
@@ -1302,15 +1374,14 @@ async fn read_planned(
 
 /// Base offsets of the `.log` files in `dir`, sorted. Index files whose `.log` is missing are
 /// removed (left behind by a crash during a roll or a deletion).
-fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
+fn list_segments(disk: &Disk, dir: &Path) -> Result<Vec<i64>, LogError> {
     let mut logs = Vec::new();
     let mut indexes = Vec::new();
-    let rd = std::fs::read_dir(dir).map_err(|e| LogError::io("read dir", dir, e))?;
-    for entry in rd {
-        let entry = entry.map_err(|e| LogError::io("read dir", dir, e))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some((stem, ext)) = name.split_once('.') else {
+    let entries = disk
+        .read_dir(dir)
+        .map_err(|e| LogError::io("read dir", dir, e))?;
+    for entry in entries {
+        let Some((stem, ext)) = entry.name.split_once('.') else {
             continue;
         };
         let Some(base) = parse_stem(stem) else {
@@ -1318,14 +1389,15 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
         };
         match ext {
             "log" => logs.push(base),
-            "index" | "timeindex" => indexes.push((base, entry.path())),
+            "index" | "timeindex" => indexes.push((base, dir.join(&entry.name))),
             _ => {}
         }
     }
     logs.sort_unstable();
     for (base, path) in indexes {
         if logs.binary_search(&base).is_err() {
-            std::fs::remove_file(&path).map_err(|e| LogError::io("remove", &path, e))?;
+            disk.remove_file(&path)
+                .map_err(|e| LogError::io("remove", &path, e))?;
         }
     }
     Ok(logs)
@@ -1333,15 +1405,15 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>, LogError> {
 
 /// Offsets of the `<offset>.snapshot` files in `dir` (unsorted); leftover `.snapshot.tmp`
 /// files of an interrupted write are removed.
-fn list_snapshots(dir: &Path) -> Result<Vec<i64>, LogError> {
+fn list_snapshots(disk: &Disk, dir: &Path) -> Result<Vec<i64>, LogError> {
     let mut out = Vec::new();
-    let rd = std::fs::read_dir(dir).map_err(|e| LogError::io("read dir", dir, e))?;
-    for entry in rd {
-        let entry = entry.map_err(|e| LogError::io("read dir", dir, e))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
+    let entries = disk
+        .read_dir(dir)
+        .map_err(|e| LogError::io("read dir", dir, e))?;
+    for entry in entries {
+        let name = &entry.name;
         if name.ends_with(".snapshot.tmp") {
-            remove_file_if_exists(&entry.path())?;
+            remove_file_if_exists(disk, &dir.join(name))?;
         } else if let Some(offset) = name.strip_suffix(".snapshot").and_then(parse_stem) {
             out.push(offset);
         }
@@ -1349,35 +1421,29 @@ fn list_snapshots(dir: &Path) -> Result<Vec<i64>, LogError> {
     Ok(out)
 }
 
-fn remove_file_if_exists(path: &Path) -> Result<(), LogError> {
-    match std::fs::remove_file(path) {
+fn remove_file_if_exists(disk: &Disk, path: &Path) -> Result<(), LogError> {
+    match disk.remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(LogError::io("remove", path, e)),
     }
 }
 
-/// Kafka's `LogSegment.largestTimestamp`: the max record timestamp, or the `.log` file's
-/// modification time (ms) when the segment has no timestamp (-1 if even that is unknown).
+/// Kafka's `LogSegment.largestTimestamp`: the max record timestamp, or, when no record has
+/// one, when the segment was created or opened (Kafka: the `.log` file's modification time,
+/// which the storage seam does not expose).
 fn segment_largest_timestamp(segment: &Segment) -> i64 {
     if segment.max_timestamp >= 0 {
-        return segment.max_timestamp;
+        segment.max_timestamp
+    } else {
+        segment.created_ms
     }
-    std::fs::metadata(&*segment.log_path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(-1, |d| d.as_millis() as i64)
 }
 
-fn remove_segment_files(dir: &Path, base: i64) -> Result<(), LogError> {
+fn remove_segment_files(disk: &Disk, dir: &Path, base: i64) -> Result<(), LogError> {
     let (log, index, time) = segment_paths(dir, base);
     for p in [log, index, time] {
-        match std::fs::remove_file(&p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(LogError::io("remove", &p, e)),
-        }
+        remove_file_if_exists(disk, &p)?;
     }
     Ok(())
 }
@@ -1912,7 +1978,7 @@ mod tests {
             let mut log = PartitionLog::open(dir.clone(), cfg).await.unwrap();
             let model: Vec<Written> = (0..20).map(|_| append(&mut log, 1, 100, 1)).collect();
             let before = log.segment_count();
-            let deleted = log.apply_retention(now_ms()).unwrap();
+            let deleted = log.apply_retention(crate::log::now_ms()).unwrap();
             assert!(deleted > 0 && log.segment_count() == before - deleted);
             assert!(
                 log.size_bytes() >= 1000 && log.size_bytes() < 1500,
@@ -1956,7 +2022,7 @@ mod tests {
                 let model: Vec<Written> = (0..20).map(|_| append(&mut log, 1, 100, 1)).collect();
                 let before = log.segment_count();
                 assert!(before > 3);
-                let deleted = log.apply_retention(now_ms() + 10_000).unwrap();
+                let deleted = log.apply_retention(crate::log::now_ms() + 10_000).unwrap();
                 if cleanup_delete {
                     assert_eq!(deleted, before - 1);
                     assert_eq!(log.segment_count(), 1);
@@ -1994,7 +2060,7 @@ mod tests {
                 .await
                 .unwrap();
             assert_eq!(log.log_end_offset(), 3);
-            assert_eq!(dir::read_topic_id(&dir).unwrap(), Some(old_id));
+            assert_eq!(dir::read_topic_id(&Disk::Real, &dir).unwrap(), Some(old_id));
             append(&mut log, 2, 10, 1);
             drop(log); // crash: no clean close either
 
@@ -2009,7 +2075,7 @@ mod tests {
                 .unwrap();
             assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 0));
             assert_eq!(log.read(0, 1 << 20, i64::MAX).await.unwrap().len(), 0);
-            assert_eq!(dir::read_topic_id(&dir).unwrap(), Some(new_id));
+            assert_eq!(dir::read_topic_id(&Disk::Real, &dir).unwrap(), Some(new_id));
             assert_eq!(
                 log_files(&dir),
                 vec!["00000000000000000000.log".to_string()]
@@ -2137,7 +2203,7 @@ mod tests {
     }
 
     fn snapshots(dir: &Path) -> Vec<i64> {
-        let mut v = list_snapshots(dir).unwrap();
+        let mut v = list_snapshots(&Disk::Real, dir).unwrap();
         v.sort_unstable();
         v
     }
@@ -2203,7 +2269,7 @@ mod tests {
             drop(log);
             // Truncation (recovery cuts the log below the last batches): state past the cut is
             // gone, as are snapshots past it.
-            let last_seg = *list_segments(&path).unwrap().last().unwrap();
+            let last_seg = *list_segments(&Disk::Real, &path).unwrap().last().unwrap();
             let (log_file, _, _) = segment_paths(&path, last_seg);
             let len = std::fs::metadata(&log_file).unwrap().len();
             let f = std::fs::OpenOptions::new()
@@ -2227,7 +2293,7 @@ mod tests {
             assert!(!info.duplicate);
             // Retention takes snapshots below the new log start with their segments.
             log.config.retention_bytes = 1;
-            log.apply_retention(now_ms()).unwrap();
+            log.apply_retention(crate::log::now_ms()).unwrap();
             let start = log.log_start_offset();
             assert!(start > 0);
             assert!(snapshots(&path).iter().all(|&o| o >= start));

@@ -17,11 +17,9 @@
 
 use std::cell::RefCell;
 use std::io;
-use std::os::unix::io::{AsRawFd, FromRawFd, IntoRawFd};
 use std::path::Path;
 use std::rc::{Rc, Weak};
 
-use glommio::io::BufferedFile;
 use wire::record_batch::validate_batch;
 
 use super::batch::{self, BATCH_HEADER_BYTES, LOG_OVERHEAD, PEEK_BYTES};
@@ -29,17 +27,21 @@ use super::index::OffsetIndex;
 use super::segment_paths;
 use super::time_index::TimeIndex;
 use super::LogError;
+use crate::storage::{Disk, File};
 
 /// Reads of the recovery scan: large, so a 1 GiB segment is a few hundred io_uring reads.
 const RECOVERY_CHUNK: usize = 4 << 20;
+/// A recovery scan logs its progress every this many bytes (a 1 GiB segment takes seconds).
+const RECOVERY_PROGRESS_BYTES: u64 = 256 << 20;
 
 pub(crate) struct Segment {
+    disk: Disk,
     pub base_offset: i64,
     pub log_path: Rc<Path>,
     /// The `.log` fd while this is the active segment (appends need it every time).
-    held: Option<Rc<BufferedFile>>,
+    held: Option<Rc<File>>,
     /// The `.log` fd some read or sync job of this inactive segment still holds, if any.
-    shared: RefCell<Weak<BufferedFile>>,
+    shared: RefCell<Weak<File>>,
     /// Bytes of valid batches in the `.log`; appends go here.
     pub size: u64,
     pub index: OffsetIndex,
@@ -60,20 +62,12 @@ fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Log
     move |e| LogError::io(op, path, e)
 }
 
-/// Opens a segment's `.log` for reading and writing (creating it if missing) as glommio's
-/// file: pwritev (sync) and read_at / fdatasync through io_uring share the one fd.
-fn open_log(path: &Path) -> Result<(Rc<BufferedFile>, u64), LogError> {
-    let std_file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(io_err("open", path))?;
-    let size = std_file.metadata().map_err(io_err("stat", path))?.len();
-    // Safety: the fd was just opened and is owned by nothing else.
-    let file = Rc::new(unsafe { BufferedFile::from_raw_fd(std_file.into_raw_fd()) });
-    Ok((file, size))
+/// Opens a segment's `.log` for reading and writing (creating it if missing): on the real
+/// disk glommio's file, so pwritev (sync) and read_at / fdatasync through io_uring share the
+/// one fd.
+fn open_log(disk: &Disk, path: &Path) -> Result<(Rc<File>, u64), LogError> {
+    let (file, size) = disk.open(path, true).map_err(io_err("open", path))?;
+    Ok((Rc::new(file), size))
 }
 
 impl Segment {
@@ -83,22 +77,24 @@ impl Segment {
     /// trusted; no fd is kept). `size` and `next_offset` are provisional until `recover` /
     /// `load_tail` or the caller set them.
     pub(crate) fn open(
+        disk: &Disk,
         dir: &Path,
         base_offset: i64,
         index_capacity: Option<u64>,
         now_ms: i64,
     ) -> Result<Segment, LogError> {
         let (log_path, index_path, time_path) = segment_paths(dir, base_offset);
-        let (file, size) = open_log(&log_path)?;
+        let (file, size) = open_log(disk, &log_path)?;
         let (held, shared) = match index_capacity {
             Some(_) => (Some(file), Weak::new()),
             None => (None, Rc::downgrade(&file)),
         };
-        let index = OffsetIndex::open(&index_path, base_offset, index_capacity)
+        let index = OffsetIndex::open(disk, &index_path, base_offset, index_capacity)
             .map_err(io_err("open index", &index_path))?;
-        let time_index = TimeIndex::open(&time_path, base_offset, index_capacity)
+        let time_index = TimeIndex::open(disk, &time_path, base_offset, index_capacity)
             .map_err(io_err("open time index", &time_path))?;
         Ok(Segment {
+            disk: disk.clone(),
             base_offset,
             log_path: Rc::from(log_path.as_path()),
             held,
@@ -116,14 +112,14 @@ impl Segment {
 
     /// The `.log` fd: the held one, one a read or sync job still holds, or a fresh open (which
     /// can fail, e.g. with EMFILE: the caller's read or sync fails, the log does not).
-    pub(crate) fn file(&self) -> Result<Rc<BufferedFile>, LogError> {
+    pub(crate) fn file(&self) -> Result<Rc<File>, LogError> {
         if let Some(file) = &self.held {
             return Ok(file.clone());
         }
         if let Some(file) = self.shared.borrow().upgrade() {
             return Ok(file);
         }
-        let (file, _) = open_log(&self.log_path)?;
+        let (file, _) = open_log(&self.disk, &self.log_path)?;
         *self.shared.borrow_mut() = Rc::downgrade(&file);
         Ok(file)
     }
@@ -157,8 +153,8 @@ impl Segment {
     ) -> Result<(), LogError> {
         let position = self.size;
         let total = (prefix.len() + rest.len()) as u64;
-        let fd = match &self.held {
-            Some(file) => file.as_raw_fd(),
+        let file = match &self.held {
+            Some(file) => file,
             None => {
                 return Err(LogError::io(
                     "write",
@@ -167,9 +163,9 @@ impl Segment {
                 ))
             }
         };
-        if let Err(e) = pwritev_all(fd, &[prefix, rest], position) {
+        if let Err(e) = file.write_vectored_at(&[prefix, rest], position) {
             // Best effort: if even this fails the log is marked failed by the caller.
-            unsafe { libc::ftruncate(fd, position as libc::off_t) };
+            let _ = file.truncate(position);
             return Err(LogError::io("write", &self.log_path, e));
         }
         self.size += total;
@@ -216,12 +212,12 @@ impl Segment {
             .maybe_append(self.max_timestamp, self.offset_of_max_timestamp);
         self.index
             .inner
-            .trim()
-            .map_err(io_err("trim index", self.index.inner.path()))?;
+            .trim(&self.disk)
+            .map_err(io_err("write index", self.index.inner.path()))?;
         self.time_index
             .inner
-            .trim()
-            .map_err(io_err("trim time index", self.time_index.inner.path()))?;
+            .trim(&self.disk)
+            .map_err(io_err("write time index", self.time_index.inner.path()))?;
         Ok(())
     }
 
@@ -234,30 +230,23 @@ impl Segment {
         self.index
             .inner
             .resize(index_capacity)
-            .map_err(io_err("resize index", self.index.inner.path()))?;
+            .map_err(io_err("read index", self.index.inner.path()))?;
         self.time_index
             .inner
             .resize(index_capacity)
-            .map_err(io_err("resize time index", self.time_index.inner.path()))?;
+            .map_err(io_err("read time index", self.time_index.inner.path()))?;
         Ok(())
     }
 
-    /// Every fd that must be fdatasynced for this segment to be durable: the `.log` always;
-    /// the indexes too when the segment is inactive (recovery trusts them then). An inactive
-    /// segment stops holding its `.log` fd here: the sync job keeps it until it is done.
-    pub(crate) fn files_to_sync(
-        &mut self,
-        with_indexes: bool,
-    ) -> Result<Vec<Rc<BufferedFile>>, LogError> {
+    /// Every file that must be fdatasynced for this segment to be durable: the `.log` always;
+    /// with `with_indexes` (the segment is inactive: recovery trusts its indexes then) the
+    /// index files written since the last call too. An inactive segment stops holding its
+    /// `.log` fd here: the sync job keeps it until it is done.
+    pub(crate) fn files_to_sync(&mut self, with_indexes: bool) -> Result<Vec<Rc<File>>, LogError> {
         let mut v = vec![self.file()?];
         if with_indexes {
-            for index in [&self.index.inner, &self.time_index.inner] {
-                v.push(
-                    index
-                        .sync_file()
-                        .map_err(io_err("open index", index.path()))?,
-                );
-            }
+            v.extend(self.index.inner.take_saved());
+            v.extend(self.time_index.inner.take_saved());
             self.release_file();
         }
         Ok(v)
@@ -333,7 +322,12 @@ impl Segment {
         let mut pos = 0u64;
         let mut next = self.base_offset;
         let mut bad: Option<String> = None;
+        let mut next_progress = RECOVERY_PROGRESS_BYTES;
         while pos < file_len {
+            if pos >= next_progress {
+                tracing::info!(path = %path.display(), scanned_mib = pos >> 20, total_mib = file_len >> 20, "recovering log segment");
+                next_progress += RECOVERY_PROGRESS_BYTES;
+            }
             let remaining = file_len - pos;
             if remaining < BATCH_HEADER_BYTES as u64 {
                 bad = Some(format!(
@@ -383,73 +377,17 @@ impl Segment {
         self.size = pos;
         if let Some(reason) = bad {
             tracing::warn!(path = %path.display(), position = pos, %reason, "truncating log segment at first invalid byte");
-            if unsafe { libc::ftruncate(file.as_raw_fd(), pos as libc::off_t) } != 0 {
-                return Err(LogError::io("truncate", &path, io::Error::last_os_error()));
-            }
+            file.truncate(pos).map_err(io_err("truncate", &path))?;
             return Ok(Some(pos));
         }
         Ok(None)
     }
 }
 
-/// pwritev until every byte of `bufs` is written at `pos` (a short write only happens on
-/// ENOSPC-like conditions; retrying makes the error surface on the next call).
-fn pwritev_all(fd: i32, bufs: &[&[u8]; 2], pos: u64) -> io::Result<()> {
-    let total: usize = bufs.iter().map(|b| b.len()).sum();
-    let mut done = 0usize;
-    while done < total {
-        // On the stack: the append path allocates nothing.
-        let empty = libc::iovec {
-            iov_base: std::ptr::null_mut(),
-            iov_len: 0,
-        };
-        let mut iov = [empty; 2];
-        let mut count = 0usize;
-        let mut skip = done;
-        for b in bufs {
-            if skip >= b.len() {
-                skip -= b.len();
-                continue;
-            }
-            let s = &b[skip..];
-            skip = 0;
-            iov[count] = libc::iovec {
-                iov_base: s.as_ptr() as *mut libc::c_void,
-                iov_len: s.len(),
-            };
-            count += 1;
-        }
-        // Safety: every iovec points into a live slice of `bufs` for the duration of the call.
-        let n = unsafe {
-            libc::pwritev(
-                fd,
-                iov.as_ptr(),
-                count as libc::c_int,
-                (pos + done as u64) as libc::off_t,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::WriteZero,
-                "pwritev wrote nothing",
-            ));
-        }
-        done += n as usize;
-    }
-    Ok(())
-}
-
-/// Reads `[pos, pos + len)` with io_uring reads (looping over short reads); fewer bytes only
-/// at end of file.
+/// Reads `[pos, pos + len)` (io_uring reads on the real disk, looping over short reads);
+/// fewer bytes only at end of file.
 pub(crate) async fn read_exact_at(
-    file: &BufferedFile,
+    file: &File,
     pos: u64,
     len: usize,
     out: &mut Vec<u8>,
@@ -457,11 +395,9 @@ pub(crate) async fn read_exact_at(
     let start = out.len();
     while out.len() - start < len {
         let got = out.len() - start;
-        let r = file.read_at(pos + got as u64, len - got).await?;
-        if r.is_empty() {
+        if file.read_into(pos + got as u64, len - got, out).await? == 0 {
             break;
         }
-        out.extend_from_slice(&r);
     }
     Ok(())
 }
@@ -469,7 +405,7 @@ pub(crate) async fn read_exact_at(
 /// Sequential reader of byte ranges of one file through a window of `chunk` bytes, for walking
 /// batch headers without one read per header.
 pub(crate) struct Walker {
-    file: Rc<BufferedFile>,
+    file: Rc<File>,
     end: u64,
     chunk: usize,
     buf: Vec<u8>,
@@ -477,7 +413,7 @@ pub(crate) struct Walker {
 }
 
 impl Walker {
-    pub(crate) fn new(file: Rc<BufferedFile>, end: u64, chunk: usize) -> Walker {
+    pub(crate) fn new(file: Rc<File>, end: u64, chunk: usize) -> Walker {
         Walker {
             file,
             end,

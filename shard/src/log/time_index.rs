@@ -5,12 +5,13 @@
 //! Written at the same moments as the offset index, plus a final entry when the segment
 //! becomes inactive (roll / close), so the last entry of an inactive segment is its max.
 //!
-//! Bounds: same file handling as the offset index (`IndexFile`).
+//! Bounds: same in-memory handling as the offset index (`IndexFile`).
 
 use std::io;
 use std::path::Path;
 
 use super::index::IndexFile;
+use crate::storage::Disk;
 
 pub(crate) const TIME_ENTRY: usize = 12;
 
@@ -21,12 +22,13 @@ pub(crate) struct TimeIndex {
 
 impl TimeIndex {
     pub(crate) fn open(
+        disk: &Disk,
         path: &Path,
         base_offset: i64,
         capacity_bytes: Option<u64>,
     ) -> io::Result<TimeIndex> {
         Ok(TimeIndex {
-            inner: IndexFile::open(path, TIME_ENTRY, capacity_bytes)?,
+            inner: IndexFile::open(disk, path, TIME_ENTRY, capacity_bytes)?,
             base_offset,
         })
     }
@@ -38,12 +40,12 @@ impl TimeIndex {
     }
 
     /// Entry `i` as (timestamp, absolute offset).
-    pub(crate) fn get(&self, i: usize) -> (i64, i64) {
-        Self::decode(self.base_offset, self.inner.entry(i))
+    pub(crate) fn get(&self, i: usize) -> Option<(i64, i64)> {
+        Some(Self::decode(self.base_offset, &self.inner.entry(i)?))
     }
 
     pub(crate) fn last(&self) -> Option<(i64, i64)> {
-        self.inner.entries().checked_sub(1).map(|i| self.get(i))
+        self.get(self.inner.entries().checked_sub(1)?)
     }
 
     /// Appends (timestamp, offset) if the timestamp is larger than the last entry's (Kafka's
@@ -72,25 +74,31 @@ impl TimeIndex {
         let base = self.base_offset;
         self.inner
             .floor_by(timestamp, |e| Self::decode(base, e).0)
-            .map(|i| self.get(i))
+            .map(|e| Self::decode(base, &e))
     }
 
     /// Sanity check for an index loaded from disk: timestamps strictly increasing, offsets
-    /// non-decreasing and below `next_offset`.
+    /// non-decreasing and below `next_offset` (for an inactive segment: its first and last
+    /// entries).
     pub(crate) fn sane(&self, next_offset: i64) -> bool {
-        let mut prev: Option<(i64, i64)> = None;
-        for i in 0..self.inner.entries() {
-            let (t, o) = self.get(i);
-            if o < self.base_offset || o >= next_offset || t < 0 {
-                return false;
-            }
-            if let Some((pt, po)) = prev {
-                if t <= pt || o < po {
-                    return false;
+        let base = self.base_offset;
+        self.inner
+            .with_checked(|all| {
+                let mut prev: Option<(i64, i64)> = None;
+                for e in all.chunks_exact(TIME_ENTRY) {
+                    let (t, o) = Self::decode(base, e);
+                    if o < base || o >= next_offset || t < 0 {
+                        return false;
+                    }
+                    if let Some((pt, po)) = prev {
+                        if t <= pt || o < po {
+                            return false;
+                        }
+                    }
+                    prev = Some((t, o));
                 }
-            }
-            prev = Some((t, o));
-        }
-        true
+                true
+            })
+            .unwrap_or(false)
     }
 }

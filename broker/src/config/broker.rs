@@ -1,0 +1,431 @@
+//! The typed broker configuration, built once at start from `server.properties` and
+//! `--override key=value` pairs.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::describe::ConfigSource;
+use super::keys::{find, BROKER_KEYS, FAMILIES, IGNORED_KEYS, LONG_MAX};
+use super::listeners::{parse_listeners, Listener};
+use super::properties::parse_properties;
+use super::topic::FlushPolicy;
+use super::validate::{check_value, list_items};
+use super::ConfigError;
+
+/// The group coordinator's settings, Kafka's keys and defaults.
+#[derive(Clone, Debug)]
+pub struct GroupConfig {
+    pub offsets_topic_num_partitions: i32,
+    pub offsets_topic_segment_bytes: u64,
+    pub offsets_retention_ms: i64,
+    pub offsets_retention_check_interval_ms: u64,
+    pub offset_metadata_max_bytes: usize,
+    pub initial_rebalance_delay_ms: u64,
+    pub min_session_timeout_ms: i32,
+    pub max_session_timeout_ms: i32,
+    pub max_size: usize,
+    /// KIP-848 consumer groups (`group.consumer.*`).
+    pub consumer: crate::group::consumer::ConsumerGroupConfig,
+}
+
+/// Typed broker configuration. Effective values: aliases and unit variants are already folded
+/// (e.g. `log_roll_ms` comes from log.roll.ms or log.roll.hours).
+#[derive(Clone, Debug)]
+pub struct BrokerConfig {
+    pub node_id: i32,
+    pub listeners: Vec<Listener>,
+    pub advertised_listeners: Vec<Listener>,
+    /// All configured dirs; only `log_dirs[0]` is used (see [`BrokerConfig::data_dir`]).
+    pub log_dirs: Vec<PathBuf>,
+    pub num_partitions: i32,
+    pub default_replication_factor: i16,
+    pub auto_create_topics_enable: bool,
+    pub log_segment_bytes: u64,
+    pub log_roll_ms: u64,
+    pub log_index_interval_bytes: u32,
+    pub log_index_size_max_bytes: u32,
+    pub message_max_bytes: u32,
+    pub socket_request_max_bytes: u32,
+    /// Caps every Fetch request's `max_bytes` (Kafka's `fetch.max.bytes`).
+    pub fetch_max_bytes: u32,
+    /// -1 = unlimited.
+    pub log_retention_ms: i64,
+    /// -1 = unlimited.
+    pub log_retention_bytes: i64,
+    /// `log.retention.check.interval.ms`: period of the retention timer of every shard.
+    pub log_retention_check_interval_ms: u64,
+    pub log_flush_interval_messages: u64,
+    /// `None` = never flush on a timer.
+    pub log_flush_interval_ms: Option<u64>,
+    pub log_flush_policy: FlushPolicy,
+    pub delete_topic_enable: bool,
+    /// 0 = one shard per CPU core.
+    pub num_shards: u16,
+    pub cluster_id: Option<String>,
+    /// Idle connections are closed after this long; `None` = never.
+    pub connections_max_idle_ms: Option<u64>,
+    /// Before the file-descriptor cap (see `limits::ConnectionLimits`).
+    pub max_connections: u32,
+    pub max_connections_per_ip: u32,
+    /// Per connection (see `limits::ConnectionLoad`).
+    pub queued_max_requests: u32,
+    /// Per shard; <= 0 = `limits::DEFAULT_SHARD_PENDING_BYTES`.
+    pub queued_max_request_bytes: i64,
+    /// Group coordinator settings (`offsets.*`, `group.*`).
+    pub groups: GroupConfig,
+    /// Ignored Kafka keys that were present (for the startup log / tests).
+    pub ignored: Vec<String>,
+    /// Keys explicitly set (file or overrides), canonical spelling, raw values.
+    pub(super) explicit: BTreeMap<String, String>,
+    /// Dynamic broker configs (ConfigRecords of the broker resource, see
+    /// [`BrokerConfig::with_dynamic`]): this node's, then the cluster-wide defaults.
+    pub(super) dynamic_node: BTreeMap<String, String>,
+    pub(super) dynamic_cluster: BTreeMap<String, String>,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        Self::from_explicit(BTreeMap::new(), Vec::new()).expect("defaults are valid")
+    }
+}
+
+/// Checks dynamic broker configs (AlterConfigs on the broker resource) against their rows.
+pub fn validate_broker_overrides(overrides: &BTreeMap<String, String>) -> Result<(), ConfigError> {
+    for (k, v) in overrides {
+        let spec =
+            find(BROKER_KEYS, k).ok_or_else(|| ConfigError::UnknownKey { key: k.clone() })?;
+        check_value(spec, v)?;
+    }
+    Ok(())
+}
+
+/// Loads the properties file (if any), then applies `key=value` overrides (command line).
+pub fn load(path: Option<&Path>, overrides: &[String]) -> Result<BrokerConfig, ConfigError> {
+    let mut entries: Vec<(String, String)> = Vec::new();
+    if let Some(p) = path {
+        let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Io {
+            path: p.to_path_buf(),
+            source,
+        })?;
+        let name = p.display().to_string();
+        for (k, v, _line) in parse_properties(&name, &text)? {
+            entries.push((k, v));
+        }
+    }
+    for o in overrides {
+        let (k, v) = o
+            .split_once('=')
+            .ok_or_else(|| ConfigError::BadOverride(o.clone()))?;
+        entries.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    from_pairs(entries)
+}
+
+/// Builds a config from (key, value) pairs, later pairs winning.
+pub fn from_pairs(
+    pairs: impl IntoIterator<Item = (String, String)>,
+) -> Result<BrokerConfig, ConfigError> {
+    let mut explicit = BTreeMap::new();
+    let mut ignored = Vec::new();
+    for (k, v) in pairs {
+        let k = k.trim().to_string();
+        if IGNORED_KEYS.contains(&k.as_str()) {
+            tracing::info!(key = %k, value = %v, "ignoring Kafka config key (not applicable)");
+            if !ignored.contains(&k) {
+                ignored.push(k);
+            }
+            continue;
+        }
+        let spec =
+            find(BROKER_KEYS, &k).ok_or_else(|| ConfigError::UnknownKey { key: k.clone() })?;
+        // Empty value on a null-default key means "unset" (e.g. `cluster.id=`).
+        if v.trim().is_empty() && spec.default.is_none() {
+            explicit.remove(&k);
+            continue;
+        }
+        check_value(spec, &v)?;
+        explicit.insert(k, v.trim().to_string());
+    }
+    BrokerConfig::from_explicit(explicit, ignored)
+}
+
+impl BrokerConfig {
+    fn from_explicit(
+        explicit: BTreeMap<String, String>,
+        ignored: Vec<String>,
+    ) -> Result<Self, ConfigError> {
+        let get = |k: &str| -> Option<&str> {
+            explicit
+                .get(k)
+                .map(String::as_str)
+                .or_else(|| find(BROKER_KEYS, k).and_then(|s| s.default))
+        };
+        let set = |k: &str| explicit.get(k).map(String::as_str);
+        // Values were validated by check_value, so these parses only fail on a table bug;
+        // still report rather than panic.
+        fn num<N: std::str::FromStr>(k: &str, v: Option<&str>) -> Result<N, ConfigError> {
+            let v = v.unwrap_or("");
+            v.trim().parse().map_err(|_| ConfigError::InvalidValue {
+                key: k.into(),
+                value: v.into(),
+                expected: "a number".into(),
+            })
+        }
+        let boolean = |k: &str| get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+
+        let node_id = match set("node.id").or(set("broker.id")) {
+            Some(v) => num("node.id", Some(v))?,
+            None => num("node.id", get("node.id"))?,
+        };
+        let listeners = parse_listeners("listeners", get("listeners").unwrap_or_default())?;
+        let advertised_listeners = match set("advertised.listeners") {
+            Some(v) => {
+                let l = parse_listeners("advertised.listeners", v)?;
+                if let Some(bad) = l.iter().find(|l| l.host == "0.0.0.0" || l.host == "::") {
+                    return Err(ConfigError::InvalidValue {
+                        key: "advertised.listeners".into(),
+                        value: v.into(),
+                        expected: format!("a host clients can connect to, not {}", bad.host),
+                    });
+                }
+                l
+            }
+            None => listeners.clone(),
+        };
+        let dirs = set("log.dirs")
+            .or(set("log.dir"))
+            .or(get("log.dirs"))
+            .unwrap_or("./data");
+        let log_dirs = list_items(dirs).into_iter().map(PathBuf::from).collect();
+        let log_roll_ms = match set("log.roll.ms") {
+            Some(v) => num("log.roll.ms", Some(v))?,
+            None => num::<u64>("log.roll.hours", get("log.roll.hours"))? * 3_600_000,
+        };
+        let log_retention_ms: i64 = if let Some(v) = set("log.retention.ms") {
+            num("log.retention.ms", Some(v))?
+        } else if let Some(v) = set("log.retention.minutes") {
+            num::<i64>("log.retention.minutes", Some(v))? * 60_000
+        } else {
+            num::<i64>("log.retention.hours", get("log.retention.hours"))? * 3_600_000
+        };
+        let log_flush_interval_ms = match set("log.flush.interval.ms") {
+            Some(v) => Some(num("log.flush.interval.ms", Some(v))?),
+            None => None,
+        };
+        Ok(BrokerConfig {
+            node_id,
+            listeners,
+            advertised_listeners,
+            log_dirs,
+            num_partitions: num("num.partitions", get("num.partitions"))?,
+            default_replication_factor: num::<i32>(
+                "default.replication.factor",
+                get("default.replication.factor"),
+            )?
+            .clamp(1, i16::MAX as i32) as i16,
+            auto_create_topics_enable: boolean("auto.create.topics.enable"),
+            log_segment_bytes: num("log.segment.bytes", get("log.segment.bytes"))?,
+            log_roll_ms,
+            log_index_interval_bytes: num(
+                "log.index.interval.bytes",
+                get("log.index.interval.bytes"),
+            )?,
+            log_index_size_max_bytes: num(
+                "log.index.size.max.bytes",
+                get("log.index.size.max.bytes"),
+            )?,
+            message_max_bytes: num("message.max.bytes", get("message.max.bytes"))?,
+            socket_request_max_bytes: num(
+                "socket.request.max.bytes",
+                get("socket.request.max.bytes"),
+            )?,
+            fetch_max_bytes: num("fetch.max.bytes", get("fetch.max.bytes"))?,
+            groups: GroupConfig {
+                offsets_topic_num_partitions: num(
+                    "offsets.topic.num.partitions",
+                    get("offsets.topic.num.partitions"),
+                )?,
+                offsets_topic_segment_bytes: num(
+                    "offsets.topic.segment.bytes",
+                    get("offsets.topic.segment.bytes"),
+                )?,
+                offsets_retention_ms: num::<i64>(
+                    "offsets.retention.minutes",
+                    get("offsets.retention.minutes"),
+                )? * 60_000,
+                offsets_retention_check_interval_ms: num(
+                    "offsets.retention.check.interval.ms",
+                    get("offsets.retention.check.interval.ms"),
+                )?,
+                offset_metadata_max_bytes: num(
+                    "offset.metadata.max.bytes",
+                    get("offset.metadata.max.bytes"),
+                )?,
+                initial_rebalance_delay_ms: num(
+                    "group.initial.rebalance.delay.ms",
+                    get("group.initial.rebalance.delay.ms"),
+                )?,
+                min_session_timeout_ms: num(
+                    "group.min.session.timeout.ms",
+                    get("group.min.session.timeout.ms"),
+                )?,
+                max_session_timeout_ms: num(
+                    "group.max.session.timeout.ms",
+                    get("group.max.session.timeout.ms"),
+                )?,
+                max_size: num("group.max.size", get("group.max.size"))?,
+                consumer: crate::group::consumer::ConsumerGroupConfig {
+                    session_timeout_ms: num(
+                        "group.consumer.session.timeout.ms",
+                        get("group.consumer.session.timeout.ms"),
+                    )?,
+                    heartbeat_interval_ms: num(
+                        "group.consumer.heartbeat.interval.ms",
+                        get("group.consumer.heartbeat.interval.ms"),
+                    )?,
+                    max_size: num("group.consumer.max.size", get("group.consumer.max.size"))?,
+                    assignors: get("group.consumer.assignors")
+                        .unwrap_or("uniform,range")
+                        .split(',')
+                        .filter_map(|name| {
+                            crate::group::assignor::Assignor::from_name(
+                                &name.trim().to_ascii_lowercase(),
+                            )
+                        })
+                        .collect(),
+                },
+            },
+            log_retention_ms: if log_retention_ms < 0 {
+                -1
+            } else {
+                log_retention_ms
+            },
+            log_retention_bytes: num("log.retention.bytes", get("log.retention.bytes"))?,
+            log_retention_check_interval_ms: num(
+                "log.retention.check.interval.ms",
+                get("log.retention.check.interval.ms"),
+            )?,
+            log_flush_interval_messages: num(
+                "log.flush.interval.messages",
+                get("log.flush.interval.messages"),
+            )?,
+            log_flush_interval_ms,
+            log_flush_policy: FlushPolicy::parse(get("log.flush.policy").unwrap_or("ack"))
+                .unwrap_or_default(),
+            delete_topic_enable: boolean("delete.topic.enable"),
+            num_shards: num("num.shards", get("num.shards"))?,
+            cluster_id: set("cluster.id").map(str::to_string),
+            connections_max_idle_ms: Some(num::<i64>(
+                "connections.max.idle.ms",
+                get("connections.max.idle.ms"),
+            )?)
+            .filter(|ms| *ms > 0)
+            .map(|ms| ms as u64),
+            max_connections: num("max.connections", get("max.connections"))?,
+            max_connections_per_ip: num("max.connections.per.ip", get("max.connections.per.ip"))?,
+            queued_max_requests: num("queued.max.requests", get("queued.max.requests"))?,
+            queued_max_request_bytes: num(
+                "queued.max.request.bytes",
+                get("queued.max.request.bytes"),
+            )?,
+            ignored,
+            explicit,
+            dynamic_node: BTreeMap::new(),
+            dynamic_cluster: BTreeMap::new(),
+        })
+    }
+
+    /// The data directory in use (first of log.dirs).
+    pub fn data_dir(&self) -> &Path {
+        &self.log_dirs[0]
+    }
+
+    /// This static configuration with dynamic broker configs on top (Kafka's precedence:
+    /// this node's dynamic value, then the cluster-wide dynamic default, then the static
+    /// value, then the default). Typed fields are recomputed; values were validated when they
+    /// were altered, so an error here means a damaged metadata log.
+    pub fn with_dynamic(
+        &self,
+        cluster: Option<&BTreeMap<String, String>>,
+        node: Option<&BTreeMap<String, String>>,
+    ) -> Result<BrokerConfig, ConfigError> {
+        let cluster = cluster.cloned().unwrap_or_default();
+        let node = node.cloned().unwrap_or_default();
+        if cluster.is_empty()
+            && node.is_empty()
+            && self.dynamic_node.is_empty()
+            && self.dynamic_cluster.is_empty()
+        {
+            return Ok(self.clone());
+        }
+        let mut merged = self.explicit.clone();
+        merged.extend(cluster.iter().map(|(k, v)| (k.clone(), v.clone())));
+        merged.extend(node.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let mut layered = BrokerConfig::from_explicit(merged, self.ignored.clone())?;
+        layered.explicit = self.explicit.clone();
+        layered.dynamic_cluster = cluster;
+        layered.dynamic_node = node;
+        Ok(layered)
+    }
+
+    /// Where the value of `key` itself comes from (not its family).
+    pub fn source_of_key(&self, key: &str) -> ConfigSource {
+        if self.dynamic_node.contains_key(key) {
+            ConfigSource::DynamicBroker
+        } else if self.dynamic_cluster.contains_key(key) {
+            ConfigSource::DynamicDefaultBroker
+        } else if self.explicit.contains_key(key) {
+            ConfigSource::StaticBroker
+        } else {
+            ConfigSource::Default
+        }
+    }
+
+    /// Where the effective value of `key`'s alias/unit family comes from: the most specific
+    /// source any key of the family is set at.
+    pub fn source_of(&self, key: &str) -> ConfigSource {
+        let family: &[&str] = FAMILIES
+            .iter()
+            .find(|f| f.contains(&key))
+            .copied()
+            .unwrap_or(std::slice::from_ref(&key));
+        family
+            .iter()
+            .map(|k| self.source_of_key(k))
+            .min_by_key(|source| *source as i8)
+            .unwrap_or(ConfigSource::Default)
+    }
+
+    /// Whether `key` (or a key of its alias/unit family) was set in the file, overrides or
+    /// dynamically.
+    pub fn is_set(&self, key: &str) -> bool {
+        self.source_of(key) != ConfigSource::Default
+    }
+
+    /// Raw value of a broker key: dynamic, else as set, else its default (`None` = null /
+    /// unknown key).
+    pub fn raw(&self, key: &str) -> Option<&str> {
+        self.dynamic_node
+            .get(key)
+            .or_else(|| self.dynamic_cluster.get(key))
+            .or_else(|| self.explicit.get(key))
+            .map(String::as_str)
+            .or_else(|| find(BROKER_KEYS, key).and_then(|s| s.default))
+    }
+
+    /// Effective value of a broker key as a string, folding families (log.roll.ms from hours,
+    /// ...); this is what a topic inherits.
+    pub fn effective(&self, key: &str) -> Option<String> {
+        match key {
+            "node.id" => Some(self.node_id.to_string()),
+            "log.roll.ms" => Some(self.log_roll_ms.to_string()),
+            "log.retention.ms" => Some(self.log_retention_ms.to_string()),
+            // Kafka's flush.ms default is Long.MAX when the broker key is null.
+            "log.flush.interval.ms" => Some(
+                self.log_flush_interval_ms
+                    .map_or(LONG_MAX.into(), |v| v.to_string()),
+            ),
+            _ => self.raw(key).map(str::to_string),
+        }
+    }
+}

@@ -1,0 +1,770 @@
+//! The key tables: every broker and topic key we know, with Kafka's name, type, default,
+//! validator and documentation. One key = one row; everything else reads these rows.
+
+use ConfigType as T;
+
+/// Kafka's DescribeConfigsResponse `ConfigType` ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i8)]
+pub enum ConfigType {
+    Boolean = 1,
+    String = 2,
+    Int = 3,
+    Short = 4,
+    Long = 5,
+    Double = 6,
+    List = 7,
+    Class = 8,
+    Password = 9,
+}
+
+impl ConfigType {
+    /// Kafka's name of the type (documentation).
+    pub fn name(self) -> &'static str {
+        match self {
+            T::Boolean => "boolean",
+            T::String => "string",
+            T::Int => "int",
+            T::Short => "short",
+            T::Long => "long",
+            T::Double => "double",
+            T::List => "list",
+            T::Class => "class",
+            T::Password => "password",
+        }
+    }
+}
+
+/// Value validators used by the tables.
+#[derive(Clone, Copy, Debug)]
+pub enum Check {
+    None,
+    /// Numeric value >= n.
+    AtLeast(i64),
+    /// Numeric value in [lo, hi].
+    Between(i64, i64),
+    /// One of (case-insensitive).
+    OneOf(&'static [&'static str]),
+    /// Non-empty comma list whose items are each one of (case-insensitive).
+    ListOf(&'static [&'static str]),
+    /// Comma list of `NAME://host:port`.
+    Listeners,
+    /// Non-empty comma list.
+    NonEmptyList,
+    /// A double in [0, 1].
+    Ratio,
+}
+
+/// One row of a key table.
+#[derive(Clone, Copy, Debug)]
+pub struct Spec {
+    pub name: &'static str,
+    pub ty: ConfigType,
+    /// `None` = Kafka's `null` default.
+    pub default: Option<&'static str>,
+    pub check: Check,
+    /// Topic keys only: the broker key supplying the default (Kafka's synonym).
+    pub broker_key: Option<&'static str>,
+    pub doc: &'static str,
+    /// Can be changed at run time (AlterConfigs). Every topic key can; of the broker keys,
+    /// those supplying topic defaults (`dspec` rows); the others are read-only in
+    /// DescribeConfigs, as Kafka's static broker keys are.
+    pub dynamic: bool,
+}
+
+/// A broker key row (static).
+const fn spec(
+    name: &'static str,
+    ty: ConfigType,
+    default: Option<&'static str>,
+    check: Check,
+    doc: &'static str,
+) -> Spec {
+    Spec {
+        name,
+        ty,
+        default,
+        check,
+        broker_key: None,
+        doc,
+        dynamic: false,
+    }
+}
+
+/// A broker key row that can change at run time (AlterConfigs on the broker resource:
+/// per broker or cluster-wide default). These are the broker keys that supply topic defaults,
+/// as in Kafka's `DynamicLogConfig`; a change reaches every topic that does not override it.
+const fn dspec(
+    name: &'static str,
+    ty: ConfigType,
+    default: Option<&'static str>,
+    check: Check,
+    doc: &'static str,
+) -> Spec {
+    Spec {
+        dynamic: true,
+        ..spec(name, ty, default, check, doc)
+    }
+}
+
+/// A topic key row (dynamic), `broker_key` supplying its default.
+const fn tspec(
+    name: &'static str,
+    ty: ConfigType,
+    default: Option<&'static str>,
+    check: Check,
+    broker_key: Option<&'static str>,
+    doc: &'static str,
+) -> Spec {
+    Spec {
+        name,
+        ty,
+        default,
+        check,
+        broker_key,
+        doc,
+        dynamic: true,
+    }
+}
+
+pub(super) const LONG_MAX: &str = "9223372036854775807";
+const COMPRESSION: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
+const CLEANUP: &[&str] = &["delete", "compact"];
+const TS_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];
+const FLUSH: &[&str] = &["ack", "replication"];
+
+/// Broker keys we understand. `spec` rows are static (read-only in DescribeConfigs), `dspec`
+/// rows dynamic.
+pub const BROKER_KEYS: &[Spec] = &[
+    spec(
+        "node.id",
+        T::Int,
+        Some("1"),
+        Check::AtLeast(0),
+        "The node id of this server.",
+    ),
+    spec(
+        "broker.id",
+        T::Int,
+        None,
+        Check::AtLeast(0),
+        "Legacy alias of node.id (node.id wins).",
+    ),
+    spec(
+        "listeners",
+        T::String,
+        Some("PLAINTEXT://127.0.0.1:9092"),
+        Check::Listeners,
+        "Comma list of NAME://host:port to listen on (empty host = all interfaces).",
+    ),
+    spec(
+        "advertised.listeners",
+        T::String,
+        None,
+        Check::Listeners,
+        "Listeners published to clients; defaults to listeners.",
+    ),
+    spec(
+        "log.dirs",
+        T::List,
+        Some("./data"),
+        Check::NonEmptyList,
+        "Data directories (only the first one is used).",
+    ),
+    spec(
+        "log.dir",
+        T::String,
+        None,
+        Check::NonEmptyList,
+        "Used when log.dirs is not set.",
+    ),
+    spec(
+        "num.partitions",
+        T::Int,
+        Some("1"),
+        Check::AtLeast(1),
+        "Default number of partitions per topic.",
+    ),
+    spec(
+        "default.replication.factor",
+        T::Int,
+        Some("1"),
+        Check::AtLeast(1),
+        "Default replication factor for created topics.",
+    ),
+    spec(
+        "auto.create.topics.enable",
+        T::Boolean,
+        Some("true"),
+        Check::None,
+        "Create topics on first metadata request/produce.",
+    ),
+    dspec(
+        "log.segment.bytes",
+        T::Int,
+        Some("1073741824"),
+        Check::AtLeast(14),
+        "Maximum size of a single log segment file.",
+    ),
+    dspec(
+        "log.roll.ms",
+        T::Long,
+        None,
+        Check::AtLeast(1),
+        "Maximum segment age before rolling; log.roll.hours if unset.",
+    ),
+    dspec(
+        "log.roll.hours",
+        T::Int,
+        Some("168"),
+        Check::AtLeast(1),
+        "Maximum segment age before rolling, in hours.",
+    ),
+    dspec(
+        "log.index.interval.bytes",
+        T::Int,
+        Some("4096"),
+        Check::AtLeast(0),
+        "Bytes between offset index entries.",
+    ),
+    dspec(
+        "log.index.size.max.bytes",
+        T::Int,
+        Some("10485760"),
+        Check::AtLeast(4),
+        "Maximum size of an offset index file.",
+    ),
+    dspec(
+        "message.max.bytes",
+        T::Int,
+        Some("1048588"),
+        Check::AtLeast(0),
+        "Largest record batch size allowed.",
+    ),
+    spec(
+        "socket.request.max.bytes",
+        T::Int,
+        Some("104857600"),
+        Check::AtLeast(1),
+        "Largest request size accepted on a socket.",
+    ),
+    spec(
+        "fetch.max.bytes",
+        T::Int,
+        Some("57671680"),
+        Check::AtLeast(1024),
+        "Most record bytes one Fetch response carries, whatever the request's max_bytes.",
+    ),
+    dspec(
+        "log.retention.ms",
+        T::Long,
+        None,
+        Check::AtLeast(-1),
+        "Retention time (-1 = unlimited); falls back to minutes, then hours.",
+    ),
+    dspec(
+        "log.retention.minutes",
+        T::Int,
+        None,
+        Check::AtLeast(-1),
+        "Retention time in minutes.",
+    ),
+    dspec(
+        "log.retention.hours",
+        T::Int,
+        Some("168"),
+        Check::AtLeast(-1),
+        "Retention time in hours.",
+    ),
+    dspec(
+        "log.retention.bytes",
+        T::Long,
+        Some("-1"),
+        Check::None,
+        "Maximum partition size before deleting old segments (-1 = unlimited).",
+    ),
+    dspec(
+        "producer.id.expiration.ms",
+        T::Int,
+        Some("86400000"),
+        Check::AtLeast(1),
+        "Time an idempotent producer's state is kept after its last batch.",
+    ),
+    spec(
+        "log.retention.check.interval.ms",
+        T::Long,
+        Some("300000"),
+        Check::AtLeast(1),
+        "How often each shard applies retention.ms / retention.bytes.",
+    ),
+    dspec(
+        "log.flush.interval.messages",
+        T::Long,
+        Some(LONG_MAX),
+        Check::AtLeast(1),
+        "Messages accumulated before forcing a flush (replication flush policy).",
+    ),
+    dspec(
+        "log.flush.interval.ms",
+        T::Long,
+        None,
+        Check::AtLeast(0),
+        "Maximum time before forcing a flush (null = never).",
+    ),
+    dspec(
+        "log.flush.policy",
+        T::String,
+        Some("ack"),
+        Check::OneOf(FLUSH),
+        "ack: fsync before acknowledging produce; replication: flush by interval only.",
+    ),
+    dspec(
+        "log.cleanup.policy",
+        T::List,
+        Some("delete"),
+        Check::ListOf(CLEANUP),
+        "Default cleanup policy for topics.",
+    ),
+    dspec(
+        "compression.type",
+        T::String,
+        Some("producer"),
+        Check::OneOf(COMPRESSION),
+        "Default compression type for topics.",
+    ),
+    dspec(
+        "log.message.timestamp.type",
+        T::String,
+        Some("CreateTime"),
+        Check::OneOf(TS_TYPES),
+        "Default timestamp type for topics.",
+    ),
+    dspec(
+        "log.message.timestamp.before.max.ms",
+        T::Long,
+        Some(LONG_MAX),
+        Check::AtLeast(0),
+        "Default message.timestamp.before.max.ms for topics.",
+    ),
+    dspec(
+        "log.message.timestamp.after.max.ms",
+        T::Long,
+        Some("3600000"),
+        Check::AtLeast(0),
+        "Default message.timestamp.after.max.ms for topics.",
+    ),
+    dspec(
+        "min.insync.replicas",
+        T::Int,
+        Some("1"),
+        Check::AtLeast(1),
+        "Default min.insync.replicas for topics.",
+    ),
+    spec(
+        "delete.topic.enable",
+        T::Boolean,
+        Some("true"),
+        Check::None,
+        "Whether DeleteTopics is allowed.",
+    ),
+    spec(
+        "num.shards",
+        T::Int,
+        Some("0"),
+        Check::Between(0, u16::MAX as i64),
+        "Number of shards (cores); 0 = one per CPU core.",
+    ),
+    spec(
+        "cluster.id",
+        T::String,
+        None,
+        Check::None,
+        "Cluster id (generated if unset).",
+    ),
+    spec(
+        "connections.max.idle.ms",
+        T::Long,
+        Some("600000"),
+        Check::AtLeast(-1),
+        "Close connections with no bytes read or written for this long (-1 or 0 = never).",
+    ),
+    spec(
+        "max.connections",
+        T::Int,
+        Some("2147483647"),
+        Check::AtLeast(0),
+        "Open connections, all listeners; capped at 3/4 of RLIMIT_NOFILE. Extra ones are closed at once.",
+    ),
+    spec(
+        "max.connections.per.ip",
+        T::Int,
+        Some("2147483647"),
+        Check::AtLeast(0),
+        "Open connections from one client IP. Extra ones are closed at once.",
+    ),
+    spec(
+        "queued.max.requests",
+        T::Int,
+        Some("500"),
+        Check::AtLeast(1),
+        "Requests of one connection read and not yet answered before it stops reading (per connection, not per broker).",
+    ),
+    spec(
+        "queued.max.request.bytes",
+        T::Long,
+        Some("-1"),
+        Check::AtLeast(-1),
+        "Bytes of requests and unwritten responses one shard holds before it stops reading sockets (-1 or 0 = 67108864).",
+    ),
+    spec(
+        "offsets.topic.num.partitions",
+        T::Int,
+        Some("50"),
+        Check::Between(1, 1000),
+        "Partitions of __consumer_offsets, created on first use (a group's coordinator is the owner of its partition).",
+    ),
+    spec(
+        "offsets.topic.segment.bytes",
+        T::Int,
+        Some("104857600"),
+        Check::AtLeast(1),
+        "Segment size of __consumer_offsets.",
+    ),
+    spec(
+        "offsets.retention.minutes",
+        T::Int,
+        Some("10080"),
+        Check::AtLeast(1),
+        "Committed offsets of a group that has been empty this long are deleted.",
+    ),
+    spec(
+        "offsets.retention.check.interval.ms",
+        T::Long,
+        Some("600000"),
+        Check::AtLeast(1),
+        "How often expired committed offsets are looked for.",
+    ),
+    spec(
+        "offset.metadata.max.bytes",
+        T::Int,
+        Some("4096"),
+        Check::AtLeast(0),
+        "Largest metadata string of an offset commit (OFFSET_METADATA_TOO_LARGE above it).",
+    ),
+    spec(
+        "group.initial.rebalance.delay.ms",
+        T::Int,
+        Some("3000"),
+        Check::AtLeast(0),
+        "How long the first rebalance of an empty classic group waits for more members to join.",
+    ),
+    spec(
+        "group.min.session.timeout.ms",
+        T::Int,
+        Some("6000"),
+        Check::AtLeast(0),
+        "Smallest session timeout a classic group member may ask for.",
+    ),
+    spec(
+        "group.max.session.timeout.ms",
+        T::Int,
+        Some("1800000"),
+        Check::AtLeast(0),
+        "Largest session timeout a classic group member may ask for.",
+    ),
+    spec(
+        "group.max.size",
+        T::Int,
+        Some("2147483647"),
+        Check::AtLeast(1),
+        "Most members of one classic group (GROUP_MAX_SIZE_REACHED beyond).",
+    ),
+    spec(
+        "group.consumer.session.timeout.ms",
+        T::Int,
+        Some("45000"),
+        Check::AtLeast(1),
+        "A KIP-848 consumer group member that does not heartbeat for this long is fenced.",
+    ),
+    spec(
+        "group.consumer.heartbeat.interval.ms",
+        T::Int,
+        Some("5000"),
+        Check::AtLeast(1),
+        "Heartbeat interval told to KIP-848 consumer group members.",
+    ),
+    spec(
+        "group.consumer.max.size",
+        T::Int,
+        Some("2147483647"),
+        Check::AtLeast(1),
+        "Most members of one KIP-848 consumer group (GROUP_MAX_SIZE_REACHED beyond).",
+    ),
+    spec(
+        "group.consumer.assignors",
+        T::List,
+        Some("uniform,range"),
+        Check::ListOf(&["uniform", "range"]),
+        "Broker-side assignors of KIP-848 consumer groups; the first is the default.",
+    ),
+];
+
+/// Kafka keys commonly found in `server.properties` that mean nothing to us (thread pools,
+/// KRaft controller wiring, internal-topic replication): accepted and logged as ignored so an
+/// existing Kafka config loads.
+pub const IGNORED_KEYS: &[&str] = &[
+    "num.network.threads",
+    "num.io.threads",
+    "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes",
+    "num.recovery.threads.per.data.dir",
+    "offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
+    "process.roles",
+    "controller.quorum.voters",
+    "controller.listener.names",
+    "inter.broker.listener.name",
+    "listener.security.protocol.map",
+];
+
+/// Topic keys (Kafka's `TopicConfig` names). Defaults are Kafka's; `broker_key` supplies the
+/// default when present in [`BROKER_KEYS`].
+pub const TOPIC_KEYS: &[Spec] = &[
+    tspec(
+        "cleanup.policy",
+        T::List,
+        Some("delete"),
+        Check::ListOf(CLEANUP),
+        Some("log.cleanup.policy"),
+        "delete and/or compact; retention only deletes with delete (compaction not implemented yet).",
+    ),
+    tspec(
+        "compression.type",
+        T::String,
+        Some("producer"),
+        Check::OneOf(COMPRESSION),
+        Some("compression.type"),
+        "Final compression type for the topic.",
+    ),
+    tspec(
+        "delete.retention.ms",
+        T::Long,
+        Some("86400000"),
+        Check::AtLeast(0),
+        None,
+        "Retention of delete tombstones for compacted topics.",
+    ),
+    tspec(
+        "file.delete.delay.ms",
+        T::Long,
+        Some("60000"),
+        Check::AtLeast(0),
+        None,
+        "Delay before deleting a file from the filesystem.",
+    ),
+    tspec(
+        "flush.messages",
+        T::Long,
+        Some(LONG_MAX),
+        Check::AtLeast(1),
+        Some("log.flush.interval.messages"),
+        "Messages between forced fsyncs.",
+    ),
+    tspec(
+        "flush.ms",
+        T::Long,
+        Some(LONG_MAX),
+        Check::AtLeast(0),
+        Some("log.flush.interval.ms"),
+        "Milliseconds between forced fsyncs.",
+    ),
+    tspec(
+        "flush.policy",
+        T::String,
+        Some("ack"),
+        Check::OneOf(FLUSH),
+        Some("log.flush.policy"),
+        "ack: fsync before acknowledging; replication: by interval.",
+    ),
+    tspec(
+        "index.interval.bytes",
+        T::Int,
+        Some("4096"),
+        Check::AtLeast(0),
+        Some("log.index.interval.bytes"),
+        "Bytes between offset index entries.",
+    ),
+    tspec(
+        "max.compaction.lag.ms",
+        T::Long,
+        Some(LONG_MAX),
+        Check::AtLeast(1),
+        None,
+        "Maximum time a message remains ineligible for compaction.",
+    ),
+    tspec(
+        "max.message.bytes",
+        T::Int,
+        Some("1048588"),
+        Check::AtLeast(0),
+        Some("message.max.bytes"),
+        "Largest record batch size allowed.",
+    ),
+    tspec(
+        "message.timestamp.type",
+        T::String,
+        Some("CreateTime"),
+        Check::OneOf(TS_TYPES),
+        Some("log.message.timestamp.type"),
+        "CreateTime or LogAppendTime.",
+    ),
+    tspec(
+        "message.timestamp.before.max.ms",
+        T::Long,
+        Some(LONG_MAX),
+        Check::AtLeast(0),
+        Some("log.message.timestamp.before.max.ms"),
+        "Allowed timestamp lag behind broker time (CreateTime).",
+    ),
+    tspec(
+        "message.timestamp.after.max.ms",
+        T::Long,
+        Some("3600000"),
+        Check::AtLeast(0),
+        Some("log.message.timestamp.after.max.ms"),
+        "Allowed timestamp lead over broker time (CreateTime; Kafka 4.0's default, 1 hour).",
+    ),
+    tspec(
+        "min.cleanable.dirty.ratio",
+        T::Double,
+        Some("0.5"),
+        Check::Ratio,
+        None,
+        "Dirty ratio before compaction.",
+    ),
+    tspec(
+        "min.compaction.lag.ms",
+        T::Long,
+        Some("0"),
+        Check::AtLeast(0),
+        None,
+        "Minimum time a message remains uncompacted.",
+    ),
+    tspec(
+        "min.insync.replicas",
+        T::Int,
+        Some("1"),
+        Check::AtLeast(1),
+        Some("min.insync.replicas"),
+        "Minimum in-sync replicas for acks=all.",
+    ),
+    tspec(
+        "preallocate",
+        T::Boolean,
+        Some("false"),
+        Check::None,
+        None,
+        "Preallocate segment files.",
+    ),
+    tspec(
+        "producer.id.expiration.ms",
+        T::Int,
+        Some("86400000"),
+        Check::AtLeast(1),
+        Some("producer.id.expiration.ms"),
+        "Time an idempotent producer's state is kept after its last batch (a broker config in Kafka; overridable per topic here).",
+    ),
+    tspec(
+        "retention.bytes",
+        T::Long,
+        Some("-1"),
+        Check::None,
+        Some("log.retention.bytes"),
+        "Maximum partition size before deleting old segments (-1 = unlimited).",
+    ),
+    tspec(
+        "retention.ms",
+        T::Long,
+        Some("604800000"),
+        Check::AtLeast(-1),
+        Some("log.retention.ms"),
+        "Retention time (-1 = unlimited).",
+    ),
+    tspec(
+        "segment.bytes",
+        T::Int,
+        Some("1073741824"),
+        Check::AtLeast(14),
+        Some("log.segment.bytes"),
+        "Segment file size.",
+    ),
+    tspec(
+        "segment.index.bytes",
+        T::Int,
+        Some("10485760"),
+        Check::AtLeast(4),
+        Some("log.index.size.max.bytes"),
+        "Offset index file size.",
+    ),
+    tspec(
+        "segment.jitter.ms",
+        T::Long,
+        Some("0"),
+        Check::AtLeast(0),
+        None,
+        "Random jitter subtracted from segment.ms.",
+    ),
+    tspec(
+        "segment.ms",
+        T::Long,
+        Some("604800000"),
+        Check::AtLeast(1),
+        Some("log.roll.ms"),
+        "Maximum segment age before rolling.",
+    ),
+    tspec(
+        "unclean.leader.election.enable",
+        T::Boolean,
+        Some("false"),
+        Check::None,
+        None,
+        "Allow out-of-sync replicas to become leader.",
+    ),
+];
+
+/// Broker keys whose effective value is derived from several keys (first set wins): a topic
+/// default is "StaticBroker" if any of the family was set explicitly.
+pub(super) const FAMILIES: &[&[&str]] = &[
+    &["node.id", "broker.id"],
+    &["log.dirs", "log.dir"],
+    &["log.roll.ms", "log.roll.hours"],
+    &[
+        "log.retention.ms",
+        "log.retention.minutes",
+        "log.retention.hours",
+    ],
+];
+
+pub(super) fn find(table: &'static [Spec], key: &str) -> Option<&'static Spec> {
+    table.iter().find(|s| s.name == key)
+}
+
+/// The row of broker key `key`.
+pub fn find_broker_key(key: &str) -> Option<&'static Spec> {
+    find(BROKER_KEYS, key)
+}
+
+/// The row of topic key `key`.
+pub fn find_topic_key(key: &str) -> Option<&'static Spec> {
+    find(TOPIC_KEYS, key)
+}
+
+/// The keys of broker key `key`'s alias/unit family in precedence order (`log.retention.ms`,
+/// `log.retention.minutes`, `log.retention.hours`), or just `key`: Kafka's broker synonyms.
+pub(super) fn family(key: &'static str) -> Vec<&'static str> {
+    FAMILIES
+        .iter()
+        .find(|f| f.contains(&key))
+        .map_or_else(|| vec![key], |f| f.to_vec())
+}
