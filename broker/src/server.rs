@@ -1,12 +1,13 @@
 //! Start-up and shutdown: open the metadata log, start one glommio executor per shard pinned
-//! to its core, connect the mesh, open each shard's partitions, listen on the port with
-//! SO_REUSEPORT on every shard (the kernel spreads connections), and on SIGTERM/SIGINT close
-//! every log cleanly and print each shard's counters.
+//! to its core, connect the mesh, open each shard's partitions, and once every shard has
+//! opened its own (Kafka finishes log recovery before its socket server accepts), listen on
+//! the port with SO_REUSEPORT on every shard (the kernel spreads connections); on
+//! SIGTERM/SIGINT close every log cleanly and print each shard's counters.
 
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 use glommio::net::TcpListener;
@@ -82,6 +83,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     );
 
     let config = Arc::new(config);
+    let opened = Arc::new(StartupBarrier::new(shard_count));
     let (ready_sender, ready_receiver) = mpsc::channel::<Result<usize, String>>();
     let mut controller = Some(controller);
     let mut executors = Vec::new();
@@ -93,6 +95,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         let address = address.clone();
         let ready = ready_sender.clone();
         let connection_limits = connection_limits.clone();
+        let opened = opened.clone();
         let executor = LocalExecutorBuilder::new(Placement::Fixed(id % cpus))
             .name(&format!("shard-{id}"))
             .spawn(move || async move {
@@ -105,6 +108,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
                     address,
                     ready,
                     connection_limits,
+                    opened,
                 )
                 .await;
             })
@@ -159,6 +163,7 @@ async fn run_shard(
     address: String,
     ready: mpsc::Sender<Result<usize, String>>,
     connection_limits: Arc<ConnectionLimits>,
+    opened: Arc<StartupBarrier>,
 ) {
     let shard = Shard::new(id, config, Arc::new(Image::default()), controller);
     shard.group_commit.spawn();
@@ -170,6 +175,9 @@ async fn run_shard(
         .await;
     shard.set_mesh(mesh);
     shard.apply_image(image).await;
+    // A shard listening before the others opened their partitions would answer Metadata for
+    // partitions whose owner cannot serve them yet (NOT_LEADER_OR_FOLLOWER after a restart).
+    opened.arrive_and_wait(id, shard.partition_count()).await;
     let listener = match TcpListener::bind(address.as_str()) {
         Ok(listener) => listener,
         Err(error) => {
@@ -241,6 +249,46 @@ async fn run_shard(
         partitions,
         stats.cancelled_waits.get(),
     );
+}
+
+/// Holds every shard's listener back until all shards have opened the partitions of the
+/// replayed image, as Kafka's `LogManager.startup` completes before its socket server starts
+/// processing requests.
+struct StartupBarrier {
+    shards: usize,
+    arrived: AtomicUsize,
+    started: Instant,
+}
+
+/// How often a shard that opened its partitions looks whether the others have too (a shard
+/// must keep its executor running meanwhile: mesh traffic, group-offset loading).
+const STARTUP_BARRIER_POLL: Duration = Duration::from_millis(1);
+
+impl StartupBarrier {
+    fn new(shards: usize) -> StartupBarrier {
+        StartupBarrier {
+            shards,
+            arrived: AtomicUsize::new(0),
+            started: Instant::now(),
+        }
+    }
+
+    /// Records that shard `id` opened its `partitions`, then waits for the other shards (or a
+    /// stop signal, which ends start-up anyway).
+    async fn arrive_and_wait(&self, id: usize, partitions: usize) {
+        let elapsed_ms = self.started.elapsed().as_millis();
+        tracing::info!(shard = id, partitions, elapsed_ms, "partition logs opened");
+        if self.arrived.fetch_add(1, Ordering::SeqCst) + 1 == self.shards {
+            tracing::info!(
+                shards = self.shards,
+                elapsed_ms,
+                "every shard opened its partition logs; accepting connections"
+            );
+        }
+        while self.arrived.load(Ordering::SeqCst) < self.shards && !STOP.load(Ordering::SeqCst) {
+            glommio::timer::sleep(STARTUP_BARRIER_POLL).await;
+        }
+    }
 }
 
 /// Takes Kafka's `.lock` file of the data directory (an exclusive `flock`, released by the
