@@ -433,7 +433,7 @@ async fn find_record(
         if bytes.is_empty() {
             return Ok(None);
         }
-        for batch in record_batch::batches(&bytes) {
+        for batch in record_batch::stored_batches(&bytes) {
             let (header, raw) = batch.map_err(|error| error.to_string())?;
             offset = header.next_offset();
             if !wanted(header.max_timestamp) {

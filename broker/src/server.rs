@@ -24,6 +24,11 @@ static STOP: AtomicBool = AtomicBool::new(false);
 
 /// How often shards look at the stop flag (a signal handler may only set an atomic).
 const STOP_POLL: Duration = Duration::from_millis(50);
+/// The log cleaner's share of a shard's CPU when other work is waiting (the default queue
+/// has 1000): it runs at full speed only on an otherwise idle core.
+const CLEANER_SHARES: usize = 50;
+/// Floor of one shard's key map, whatever the split of `log.cleaner.dedupe.buffer.size`.
+const CLEANER_MIN_MAP_BYTES: usize = 1 << 20;
 
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
@@ -203,6 +208,39 @@ async fn run_shard(
         }
     })
     .detach();
+    // The log cleaner: its own low-priority task queue, so a pass never delays produce or
+    // fetch work (it also yields between batches).
+    let cleaner_queue = glommio::executor().create_task_queue(
+        glommio::Shares::Static(CLEANER_SHARES),
+        glommio::Latency::NotImportant,
+        "log-cleaner",
+    );
+    let cleaned = Rc::downgrade(&shard);
+    let backoff = Duration::from_millis(shard.config.log_cleaner_backoff_ms);
+    let map_bytes = (shard.config.log_cleaner_dedupe_buffer_size as usize / shard.shard_count())
+        .max(CLEANER_MIN_MAP_BYTES);
+    let cleaner_task = glommio::spawn_local_into(
+        async move {
+            let mut cleaner = shard::log::cleaner::Cleaner::new(map_bytes);
+            loop {
+                let Some(shard) = cleaned.upgrade() else {
+                    return;
+                };
+                let busy = shard.clean_filthiest_log(&mut cleaner).await;
+                drop(shard);
+                if !busy {
+                    glommio::timer::sleep(backoff).await;
+                }
+            }
+        },
+        cleaner_queue,
+    );
+    match cleaner_task {
+        Ok(task) => {
+            task.detach();
+        }
+        Err(error) => tracing::error!(shard = id, %error, "log cleaner not started"),
+    }
     loop {
         let accept = listener.accept();
         let stop = async {

@@ -38,11 +38,22 @@ pub struct LogConfig {
     pub retention_bytes: i64,
     /// `cleanup.policy` contains `delete` (Kafka's `LogConfig.delete`): only then do
     /// `retention.ms` / `retention.bytes` delete segments. A `compact`-only topic keeps every
-    /// segment (compaction itself is not implemented, so it keeps every record).
+    /// segment; the log cleaner compacts it instead (see `cleanup_compact`).
     pub cleanup_delete: bool,
     /// `producer.id.expiration.ms`: an idempotent producer with no batch for this long is
     /// forgotten (Kafka's default, one day).
     pub producer_id_expiration_ms: i64,
+    /// `cleanup.policy` contains `compact`: the shard's log cleaner keeps the latest record of
+    /// every key (see `log::cleaner`).
+    pub cleanup_compact: bool,
+    /// `min.cleanable.dirty.ratio` (0.5): dirty bytes / (clean + dirty) before a pass.
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms` (0): a segment whose largest timestamp is younger stays dirty.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms` (never): a dirty record older than this forces a pass.
+    pub max_compaction_lag_ms: i64,
+    /// `delete.retention.ms` (1 day): how long a tombstone outlives the pass that first saw it.
+    pub delete_retention_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -60,6 +71,11 @@ impl Default for LogConfig {
             retention_bytes: -1,
             cleanup_delete: true,
             producer_id_expiration_ms: 86_400_000,
+            cleanup_compact: false,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: 86_400_000,
         }
     }
 }

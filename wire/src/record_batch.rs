@@ -64,9 +64,8 @@ const COMPRESSION_MASK: i16 = 0x07;
 const TIMESTAMP_TYPE_BIT: i16 = 0x08;
 const TRANSACTIONAL_BIT: i16 = 0x10;
 const CONTROL_BIT: i16 = 0x20;
-/// Set by Kafka when a batch has had its delete horizon recorded (compaction); we only
-/// preserve it, never set it.
-#[allow(dead_code)]
+/// Set by the log cleaner when it records a batch's delete horizon (KIP-534): the batch's
+/// `base_timestamp` then holds the horizon, and record timestamp deltas are relative to it.
 const DELETE_HORIZON_BIT: i16 = 0x40;
 
 /// Why a batch (or a record inside one) was refused.
@@ -287,6 +286,12 @@ impl BatchHeader {
     pub fn has_producer_id(&self) -> bool {
         self.producer_id >= 0
     }
+
+    /// The delete horizon the log cleaner recorded (KIP-534: attribute bit 6, the value in
+    /// `base_timestamp`), if any.
+    pub fn delete_horizon_ms(&self) -> Option<i64> {
+        (self.attributes & DELETE_HORIZON_BIT != 0).then_some(self.base_timestamp)
+    }
 }
 
 /// Full check of one batch at the start of `buf`: the header as [`BatchHeader::parse`],
@@ -329,6 +334,122 @@ pub fn validate_batch(buf: &[u8]) -> Result<BatchHeader, BatchError> {
     Ok(header)
 }
 
+/// [`validate_batch`] for a batch already in a compacted log: the log cleaner keeps a batch's
+/// base offset and last offset delta while removing records (so offsets are never reused),
+/// so `records_count` may be anything from 0 (an emptied batch kept for its producer's
+/// state) to `last_offset_delta + 1`. CRC and framing are checked as for a client batch.
+pub fn validate_stored_batch(buf: &[u8]) -> Result<BatchHeader, BatchError> {
+    let header = BatchHeader::parse(buf)?;
+    let computed = crc32c::crc32c(&buf[CRC_START..header.total_bytes()]);
+    if computed != header.crc {
+        return Err(BatchError::BadCrc {
+            stored: header.crc,
+            computed,
+        });
+    }
+    let count = header.records_count;
+    let bad = || BatchError::BadRecordCount {
+        count,
+        last_offset_delta: header.last_offset_delta,
+    };
+    if count < 0
+        || header.last_offset_delta < 0
+        || i64::from(count) > i64::from(header.last_offset_delta) + 1
+    {
+        return Err(bad());
+    }
+    if header.compression() == Compression::None {
+        let room = header.total_bytes() - BATCH_HEADER_BYTES;
+        if count as usize > room / MIN_RECORD_BYTES {
+            return Err(bad());
+        }
+    }
+    Ok(header)
+}
+
+/// Re-encodes the batch `original` keeping only `kept` (records read from it, in order), as
+/// Kafka's log cleaner does (`MemoryRecords.filterTo`): base offset, last offset delta,
+/// producer id / epoch / base sequence, leader epoch, flags and codec are kept, so offsets
+/// and sequence ranges never move; each kept record keeps its offset delta. With
+/// `delete_horizon_ms` the KIP-534 flag is set and the horizon becomes the base timestamp
+/// (record timestamp deltas are rebased on it); otherwise the original base timestamp stays.
+/// `max_timestamp` is kept (Kafka recomputes it only for legacy formats). `kept` may be
+/// empty: a header-only batch that keeps a producer's last sequence in the log.
+pub fn encode_retained(
+    original: &BatchHeader,
+    kept: &[Record<'_>],
+    delete_horizon_ms: Option<i64>,
+) -> Result<Vec<u8>, BatchError> {
+    let base_timestamp = delete_horizon_ms.unwrap_or(original.base_timestamp);
+    let mut body = Vec::new();
+    let mut scratch = Vec::new();
+    for record in kept {
+        // The stored stamp (base + delta), not `record.timestamp`, which LogAppendTime
+        // batches replace with the max timestamp.
+        let stored = original.base_timestamp.wrapping_add(record.timestamp_delta);
+        encode_record_raw(
+            &mut body,
+            &mut scratch,
+            record,
+            stored.wrapping_sub(base_timestamp),
+        );
+    }
+    let body = match original.compression() {
+        Compression::None => body,
+        codec => compression::compress(codec, &body)?,
+    };
+    let mut attributes = original.attributes;
+    if delete_horizon_ms.is_some() {
+        attributes |= DELETE_HORIZON_BIT;
+    }
+    let mut out = Vec::with_capacity(BATCH_HEADER_BYTES + body.len());
+    out.put_i64(original.base_offset);
+    out.put_i32((BATCH_HEADER_BYTES - LOG_OVERHEAD + body.len()) as i32);
+    out.put_i32(original.partition_leader_epoch);
+    out.put_i8(MAGIC_V2);
+    out.put_u32(0); // CRC, filled in below.
+    out.put_i16(attributes);
+    out.put_i32(original.last_offset_delta);
+    out.put_i64(base_timestamp);
+    out.put_i64(original.max_timestamp);
+    out.put_i64(original.producer_id);
+    out.put_i16(original.producer_epoch);
+    out.put_i32(original.base_sequence);
+    out.put_i32(kept.len() as i32);
+    out.put_slice(&body);
+    let crc = crc32c::crc32c(&out[CRC_START..]);
+    out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    Ok(out)
+}
+
+/// One record in the v2 format with its own attributes byte and its headers as read;
+/// `scratch` is reused for the body so the length prefix can be written first.
+fn encode_record_raw(
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+    record: &Record<'_>,
+    timestamp_delta: i64,
+) {
+    fn nullable(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
+        write_varint(out, bytes.map_or(-1, |b| b.len() as i32));
+        out.put_slice(bytes.unwrap_or_default());
+    }
+    scratch.clear();
+    scratch.put_i8(record.attributes);
+    write_varlong(scratch, timestamp_delta);
+    write_varint(scratch, record.offset_delta);
+    nullable(scratch, record.key);
+    nullable(scratch, record.value);
+    write_varint(scratch, record.headers.len() as i32);
+    for h in record.headers.iter() {
+        write_varint(scratch, h.key.len() as i32);
+        scratch.put_slice(h.key);
+        nullable(scratch, h.value);
+    }
+    write_varint(out, scratch.len() as i32);
+    out.put_slice(scratch);
+}
+
 /// Recomputes the CRC-32C of a whole batch (bytes 21..end) as it should be stored.
 /// Returns `None` if the slice is too short to hold a header.
 pub fn compute_crc(batch: &[u8]) -> Option<u32> {
@@ -347,6 +468,8 @@ pub struct BatchIter<'a> {
     buf: &'a [u8],
     pos: usize,
     failed: bool,
+    /// Batches read back from a log: checked with [`validate_stored_batch`].
+    stored: bool,
 }
 
 /// Iterates the batches in `buf` (see [`BatchIter`]).
@@ -355,6 +478,18 @@ pub fn batches(buf: &[u8]) -> BatchIter<'_> {
         buf,
         pos: 0,
         failed: false,
+        stored: false,
+    }
+}
+
+/// Iterates batches read back from a log, which compaction may have thinned (see
+/// [`validate_stored_batch`]); otherwise as [`batches`].
+pub fn stored_batches(buf: &[u8]) -> BatchIter<'_> {
+    BatchIter {
+        buf,
+        pos: 0,
+        failed: false,
+        stored: true,
     }
 }
 
@@ -379,7 +514,12 @@ impl<'a> Iterator for BatchIter<'a> {
             return None;
         }
         let rest = &self.buf[self.pos..];
-        match validate_batch(rest) {
+        let validated = if self.stored {
+            validate_stored_batch(rest)
+        } else {
+            validate_batch(rest)
+        };
+        match validated {
             Ok(header) => {
                 let batch = &rest[..header.total_bytes()];
                 self.pos += batch.len();
@@ -1716,6 +1856,59 @@ mod tests {
                 let got_headers: Vec<_> = record.headers.iter().map(|h| (h.key_str().unwrap().to_owned(), h.value.map(<[u8]>::to_vec))).collect();
                 prop_assert_eq!(&got_headers, headers);
             }
+        }
+    }
+
+    #[test]
+    fn retained_records_keep_offsets_stamps_and_codec() {
+        for codec in [Compression::None, Compression::Gzip, Compression::Zstd] {
+            let original = BatchBuilder::new(codec)
+                .base_offset(100)
+                .producer(9, 1, 40)
+                .push(Some(b"a"), Some(b"1"), &[("h", Some(b"x"))], 1_000)
+                .push(Some(b"b"), None, &[], 1_005)
+                .push(Some(b"a"), Some(b"2"), &[], 1_009)
+                .build();
+            let h = validate_batch(&original).unwrap();
+            let recs = records(&original).unwrap();
+            let all: Vec<Record<'_>> = recs.iter().map(Result::unwrap).collect();
+            let kept = [all[0], all[1]];
+            let out = encode_retained(&h, &kept, Some(50_000)).unwrap();
+            assert!(validate_batch(&out).is_err(), "2 records for 3 offsets");
+            let oh = validate_stored_batch(&out).unwrap();
+            assert_eq!(
+                (
+                    oh.base_offset,
+                    oh.last_offset(),
+                    oh.records_count,
+                    oh.compression()
+                ),
+                (100, 102, 2, codec)
+            );
+            assert_eq!((oh.producer_id, oh.base_sequence), (9, 40));
+            assert_eq!(
+                (oh.delete_horizon_ms(), oh.max_timestamp),
+                (Some(50_000), 1_009)
+            );
+            let back = records(&out).unwrap();
+            let got: Vec<Record<'_>> = back.iter().map(Result::unwrap).collect();
+            assert_eq!(got.len(), 2);
+            for (g, w) in got.iter().zip(&kept) {
+                assert_eq!(
+                    (g.offset, g.timestamp, g.key, g.value),
+                    (w.offset, w.timestamp, w.key, w.value)
+                );
+                assert_eq!(
+                    g.headers.iter().collect::<Vec<_>>(),
+                    w.headers.iter().collect::<Vec<_>>()
+                );
+            }
+            let empty = encode_retained(&h, &[], None).unwrap();
+            let eh = validate_stored_batch(&empty).unwrap();
+            assert_eq!(
+                (eh.records_count, eh.last_offset(), eh.delete_horizon_ms()),
+                (0, 102, None)
+            );
         }
     }
 }

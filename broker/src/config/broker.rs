@@ -54,6 +54,10 @@ pub struct BrokerConfig {
     pub log_retention_bytes: i64,
     /// `log.retention.check.interval.ms`: period of the retention timer of every shard.
     pub log_retention_check_interval_ms: u64,
+    /// `log.cleaner.dedupe.buffer.size`: the cleaners' key-map memory (all shards together).
+    pub log_cleaner_dedupe_buffer_size: u64,
+    /// `log.cleaner.backoff.ms`: a shard's cleaner sleeps this long when nothing is due.
+    pub log_cleaner_backoff_ms: u64,
     pub log_flush_interval_messages: u64,
     /// `None` = never flush on a timer.
     pub log_flush_interval_ms: Option<u64>,
@@ -305,6 +309,11 @@ impl BrokerConfig {
                 "log.retention.check.interval.ms",
                 get("log.retention.check.interval.ms"),
             )?,
+            log_cleaner_dedupe_buffer_size: num(
+                "log.cleaner.dedupe.buffer.size",
+                get("log.cleaner.dedupe.buffer.size"),
+            )?,
+            log_cleaner_backoff_ms: num("log.cleaner.backoff.ms", get("log.cleaner.backoff.ms"))?,
             log_flush_interval_messages: num(
                 "log.flush.interval.messages",
                 get("log.flush.interval.messages"),

@@ -297,6 +297,20 @@ pub const BROKER_KEYS: &[Spec] = &[
         Check::AtLeast(1),
         "How often each shard applies retention.ms / retention.bytes.",
     ),
+    spec(
+        "log.cleaner.dedupe.buffer.size",
+        T::Long,
+        Some("134217728"),
+        Check::AtLeast(1024),
+        "Memory of the log cleaners' key maps, split evenly across the shards.",
+    ),
+    spec(
+        "log.cleaner.backoff.ms",
+        T::Long,
+        Some("15000"),
+        Check::AtLeast(1),
+        "How long a shard's log cleaner sleeps when no compacted log needs cleaning.",
+    ),
     dspec(
         "log.flush.interval.messages",
         T::Long,
@@ -537,7 +551,7 @@ pub const TOPIC_KEYS: &[Spec] = &[
         Some("delete"),
         Check::ListOf(CLEANUP),
         Some("log.cleanup.policy"),
-        "delete and/or compact; retention only deletes with delete (compaction not implemented yet).",
+        "delete and/or compact: retention deletes old segments, the log cleaner keeps each key's latest record.",
     ),
     tspec(
         "compression.type",

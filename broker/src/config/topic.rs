@@ -140,6 +140,10 @@ pub struct TopicConfig {
     pub message_timestamp_after_max_ms: i64,
     pub min_insync_replicas: i32,
     pub producer_id_expiration_ms: i64,
+    pub min_cleanable_dirty_ratio: f64,
+    pub min_compaction_lag_ms: i64,
+    pub max_compaction_lag_ms: i64,
+    pub delete_retention_ms: i64,
 }
 
 /// Checks topic overrides (CreateTopics / AlterConfigs): unknown key or bad value -> error
@@ -223,6 +227,13 @@ pub fn resolve(
             "producer.id.expiration.ms",
             n("producer.id.expiration.ms"),
         )?,
+        min_cleanable_dirty_ratio: num(
+            "min.cleanable.dirty.ratio",
+            n("min.cleanable.dirty.ratio"),
+        )?,
+        min_compaction_lag_ms: num("min.compaction.lag.ms", n("min.compaction.lag.ms"))?,
+        max_compaction_lag_ms: num("max.compaction.lag.ms", n("max.compaction.lag.ms"))?,
+        delete_retention_ms: num("delete.retention.ms", n("delete.retention.ms"))?,
     })
 }
 
@@ -235,9 +246,17 @@ pub fn topic_key_names() -> impl Iterator<Item = &'static str> {
 // names shift, this is the one place to fix).
 impl TopicConfig {
     pub fn to_log_config(&self) -> shard::LogConfig {
+        let compact = self.cleanup_policy.compact;
         shard::LogConfig {
             segment_bytes: self.segment_bytes,
-            segment_ms: self.segment_ms,
+            // Kafka's `LogConfig.maxSegmentMs`: a compacted log also rolls by
+            // max.compaction.lag.ms, or records in the active segment would outlive it.
+            segment_ms: if compact {
+                self.segment_ms
+                    .min(self.max_compaction_lag_ms.max(1) as u64)
+            } else {
+                self.segment_ms
+            },
             index_interval_bytes: self.index_interval_bytes,
             segment_index_bytes: self.segment_index_bytes,
             max_message_bytes: self.max_message_bytes,
@@ -251,6 +270,11 @@ impl TopicConfig {
             retention_bytes: self.retention_bytes,
             cleanup_delete: self.cleanup_policy.delete,
             producer_id_expiration_ms: self.producer_id_expiration_ms,
+            cleanup_compact: compact,
+            min_cleanable_dirty_ratio: self.min_cleanable_dirty_ratio,
+            min_compaction_lag_ms: self.min_compaction_lag_ms,
+            max_compaction_lag_ms: self.max_compaction_lag_ms,
+            delete_retention_ms: self.delete_retention_ms,
         }
     }
 }

@@ -291,7 +291,7 @@ impl Coordinator {
                 if bytes.is_empty() {
                     break;
                 }
-                for batch in record_batch::batches(&bytes) {
+                for batch in record_batch::stored_batches(&bytes) {
                     let Ok((header, raw)) = batch else { break };
                     offset = header.next_offset();
                     let Ok(parsed) = record_batch::records(raw) else {

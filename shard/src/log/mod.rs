@@ -17,12 +17,15 @@
 //!
 //! Every file, directory and clock access goes through `crate::storage` (`Env`).
 //! - `producer_state`: idempotent-producer state (sequence checks, duplicates, snapshots).
+//! - `cleaner` / `offset_map`: log compaction (Kafka's LogCleaner) and its key map.
 
 pub(crate) mod batch;
 pub(crate) mod checkpoint;
+pub mod cleaner;
 pub mod dir;
 pub(crate) mod index;
 pub(crate) mod leader_epoch;
+pub(crate) mod offset_map;
 pub(crate) mod partition_log;
 pub mod producer_state;
 pub(crate) mod segment;

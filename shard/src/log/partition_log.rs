@@ -220,6 +220,8 @@ impl PartitionLog {
                 dir::write_topic_id(&disk, &dir, &id).await?;
             }
         }
+        // Finishes or discards a compaction swap a crash interrupted; true if ever compacted.
+        let compacted = super::cleaner::recover_dir(&disk, &dir).await?;
         let capacity = config.segment_index_bytes as u64;
         let interval = config.index_interval_bytes;
         let mut bases = list_segments(&disk, &dir)?;
@@ -278,6 +280,7 @@ impl PartitionLog {
                 },
                 now,
             )?;
+            seg.gaps_allowed = compacted;
             if trusted {
                 // The last segment's end is found by load_tail; no upper bound for the check.
                 let next = if last { i64::MAX } else { bases[i + 1] };
@@ -295,7 +298,8 @@ impl PartitionLog {
             if !trusted {
                 recovered_any = true;
                 if let Some(prev) = segments.last() {
-                    if prev.next_offset != base {
+                    // A compacted segment may end before the next one's base (gap).
+                    if prev.next_offset > base || (!compacted && prev.next_offset != base) {
                         // Offsets are contiguous (no compaction): a segment that does not
                         // start where the previous one ends follows lost or torn data.
                         tracing::warn!(dir = %dir.display(), base, expected = prev.next_offset, "segment does not follow its predecessor; deleting it and every later one");
@@ -1040,7 +1044,11 @@ impl PartitionLog {
             self.write_log_start(offset)?;
             self.log_start_offset = offset;
             tracing::info!(dir = %self.dir.display(), offset, "log start offset moved (DeleteRecords)");
-            self.delete_segments_below_log_start()?;
+            // A cleaner pass rewriting this log keeps its segments until it is done; the next
+            // retention check deletes them (its log start pass).
+            if !super::cleaner::is_cleaning(&self.dir) {
+                self.delete_segments_below_log_start()?;
+            }
             self.trim_leader_epochs()?;
         }
         Ok(self.log_start_offset)
@@ -1272,6 +1280,31 @@ impl PartitionLog {
     /// segments rolled from now on).
     pub fn set_config(&mut self, config: LogConfig) {
         self.config = config;
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Compaction hooks (the log cleaner itself is `cleaner`)
+    // ---------------------------------------------------------------------------------
+
+    /// The disk and clock this log reaches the world through.
+    pub(crate) fn env(&self) -> &Env {
+        &self.env
+    }
+
+    /// The segments, oldest first; the last one is the active segment.
+    pub(crate) fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
+    /// Puts `cleaned` in place of the `count` inactive segments from index `first` (the
+    /// cleaner has already swapped the files on disk). Reads in flight keep the old fds.
+    pub(crate) fn replace_segments(&mut self, first: usize, count: usize, mut cleaned: Segment) {
+        assert!(
+            count > 0 && first + count < self.segments.len(),
+            "the active segment is never replaced"
+        );
+        cleaned.gaps_allowed = true;
+        self.segments.splice(first..first + count, [cleaned]);
     }
 }
 

@@ -20,7 +20,7 @@ use std::io;
 use std::path::Path;
 use std::rc::{Rc, Weak};
 
-use wire::record_batch::validate_batch;
+use wire::record_batch::{validate_batch, validate_stored_batch};
 
 use super::batch::{self, BATCH_HEADER_BYTES, LOG_OVERHEAD, PEEK_BYTES};
 use super::index::OffsetIndex;
@@ -56,6 +56,9 @@ pub(crate) struct Segment {
     pub offset_of_max_timestamp: i64,
     /// Wall-clock ms the segment started counting for `segment.ms` (creation, or open).
     pub created_ms: i64,
+    /// The log was compacted (see `cleaner`): recovery accepts gaps between batches and
+    /// batches holding fewer records than their offset range.
+    pub gaps_allowed: bool,
 }
 
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> LogError + 'a {
@@ -107,6 +110,7 @@ impl Segment {
             max_timestamp: -1,
             offset_of_max_timestamp: -1,
             created_ms: now_ms,
+            gaps_allowed: false,
         })
     }
 
@@ -351,14 +355,24 @@ impl Segment {
                 .await
                 .map_err(io_err("read", &path))?
                 .expect("within file");
-            let h = match validate_batch(bytes) {
+            let validated = if self.gaps_allowed {
+                validate_stored_batch(bytes)
+            } else {
+                validate_batch(bytes)
+            };
+            let h = match validated {
                 Ok(h) => h,
                 Err(e) => {
                     bad = Some(e.to_string());
                     break;
                 }
             };
-            if h.base_offset != next
+            let out_of_order = if self.gaps_allowed {
+                h.base_offset < next
+            } else {
+                h.base_offset != next
+            };
+            if out_of_order
                 || h.last_offset() - self.base_offset > i32::MAX as i64
                 || pos + total > i32::MAX as u64
             {
