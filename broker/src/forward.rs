@@ -37,6 +37,16 @@ pub struct TopicSpec {
     pub configs: BTreeMap<String, String>,
 }
 
+/// A topic to grow, as CreatePartitions carries it.
+#[derive(Clone, Debug)]
+pub struct PartitionsSpec {
+    pub name: String,
+    /// The new total partition count.
+    pub count: i32,
+    /// Replica broker ids of each new partition, if the client chose them.
+    pub assignments: Option<Vec<Vec<i32>>>,
+}
+
 /// Work for another shard.
 pub enum Request {
     /// Append one batch to a partition this shard owns.
@@ -67,6 +77,25 @@ pub enum Request {
         topic_id: TopicId,
         partition: i32,
         timestamp: i64,
+    },
+    /// DeleteRecords on one partition: move its log start offset to `offset` (-1: the high
+    /// watermark).
+    DeleteRecords {
+        topic_id: TopicId,
+        partition: i32,
+        offset: i64,
+    },
+    /// OffsetForLeaderEpoch on one partition.
+    OffsetForLeaderEpoch {
+        topic_id: TopicId,
+        partition: i32,
+        current_leader_epoch: i32,
+        leader_epoch: i32,
+    },
+    /// Metadata core: add partitions to topics (CreatePartitions; `validate_only` adds none).
+    CreatePartitions {
+        topics: Vec<PartitionsSpec>,
+        validate_only: bool,
     },
     /// The producer state of one partition (DescribeProducers).
     DescribeProducers { topic_id: TopicId, partition: i32 },
@@ -160,4 +189,10 @@ pub enum Reply {
     /// The image is adopted; the topics listed have partitions that stay offline.
     ImageApplied(Vec<TopicFailure>),
     Group(crate::group::GroupAnswer),
+    /// DeleteRecords of one partition: error code and low watermark.
+    DeleteRecords(i16, i64),
+    /// OffsetForLeaderEpoch of one partition: error code, leader epoch, end offset.
+    EpochEndOffset(i16, i32, i64),
+    /// CreatePartitions: per topic in request order, error code and message.
+    PartitionsCreated(Vec<(i16, Option<String>)>),
 }

@@ -11,10 +11,10 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use shard::LogError;
+use shard::{BatchStamp, LogError};
 
-use crate::config::{FlushPolicy, TimestampType};
-use wire::record_batch::{self, BatchError, RecordLimits};
+use crate::config::FlushPolicy;
+use wire::record_batch::{self, BatchError, RecordLimits, TimestampType};
 use wire::ErrorCode;
 
 use crate::forward::{FetchResult, OffsetResult, ProduceResult, ProducerInfo};
@@ -48,10 +48,17 @@ fn validate_records(
     header: &record_batch::BatchHeader,
     batch: &[u8],
     config: &crate::config::TopicConfig,
+    now: i64,
 ) -> Result<record_batch::RecordStats, BatchError> {
     let limits = RecordLimits {
         max_decompressed_bytes: MAX_DECOMPRESSED_BATCH_BYTES.max(config.max_message_bytes as usize),
         require_keys: config.cleanup_policy.compact,
+        timestamps: Some(record_batch::TimestampRule {
+            topic_type: topic_timestamp_type(config),
+            now,
+            before_max_ms: config.message_timestamp_before_max_ms,
+            after_max_ms: config.message_timestamp_after_max_ms,
+        }),
     };
     DECOMPRESS_SCRATCH.with(|scratch| {
         let mut scratch = scratch.borrow_mut();
@@ -61,6 +68,19 @@ fn validate_records(
         }
         result
     })
+}
+
+fn topic_timestamp_type(config: &crate::config::TopicConfig) -> TimestampType {
+    match config.message_timestamp_type {
+        crate::config::TimestampType::LogAppendTime => TimestampType::LogAppendTime,
+        crate::config::TimestampType::CreateTime => TimestampType::CreateTime,
+    }
+}
+
+fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 fn produce_error(code: ErrorCode) -> ProduceResult {
@@ -82,7 +102,9 @@ fn batch_error_code(error: &BatchError) -> ErrorCode {
             ErrorCode::CorruptMessage
         }
         BatchError::DecompressedTooLarge { .. } => ErrorCode::MessageTooLarge,
-        BatchError::LogAppendTimeFromClient => ErrorCode::InvalidTimestamp,
+        BatchError::LogAppendTimeFromClient | BatchError::TimestampOutOfRange { .. } => {
+            ErrorCode::InvalidTimestamp
+        }
         _ => ErrorCode::InvalidRecord,
     }
 }
@@ -123,11 +145,23 @@ pub async fn produce(
     }
     // After this, `records_count` and `last_offset_delta` are facts about the records, so the
     // log's offset arithmetic can use them.
-    if let Err(error) = validate_records(&header, &records, &config) {
-        tracing::debug!(%error, "produce batch refused");
-        return produce_error(batch_error_code(&error));
-    }
-    let append = target.log.borrow_mut().append(&records, &header, 0);
+    // One clock reading for the timestamp window and the append time, as Kafka's validator.
+    let now = wall_clock_ms();
+    let stats = match validate_records(&header, &records, &config, now) {
+        Ok(stats) => stats,
+        Err(error) => {
+            tracing::debug!(%error, "produce batch refused");
+            return produce_error(batch_error_code(&error));
+        }
+    };
+    let stamp = match topic_timestamp_type(&config) {
+        TimestampType::LogAppendTime => BatchStamp::LogAppendTime,
+        TimestampType::CreateTime => BatchStamp::CreateTime(stats.max_timestamp),
+    };
+    let append = target
+        .log
+        .borrow_mut()
+        .append_stamped(&records, &header, 0, stamp, now);
     let info = match append {
         Ok(info) => info,
         Err(LogError::RecordTooLarge { .. }) => return produce_error(ErrorCode::MessageTooLarge),
@@ -153,7 +187,7 @@ pub async fn produce(
             return produce_error(ErrorCode::KafkaStorageError);
         }
     }
-    let log_append_time_ms = if config.message_timestamp_type == TimestampType::LogAppendTime {
+    let log_append_time_ms = if topic_timestamp_type(&config) == TimestampType::LogAppendTime {
         info.log_append_time_ms
     } else {
         -1
@@ -319,26 +353,41 @@ pub async fn list_offsets(
                     offset: -1,
                 }
             }
-            timestamp => Err(log.offset_for_timestamp(timestamp)),
+            timestamp => Err((
+                log.offset_for_timestamp(timestamp),
+                log.timestamp_segment_end(timestamp).unwrap_or(i64::MIN),
+                log.log_start_offset(),
+            )),
         }
     };
-    let (batch_offset, wanted): (i64, Box<dyn Fn(i64) -> bool>) = match batch {
-        Ok(Some((offset, max_timestamp))) => (offset, Box::new(move |ts| ts == max_timestamp)),
-        Ok(None) => return not_found,
-        Err(lookup) => match lookup.await {
-            Ok(Some((offset, _))) => (offset, Box::new(move |ts| ts >= timestamp)),
+    // Kafka's `searchForTimestamp`: from the batch found, the first record (at or past the
+    // log start) stamped at or after the target, in the batches of the segment chosen;
+    // MAX_TIMESTAMP: the first record of the batch that carries the maximum.
+    let (batch_offset, end, min_offset, wanted): (i64, i64, i64, Box<dyn Fn(i64) -> bool>) =
+        match batch {
+            Ok(Some((offset, max_timestamp))) => (
+                offset,
+                offset + 1,
+                i64::MIN,
+                Box::new(move |ts| ts == max_timestamp),
+            ),
             Ok(None) => return not_found,
-            Err(error) => {
-                tracing::error!(%error, "offset lookup by timestamp failed");
-                return OffsetResult {
-                    error_code: ErrorCode::KafkaStorageError.code(),
-                    timestamp: -1,
-                    offset: -1,
-                };
-            }
-        },
-    };
-    let found = find_record(&target, batch_offset, &*wanted).await;
+            Err((lookup, end, log_start)) => match lookup.await {
+                Ok(Some((offset, _))) => {
+                    (offset, end, log_start, Box::new(move |ts| ts >= timestamp))
+                }
+                Ok(None) => return not_found,
+                Err(error) => {
+                    tracing::error!(%error, "offset lookup by timestamp failed");
+                    return OffsetResult {
+                        error_code: ErrorCode::KafkaStorageError.code(),
+                        timestamp: -1,
+                        offset: -1,
+                    };
+                }
+            },
+        };
+    let found = find_record(&target, batch_offset, end, min_offset, &*wanted).await;
     // Each lookup decompresses at most one bounded batch; yielding between them keeps a
     // request naming many partitions from holding the shard.
     glommio::yield_if_needed().await;
@@ -360,37 +409,124 @@ pub async fn list_offsets(
     }
 }
 
-/// The first record of the batch holding `offset` whose timestamp satisfies `wanted`.
+/// The first record at or after `offset` and `min_offset`, before `end`, whose timestamp
+/// satisfies `wanted`, reading one batch at a time from the batch holding `offset`. A batch
+/// whose max timestamp is below every wanted stamp is skipped without decompressing it
+/// (`wanted(max)` false means no record of it can be wanted: the max is the largest).
 async fn find_record(
     target: &crate::shard::Partition,
-    offset: i64,
+    mut offset: i64,
+    end: i64,
+    min_offset: i64,
     wanted: &dyn Fn(i64) -> bool,
 ) -> Result<Option<(i64, i64)>, String> {
-    let read = {
-        let log = target.log.borrow();
-        // max_bytes 1: the read still returns the whole batch holding `offset`, and only it.
-        log.read(offset, 1, log.log_end_offset())
-    };
-    let bytes = read.await.map_err(|error| error.to_string())?;
-    for batch in record_batch::stored_batches(&bytes) {
-        let (header, raw) = batch.map_err(|error| error.to_string())?;
-        let records = match record_batch::records_with_limit(
-            raw,
-            TIMESTAMP_SCAN_MAX_DECOMPRESSED_BYTES,
-        ) {
-            Ok(records) => records,
-            Err(BatchError::Compression(error)) => {
-                tracing::warn!(%error, "batch too large to scan for a timestamp; answering with its first offset");
-                return Ok(Some((header.base_offset, header.max_timestamp)));
+    while offset < end {
+        let read = {
+            let log = target.log.borrow();
+            if offset < log.log_start_offset() {
+                offset = log.log_start_offset();
             }
-            Err(error) => return Err(error.to_string()),
+            // max_bytes 1: the read still returns the whole batch holding `offset`, and only it.
+            log.read(offset, 1, log.log_end_offset())
         };
-        for record in records.iter() {
-            let record = record.map_err(|error| error.to_string())?;
-            if wanted(record.timestamp) {
-                return Ok(Some((record.offset, record.timestamp)));
+        let bytes = read.await.map_err(|error| error.to_string())?;
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        for batch in record_batch::stored_batches(&bytes) {
+            let (header, raw) = batch.map_err(|error| error.to_string())?;
+            offset = header.next_offset();
+            if !wanted(header.max_timestamp) {
+                continue;
+            }
+            let records = match record_batch::records_with_limit(
+                raw,
+                TIMESTAMP_SCAN_MAX_DECOMPRESSED_BYTES,
+            ) {
+                Ok(records) => records,
+                Err(BatchError::Compression(error)) => {
+                    tracing::warn!(%error, "batch too large to scan for a timestamp; answering with its first offset");
+                    return Ok(Some((
+                        header.base_offset.max(min_offset),
+                        header.max_timestamp,
+                    )));
+                }
+                Err(error) => return Err(error.to_string()),
+            };
+            for record in records.iter() {
+                let record = record.map_err(|error| error.to_string())?;
+                if record.offset >= min_offset && wanted(record.timestamp) {
+                    return Ok(Some((record.offset, record.timestamp)));
+                }
             }
         }
+        glommio::yield_if_needed().await;
     }
     Ok(None)
+}
+
+/// DeleteRecords for a partition of this shard: (error code, low watermark), as Kafka's
+/// `ReplicaManager.deleteRecordsOnLocalLog`: internal topics INVALID_TOPIC_EXCEPTION, a
+/// topic without `delete` in `cleanup.policy` POLICY_VIOLATION, an offset below 0 (other than
+/// -1, the high watermark) or past the high watermark OFFSET_OUT_OF_RANGE.
+pub fn delete_records(
+    shard: &Rc<Shard>,
+    topic_id: &TopicId,
+    partition: i32,
+    offset: i64,
+) -> (i16, i64) {
+    let Some(target) = shard.partition(topic_id, partition) else {
+        return (ErrorCode::NotLeaderOrFollower.code(), -1);
+    };
+    let internal = shard
+        .image()
+        .topic_by_id(topic_id)
+        .is_some_and(|t| t.name == crate::group::OFFSETS_TOPIC);
+    if internal {
+        return (ErrorCode::InvalidTopicException.code(), -1);
+    }
+    let result = target.log.borrow_mut().delete_records(offset);
+    match result {
+        Ok(low_watermark) => (0, low_watermark),
+        Err(LogError::DeletePolicy) => (ErrorCode::PolicyViolation.code(), -1),
+        Err(LogError::LogStartOutOfRange { .. }) => (ErrorCode::OffsetOutOfRange.code(), -1),
+        Err(error) => {
+            tracing::error!(%error, "DeleteRecords failed");
+            (ErrorCode::KafkaStorageError.code(), -1)
+        }
+    }
+}
+
+/// OffsetForLeaderEpoch for a partition of this shard: (error code, leader epoch, end
+/// offset), as Kafka's `Partition.lastOffsetForLeaderEpoch` on the leader. A current leader
+/// epoch (-1: not given) older than the partition's is FENCED_LEADER_EPOCH, a newer one
+/// UNKNOWN_LEADER_EPOCH.
+pub fn offset_for_leader_epoch(
+    shard: &Rc<Shard>,
+    topic_id: &TopicId,
+    partition: i32,
+    current_leader_epoch: i32,
+    leader_epoch: i32,
+) -> (i16, i32, i64) {
+    let Some(target) = shard.partition(topic_id, partition) else {
+        return (ErrorCode::NotLeaderOrFollower.code(), -1, -1);
+    };
+    let partition_epoch = shard
+        .image()
+        .topic_by_id(topic_id)
+        .and_then(|t| t.partition(partition).map(|p| p.leader_epoch))
+        .unwrap_or(0);
+    if current_leader_epoch >= 0 {
+        if current_leader_epoch < partition_epoch {
+            return (ErrorCode::FencedLeaderEpoch.code(), -1, -1);
+        }
+        if current_leader_epoch > partition_epoch {
+            return (ErrorCode::UnknownLeaderEpoch.code(), -1, -1);
+        }
+    }
+    let found = target.log.borrow().end_offset_for_epoch(leader_epoch);
+    match found {
+        Some((epoch, end_offset)) => (0, epoch, end_offset),
+        None => (0, -1, -1),
+    }
 }

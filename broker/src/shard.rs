@@ -342,6 +342,34 @@ impl Shard {
                     crate::partition_ops::describe_producers(self, &topic_id, partition);
                 Reply::Producers(code, producers)
             }
+            Request::DeleteRecords {
+                topic_id,
+                partition,
+                offset,
+            } => {
+                let (code, low_watermark) =
+                    crate::partition_ops::delete_records(self, &topic_id, partition, offset);
+                Reply::DeleteRecords(code, low_watermark)
+            }
+            Request::OffsetForLeaderEpoch {
+                topic_id,
+                partition,
+                current_leader_epoch,
+                leader_epoch,
+            } => {
+                let (code, epoch, end_offset) = crate::partition_ops::offset_for_leader_epoch(
+                    self,
+                    &topic_id,
+                    partition,
+                    current_leader_epoch,
+                    leader_epoch,
+                );
+                Reply::EpochEndOffset(code, epoch, end_offset)
+            }
+            Request::CreatePartitions {
+                topics,
+                validate_only,
+            } => Reply::PartitionsCreated(self.create_partitions(topics, validate_only).await),
             Request::AllocateProducerIds => Reply::ProducerIdBlock(self.allocate_producer_ids()),
             Request::CreateTopics {
                 topics,
@@ -403,6 +431,70 @@ impl Shard {
     }
 
     /// Metadata core only: creates topics, then publishes the new image to every shard.
+    /// Metadata core: CreatePartitions. Every topic is checked and its PartitionRecords
+    /// committed, then the image is published once (each shard opens the partitions it now
+    /// owns) before the answer. More than `MAX_PARTITIONS_PER_REQUEST` new partitions in one
+    /// request fail every topic with POLICY_VIOLATION, as CreateTopics (KAFKA-17870).
+    async fn create_partitions(
+        self: &Rc<Self>,
+        topics: Vec<crate::forward::PartitionsSpec>,
+        validate_only: bool,
+    ) -> Vec<(i16, Option<String>)> {
+        let controller = self
+            .controller
+            .as_ref()
+            .expect("CreatePartitions runs on the metadata core");
+        let _serial = self.topic_changes.acquire_permit(1).await;
+        let shards = self.shard_count() as u16;
+        let image = self.image();
+        let total: u64 = topics
+            .iter()
+            .map(|spec| {
+                let current = image
+                    .topic(&spec.name)
+                    .map_or(0, |t| t.partitions.len() as i64);
+                u64::try_from(i64::from(spec.count) - current).unwrap_or(0)
+            })
+            .sum();
+        if total > MAX_PARTITIONS_PER_REQUEST {
+            return topics
+                .iter()
+                .map(|_| {
+                    (
+                        POLICY_VIOLATION,
+                        Some("Excessively large number of partitions per request.".into()),
+                    )
+                })
+                .collect();
+        }
+        let mut outcomes = Vec::with_capacity(topics.len());
+        let mut changed = false;
+        let mut slice = Slice::new();
+        for spec in &topics {
+            slice.tick().await;
+            let result = controller.borrow_mut().create_partitions(
+                &spec.name,
+                spec.count,
+                spec.assignments.as_deref(),
+                shards,
+                validate_only,
+            );
+            outcomes.push(match result {
+                Ok(()) => {
+                    changed = true;
+                    (0, None)
+                }
+                Err(error) => (error.error_code(), Some(error.to_string())),
+            });
+        }
+        if changed && !validate_only {
+            for failure in self.publish_image().await {
+                tracing::error!(error = %failure.error, "new partitions could not be opened; they stay offline");
+            }
+        }
+        outcomes
+    }
+
     async fn create_topics(
         self: &Rc<Self>,
         topics: Vec<TopicSpec>,
@@ -783,7 +875,13 @@ impl Shard {
         )
         .await
         {
-            Ok(log) => {
+            Ok(mut log) => {
+                // This node leads every partition: its epoch starts at the log end unless it
+                // is already the latest (OffsetForLeaderEpoch answers from it).
+                let epoch = topic.partition(partition_id).map_or(0, |p| p.leader_epoch);
+                if let Err(error) = log.assign_leader_epoch(epoch) {
+                    tracing::warn!(dir = %dir.display(), %error, "leader epoch checkpoint not written");
+                }
                 let log: LogHandle = Rc::new(RefCell::new(log));
                 self.group_commit.register(&log);
                 let partition = Rc::new(Partition {

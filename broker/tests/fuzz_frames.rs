@@ -24,9 +24,9 @@
 //! must be within `RSS_SLACK_BYTES` of the RSS after a warm-up run, and SIGTERM must stop
 //! it with exit status 0 and no panic in its log.
 //!
-//! Not sent: CreateTopics, DeleteTopics and FindCoordinator frames that would decode (a random
-//! CreateTopics can ask for two billion partitions, a DeleteTopics could delete the healthy
-//! client's topic, a FindCoordinator creates `__consumer_offsets`, whose 50 partitions hold
+//! Not sent: CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords and FindCoordinator
+//! frames that would decode (a random CreateTopics or CreatePartitions can ask for two billion
+//! partitions, a DeleteTopics or DeleteRecords could empty the healthy client's topic, a FindCoordinator creates `__consumer_offsets`, whose 50 partitions hold
 //! fds and whose groups are state a client may legitimately create without bound, as in
 //! Kafka); undecodable ones are sent, so their decoders are fuzzed. Without
 //! `__consumer_offsets` every group API answers COORDINATOR_NOT_AVAILABLE at once. Auto-creation is off,
@@ -511,6 +511,8 @@ fn fuzz_frame(rng: &mut StdRng, table: &[ApiGen], served: &Served, correlation_i
             ApiKey::CreateTopics as i16,
             ApiKey::DeleteTopics as i16,
             ApiKey::FindCoordinator as i16,
+            ApiKey::CreatePartitions as i16,
+            ApiKey::DeleteRecords as i16,
         ];
         if fate != Fate::Closes && final_key.is_some_and(|k| topic_admin.contains(&k)) {
             continue; // never create or delete topics (see the module comment)

@@ -19,4 +19,4 @@ pub mod storage;
 
 pub use config::{FlushPolicy, LogConfig};
 pub use flush::{GroupCommit, LogHandle};
-pub use log::{AppendInfo, LogError, PartitionLog, RecoveryReport};
+pub use log::{AppendInfo, BatchStamp, LogError, PartitionLog, RecoveryReport};

@@ -56,6 +56,7 @@ const CODECS: [Compression; 5] = Compression::ALL;
 const LIMITS: RecordLimits = RecordLimits {
     max_decompressed_bytes: 64 << 20,
     require_keys: true,
+    timestamps: None,
 };
 
 fn batch(codec: Compression, records: usize) -> bytes::Bytes {

@@ -48,6 +48,9 @@ struct Model {
     acked: i64,
     /// Highest log start offset seen: retention may have deleted anything below it.
     retention_floor: i64,
+    /// Highest offset a DeleteRecords was answered for: the log start never goes below it
+    /// again, whatever crashes or power losses follow.
+    deleted_below: i64,
 }
 
 struct Sim {
@@ -71,6 +74,7 @@ struct Stats {
     clean_restarts: u64,
     failures: u64,
     retention_deletes: u64,
+    delete_records: u64,
 }
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -120,6 +124,7 @@ impl Sim {
                 batches: BTreeMap::new(),
                 acked: 0,
                 retention_floor: 0,
+                deleted_below: 0,
             },
             fault_rate_ppm,
             stats: Stats::default(),
@@ -186,6 +191,13 @@ impl Sim {
             offset = batches.last().unwrap().1 + 1;
             present.extend(batches);
         }
+        assert!(
+            log.log_start_offset() >= self.model.deleted_below,
+            "log start {} after restart is below an answered DeleteRecords ({})",
+            log.log_start_offset(),
+            self.model.deleted_below
+        );
+        self.check_below_start(log);
         self.model.retention_floor = self.model.retention_floor.max(log.log_start_offset());
         for (&base, &(last, _)) in self.model.batches.range(self.model.retention_floor..) {
             if last < self.model.acked {
@@ -285,6 +297,44 @@ impl Sim {
         }
     }
 
+    /// DeleteRecords up to an offset in the acknowledged range (one the log end cannot fall
+    /// below after a power loss); on success the log start is at least that, for good.
+    fn delete_records(&mut self, log: &mut PartitionLog) -> Result<(), LogError> {
+        let start = log.log_start_offset();
+        let top = self.model.acked.min(log.log_end_offset());
+        if top <= start {
+            return Ok(());
+        }
+        let offset = start + 1 + self.rng.below((top - start) as u64) as i64;
+        let low_watermark = log.delete_records(offset)?;
+        assert!(
+            low_watermark >= offset,
+            "DeleteRecords({offset}) answered {low_watermark}"
+        );
+        self.model.deleted_below = self.model.deleted_below.max(offset);
+        self.model.retention_floor = self.model.retention_floor.max(low_watermark);
+        self.stats.delete_records += 1;
+        self.check_below_start(log);
+        Ok(())
+    }
+
+    /// A fetch below the log start never returns records.
+    fn check_below_start(&mut self, log: &PartitionLog) {
+        let start = log.log_start_offset();
+        if start == 0 {
+            return;
+        }
+        let offset = self.rng.below(start as u64) as i64;
+        match block_on(log.read(offset, 1 << 20, log.log_end_offset())) {
+            Err(LogError::OffsetOutOfRange { .. }) | Err(LogError::Io { .. }) => {}
+            Ok(bytes) => panic!(
+                "read at {offset} below the log start {start} returned {} bytes",
+                bytes.len()
+            ),
+            Err(e) => panic!("read at {offset} below the log start {start}: {e}"),
+        }
+    }
+
     /// A sync as the group commit runs it; on success everything below its target is acked.
     fn sync(&mut self, log: &mut PartitionLog) -> Result<(), LogError> {
         if let Some(job) = log.begin_sync() {
@@ -339,7 +389,8 @@ impl Sim {
                         .set(self.clock.get() + self.rng.below(30_000) as i64);
                     Ok(())
                 }
-                85..=88 => {
+                85..=86 => self.delete_records(l),
+                87..=88 => {
                     let now = self.clock.get();
                     l.apply_retention(now).map(|n| {
                         self.stats.retention_deletes += n as u64;
@@ -445,6 +496,7 @@ fn simulated_log_survives_crashes_and_power_loss() {
                 total.clean_restarts += s.clean_restarts;
                 total.failures += s.failures;
                 total.retention_deletes += s.retention_deletes;
+                total.delete_records += s.delete_records;
             }
             Err(panic) => {
                 std::panic::set_hook(hook);

@@ -21,6 +21,7 @@ const MEASURE_FOR: Duration = Duration::from_millis(150);
 const LIMITS: RecordLimits = RecordLimits {
     max_decompressed_bytes: 64 << 20,
     require_keys: false,
+    timestamps: None,
 };
 
 fn batch(codec: Compression, record_size: usize) -> (bytes::Bytes, usize) {

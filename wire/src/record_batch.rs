@@ -102,6 +102,15 @@ pub enum BatchError {
     },
     #[error("clients may not set the LogAppendTime timestamp type")]
     LogAppendTimeFromClient,
+    /// Kafka's `validateTimestamp`: a CreateTime record stamped outside
+    /// `[now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms]`.
+    #[error("timestamp {timestamp} of record {index} is out of range [{min}, {max}]")]
+    TimestampOutOfRange {
+        index: i32,
+        timestamp: i64,
+        min: i64,
+        max: i64,
+    },
 }
 
 impl From<compression::CompressionError> for BatchError {
@@ -562,6 +571,38 @@ pub fn patched_prefix(batch: &[u8], base_offset: i64, leader_epoch: i32) -> [u8;
     prefix
 }
 
+/// The 61-byte header of `batch` as a broker stores it after Kafka's
+/// `DefaultRecordBatch.setMaxTimestamp(timestamp_type, max_timestamp)`: base offset and
+/// leader epoch patched as [`patched_prefix`], the timestamp-type attribute bit and
+/// `maxTimestamp` set, and the CRC recomputed over the patched header tail followed by
+/// `batch[61..]` in place (no copy of the records). `baseTimestamp` and every other field
+/// stay as sent, as in Kafka. A writer sends `[header, &batch[61..]]` as one vectored
+/// write. `batch` must be a whole batch (at least [`BATCH_HEADER_BYTES`]; shorter slices
+/// read as zero-padded).
+pub fn stamped_header(
+    batch: &[u8],
+    base_offset: i64,
+    leader_epoch: i32,
+    timestamp_type: TimestampType,
+    max_timestamp: i64,
+) -> [u8; BATCH_HEADER_BYTES] {
+    let mut header = [0u8; BATCH_HEADER_BYTES];
+    let have = batch.len().min(BATCH_HEADER_BYTES);
+    header[..have].copy_from_slice(&batch[..have]);
+    header[..16].copy_from_slice(&patched_prefix(batch, base_offset, leader_epoch));
+    let mut attributes = be_i16(&header, ATTRIBUTES_AT);
+    match timestamp_type {
+        TimestampType::LogAppendTime => attributes |= TIMESTAMP_TYPE_BIT,
+        TimestampType::CreateTime => attributes &= !TIMESTAMP_TYPE_BIT,
+    }
+    header[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+    header[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&max_timestamp.to_be_bytes());
+    let rest = batch.get(BATCH_HEADER_BYTES..).unwrap_or(&[]);
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&header[CRC_START..]), rest);
+    header[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    header
+}
+
 // ---------------------------------------------------------------------------------------
 // Records
 // ---------------------------------------------------------------------------------------
@@ -793,6 +834,30 @@ pub struct RecordLimits {
     /// Every record must have a (possibly empty) key: the topic's cleanup.policy contains
     /// `compact`.
     pub require_keys: bool,
+    /// The topic's timestamp rules (Kafka's `validateTimestamp`). `None`: no window is
+    /// checked and the LogAppendTime attribute is refused on every batch.
+    pub timestamps: Option<TimestampRule>,
+}
+
+/// What Kafka's `LogValidator.validateTimestamp` needs of the topic and the clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimestampRule {
+    /// The topic's `message.timestamp.type`.
+    pub topic_type: TimestampType,
+    /// The broker's clock (ms since the epoch) for this append.
+    pub now: i64,
+    /// `message.timestamp.before.max.ms`: how far behind `now` a CreateTime stamp may be.
+    pub before_max_ms: i64,
+    /// `message.timestamp.after.max.ms`: how far ahead of `now` a CreateTime stamp may be.
+    pub after_max_ms: i64,
+}
+
+impl TimestampRule {
+    /// Kafka's `recordHasInvalidTimestamp` (wrapping arithmetic as Java's longs).
+    fn out_of_range(&self, timestamp: i64) -> bool {
+        let diff = self.now.wrapping_sub(timestamp);
+        diff > self.before_max_ms || diff.wrapping_neg() > self.after_max_ms
+    }
 }
 
 /// What [`validate_records`] learned from walking every record.
@@ -862,6 +927,7 @@ pub fn validate_records(
     let mut keyless: i32 = 0;
     let mut first_keyless: i32 = -1;
     let mut max_timestamp = -1i64;
+    let mut timestamp_error: Option<BatchError> = None;
     for record in record_iter(header, raw) {
         let record = record?;
         if record.offset_delta != index {
@@ -877,13 +943,36 @@ pub fn validate_records(
             keyless += 1;
         }
         max_timestamp = max_timestamp.max(record.timestamp);
+        // Kafka checks a record's timestamp only when its key passed (`validateRecord`),
+        // and every record, not only the first.
+        let key_ok = !limits.require_keys || record.key.is_some();
+        if let (Some(rule), true, None) = (&limits.timestamps, key_ok, &timestamp_error) {
+            if rule.topic_type == TimestampType::CreateTime && record.timestamp != -1 {
+                if rule.out_of_range(record.timestamp) {
+                    timestamp_error = Some(BatchError::TimestampOutOfRange {
+                        index,
+                        timestamp: record.timestamp,
+                        min: rule.now.saturating_sub(rule.before_max_ms),
+                        max: rule.now.saturating_add(rule.after_max_ms),
+                    });
+                }
+            } else if header.timestamp_type() == TimestampType::LogAppendTime {
+                timestamp_error = Some(BatchError::LogAppendTimeFromClient);
+            }
+        }
         // The iterator yields at most `records_count` records, an i32.
         index = index.saturating_add(1);
     }
-    // Kafka reports a record's missing key before its timestamp type, and a batch's
-    // timestamp errors before its other record errors.
+    // Kafka reports a record's missing key before its timestamp, and a batch with any
+    // timestamp error as INVALID_TIMESTAMP before its other record errors.
+    if let Some(error) = timestamp_error {
+        return Err(error);
+    }
     let timestamp_checked = !limits.require_keys || keyless < index;
-    if header.timestamp_type() == TimestampType::LogAppendTime && timestamp_checked {
+    if limits.timestamps.is_none()
+        && header.timestamp_type() == TimestampType::LogAppendTime
+        && timestamp_checked
+    {
         return Err(BatchError::LogAppendTimeFromClient);
     }
     if limits.require_keys && keyless > 0 {

@@ -17,11 +17,13 @@ const CODECS: [Compression; 5] = Compression::ALL;
 const LIMITS: RecordLimits = RecordLimits {
     max_decompressed_bytes: 1 << 20,
     require_keys: false,
+    timestamps: None,
 };
 
 const COMPACTED: RecordLimits = RecordLimits {
     max_decompressed_bytes: 1 << 20,
     require_keys: true,
+    timestamps: None,
 };
 
 /// Header field offsets (see wire::record_batch's layout table).
@@ -427,5 +429,168 @@ proptest! {
         if let Ok(count) = check(&batch, &LIMITS) {
             prop_assert_eq!(count as usize, records.len());
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Timestamps (Kafka's LogValidator.validateTimestamp) and the broker's stamped header
+// ---------------------------------------------------------------------------------------
+
+const NOW: i64 = 1_700_000_000_000;
+const HOUR: i64 = 3_600_000;
+
+fn rule(topic_type: TimestampType, before: i64, after: i64) -> RecordLimits {
+    RecordLimits {
+        timestamps: Some(wire::record_batch::TimestampRule {
+            topic_type,
+            now: NOW,
+            before_max_ms: before,
+            after_max_ms: after,
+        }),
+        ..LIMITS
+    }
+}
+
+fn stamped(codec: Compression, stamps: &[i64]) -> Vec<u8> {
+    let mut b = BatchBuilder::new(codec);
+    for &t in stamps {
+        b = b.push(Some(b"k"), Some(b"v"), &[], t);
+    }
+    b.build().to_vec()
+}
+
+/// Every record is checked, not only the first (nor only the max): a batch whose last
+/// record is 2 hours ahead is refused, one exactly at the bound passes.
+#[test]
+fn create_time_window_checks_every_record() {
+    let limits = rule(TimestampType::CreateTime, i64::MAX, HOUR);
+    for codec in CODECS {
+        assert_eq!(check(&stamped(codec, &[NOW, NOW + HOUR]), &limits), Ok(2));
+        let err = check(&stamped(codec, &[NOW, NOW + 2 * HOUR, NOW]), &limits);
+        assert!(
+            matches!(
+                err,
+                Err(BatchError::TimestampOutOfRange {
+                    index: 1,
+                    timestamp,
+                    ..
+                }) if timestamp == NOW + 2 * HOUR
+            ),
+            "{codec:?} {err:?}"
+        );
+        // Behind: only when before.max.ms is set.
+        let old = stamped(codec, &[NOW - 10 * HOUR]);
+        assert_eq!(check(&old, &limits), Ok(1));
+        let strict = rule(TimestampType::CreateTime, HOUR, HOUR);
+        assert!(matches!(
+            check(&old, &strict),
+            Err(BatchError::TimestampOutOfRange { index: 0, .. })
+        ));
+        // -1 (no timestamp) is never checked against the window.
+        assert_eq!(check(&stamped(codec, &[-1]), &strict), Ok(1));
+        // A LogAppendTime topic checks no window.
+        let lat = rule(TimestampType::LogAppendTime, HOUR, HOUR);
+        assert_eq!(check(&stamped(codec, &[NOW + 100 * HOUR]), &lat), Ok(1));
+    }
+}
+
+/// The LogAppendTime attribute from a client: refused on a LogAppendTime topic (and for
+/// records without a timestamp), accepted on a CreateTime topic when the stamp is in range,
+/// as Kafka's `validateTimestamp` decides per record.
+#[test]
+fn log_append_time_attribute_from_client() {
+    let batch = BatchBuilder::new(Compression::None)
+        .timestamp_type(TimestampType::LogAppendTime)
+        .max_timestamp(NOW)
+        .push(Some(b"k"), Some(b"v"), &[], NOW)
+        .build();
+    let create = rule(TimestampType::CreateTime, i64::MAX, HOUR);
+    let lat = rule(TimestampType::LogAppendTime, i64::MAX, HOUR);
+    assert_eq!(check(&batch, &create), Ok(1));
+    assert_eq!(
+        check(&batch, &lat),
+        Err(BatchError::LogAppendTimeFromClient)
+    );
+    assert_eq!(
+        check(&batch, &LIMITS),
+        Err(BatchError::LogAppendTimeFromClient)
+    );
+}
+
+/// A compacted topic: a keyless record's key error wins over its timestamp, but any other
+/// record's timestamp error makes the batch INVALID_TIMESTAMP.
+#[test]
+fn key_errors_and_timestamp_errors_order() {
+    let mut limits = rule(TimestampType::CreateTime, i64::MAX, HOUR);
+    limits.require_keys = true;
+    let batch = BatchBuilder::new(Compression::None)
+        .push(None, Some(b"v"), &[], NOW + 2 * HOUR)
+        .push(Some(b"k"), Some(b"v"), &[], NOW)
+        .build();
+    assert!(matches!(
+        check(&batch, &limits),
+        Err(BatchError::MissingKey { index: 0 })
+    ));
+    let batch = BatchBuilder::new(Compression::None)
+        .push(None, Some(b"v"), &[], NOW)
+        .push(Some(b"k"), Some(b"v"), &[], NOW + 2 * HOUR)
+        .build();
+    assert!(matches!(
+        check(&batch, &limits),
+        Err(BatchError::TimestampOutOfRange { index: 1, .. })
+    ));
+}
+
+/// `stamped_header` + the untouched rest is a valid batch with the new attribute and max
+/// timestamp, the same base timestamp and records, and the CRC a full recomputation gives.
+#[test]
+fn stamped_header_rewrites_only_type_max_timestamp_and_crc() {
+    for codec in CODECS {
+        let sent = stamped(codec, &[NOW - 5, NOW - 2, NOW - 9]);
+        let header = wire::record_batch::stamped_header(
+            &sent,
+            120,
+            7,
+            TimestampType::LogAppendTime,
+            NOW + 1,
+        );
+        let mut stored = header.to_vec();
+        stored.extend_from_slice(&sent[BATCH_HEADER_BYTES..]);
+        let h = validate_batch(&stored).expect("valid CRC");
+        let before = validate_batch(&sent).unwrap();
+        assert_eq!(h.timestamp_type(), TimestampType::LogAppendTime);
+        assert_eq!(h.max_timestamp, NOW + 1);
+        assert_eq!(h.base_offset, 120);
+        assert_eq!(h.partition_leader_epoch, 7);
+        assert_eq!(h.base_timestamp, before.base_timestamp);
+        assert_eq!(h.compression(), codec);
+        assert_eq!(
+            (
+                h.producer_id,
+                h.base_sequence,
+                h.records_count,
+                h.last_offset_delta
+            ),
+            (
+                before.producer_id,
+                before.base_sequence,
+                before.records_count,
+                before.last_offset_delta
+            )
+        );
+        assert_eq!(&stored[BATCH_HEADER_BYTES..], &sent[BATCH_HEADER_BYTES..]);
+        // Readers see the append time on every record.
+        let records = wire::record_batch::records(&stored).unwrap();
+        for r in records.iter() {
+            assert_eq!(r.unwrap().timestamp, NOW + 1);
+        }
+        // And back to CreateTime with the computed max.
+        let header =
+            wire::record_batch::stamped_header(&stored, 0, -1, TimestampType::CreateTime, NOW - 2);
+        let mut again = header.to_vec();
+        again.extend_from_slice(&sent[BATCH_HEADER_BYTES..]);
+        let h = validate_batch(&again).unwrap();
+        assert_eq!(h.timestamp_type(), TimestampType::CreateTime);
+        assert_eq!(h.max_timestamp, NOW - 2);
     }
 }

@@ -134,6 +134,10 @@ pub struct TopicConfig {
     pub flush_ms: u64,
     pub flush_policy: FlushPolicy,
     pub message_timestamp_type: TimestampType,
+    /// `message.timestamp.before.max.ms`: CreateTime stamps further behind are refused.
+    pub message_timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms`: CreateTime stamps further ahead are refused.
+    pub message_timestamp_after_max_ms: i64,
     pub min_insync_replicas: i32,
     pub producer_id_expiration_ms: i64,
     pub min_cleanable_dirty_ratio: f64,
@@ -210,6 +214,14 @@ pub fn resolve(
         flush_ms: num("flush.ms", n("flush.ms"))?,
         flush_policy: FlushPolicy::parse(n("flush.policy")).unwrap_or_default(),
         message_timestamp_type: TimestampType::parse(n("message.timestamp.type")),
+        message_timestamp_before_max_ms: num(
+            "message.timestamp.before.max.ms",
+            n("message.timestamp.before.max.ms"),
+        )?,
+        message_timestamp_after_max_ms: num(
+            "message.timestamp.after.max.ms",
+            n("message.timestamp.after.max.ms"),
+        )?,
         min_insync_replicas: num("min.insync.replicas", n("min.insync.replicas"))?,
         producer_id_expiration_ms: num(
             "producer.id.expiration.ms",

@@ -249,6 +249,17 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
                 None => Err(unknown_topic),
                 Some(topic_image) => match topic_image.partition(partition.partition) {
                     None => Err(ErrorCode::UnknownTopicOrPartition),
+                    // Kafka's leader epoch fencing (KIP-320): a client's current leader epoch
+                    // (v9+, -1 when unknown) must be the partition's.
+                    Some(owner)
+                        if partition.current_leader_epoch >= 0
+                            && partition.current_leader_epoch < owner.leader_epoch =>
+                    {
+                        Err(ErrorCode::FencedLeaderEpoch)
+                    }
+                    Some(owner) if partition.current_leader_epoch > owner.leader_epoch => {
+                        Err(ErrorCode::UnknownLeaderEpoch)
+                    }
                     Some(owner) => {
                         Ok((usize::from(owner.shard) % shard_count, topic_image.topic_id))
                     }

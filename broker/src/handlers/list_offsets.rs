@@ -103,9 +103,21 @@ pub async fn handle(
                     .map(|p| (t.topic_id, p.shard))
             });
             let duplicated = listed[&(topic.name.as_str(), partition.partition_index)] > 1;
+            // KIP-320 fencing, as Fetch and OffsetForLeaderEpoch: a current leader epoch (v4+,
+            // -1 when unknown) other than the partition's.
+            let epoch = topic_image
+                .and_then(|t| t.partition(partition.partition_index))
+                .map_or(0, |p| p.leader_epoch);
+            let current = partition.current_leader_epoch;
             lookups.push(match owner {
                 _ if duplicated => {
                     futures::future::ready(failed(ErrorCode::InvalidRequest)).boxed_local()
+                }
+                Some(_) if current >= 0 && current < epoch => {
+                    futures::future::ready(failed(ErrorCode::FencedLeaderEpoch)).boxed_local()
+                }
+                Some(_) if current > epoch => {
+                    futures::future::ready(failed(ErrorCode::UnknownLeaderEpoch)).boxed_local()
                 }
                 None => {
                     futures::future::ready(failed(ErrorCode::UnknownTopicOrPartition)).boxed_local()

@@ -8,6 +8,8 @@
 mod admin;
 mod alter_configs;
 mod api_versions;
+mod create_partitions;
+mod delete_records;
 mod describe_configs;
 mod describe_producers;
 mod fetch;
@@ -15,6 +17,7 @@ mod groups;
 mod init_producer_id;
 mod list_offsets;
 mod metadata;
+mod offset_for_leader_epoch;
 mod produce;
 
 use std::rc::Rc;
@@ -54,6 +57,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ConsumerGroupDescribe, 0, 0),
     (ApiKey::InitProducerId, 0, 5),
     (ApiKey::DescribeProducers, 0, 0),
+    (ApiKey::DeleteRecords, 0, 2),
+    (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
 ];
@@ -219,6 +225,18 @@ pub fn dispatch(
         ),
         ApiKey::DescribeProducers => spawn(
             describe_producers::handle(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::DeleteRecords => spawn(
+            delete_records::handle(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::CreatePartitions => spawn(
+            create_partitions::handle(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::OffsetForLeaderEpoch => spawn(
+            offset_for_leader_epoch::handle(shard, decode(&ctx, body)?, ctx),
             held,
         ),
         ApiKey::AlterConfigs => spawn(

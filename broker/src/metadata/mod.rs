@@ -148,6 +148,34 @@ impl DeleteTopicError {
     }
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum CreatePartitionsError {
+    /// UNKNOWN_TOPIC_OR_PARTITION (3)
+    #[error("This server does not host this topic.")]
+    UnknownTopic,
+    /// INVALID_PARTITIONS (37)
+    #[error("{0}")]
+    InvalidPartitions(String),
+    /// INVALID_REPLICA_ASSIGNMENT (39)
+    #[error("{0}")]
+    InvalidReplicaAssignment(String),
+    /// UNKNOWN_SERVER_ERROR (-1): the metadata log could not be written.
+    #[error("metadata log: {0}")]
+    Storage(#[from] LogError),
+}
+
+impl CreatePartitionsError {
+    /// Kafka error code for the CreatePartitions response.
+    pub fn error_code(&self) -> i16 {
+        match self {
+            CreatePartitionsError::UnknownTopic => 3,
+            CreatePartitionsError::InvalidPartitions(_) => 37,
+            CreatePartitionsError::InvalidReplicaAssignment(_) => 39,
+            CreatePartitionsError::Storage(_) => -1,
+        }
+    }
+}
+
 /// Kafka's topic name rules (`org.apache.kafka.common.internals.Topic.validate`), plus our
 /// reserved metadata topic name.
 pub fn validate_topic_name(name: &str) -> Result<(), CreateTopicError> {
@@ -402,6 +430,88 @@ impl Controller {
         Ok(topic_id)
     }
 
+    /// CreatePartitions for one topic (Kafka's `ReplicationControlManager
+    /// .createPartitionsOfTopic`): `count` must exceed the current count (INVALID_PARTITIONS
+    /// with Kafka's messages), stay within `MAX_PARTITIONS_PER_TOPIC`, and a manual
+    /// assignment must name one replica list per new partition, each this node only (the
+    /// replication factor of the existing partitions, 1). The new partitions go to shards
+    /// round-robin as at creation, as PartitionRecords of the existing topic.
+    pub fn create_partitions(
+        &mut self,
+        name: &str,
+        count: i32,
+        assignments: Option<&[Vec<i32>]>,
+        shards: u16,
+        validate_only: bool,
+    ) -> Result<(), CreatePartitionsError> {
+        let topic = self
+            .image
+            .topic(name)
+            .ok_or(CreatePartitionsError::UnknownTopic)?;
+        let topic_id = topic.topic_id;
+        let current = topic.partitions.len() as i32;
+        if count < current {
+            return Err(CreatePartitionsError::InvalidPartitions(format!(
+                "Topic {name} currently has {current} partition(s); {count} would not be an \
+                 increase."
+            )));
+        }
+        if count == current {
+            return Err(CreatePartitionsError::InvalidPartitions(format!(
+                "Topic already has {current} partition(s)."
+            )));
+        }
+        if count > MAX_PARTITIONS_PER_TOPIC {
+            return Err(CreatePartitionsError::InvalidPartitions(format!(
+                "Number of partitions must be at most {MAX_PARTITIONS_PER_TOPIC}."
+            )));
+        }
+        let additional = count - current;
+        let node = self.config.node_id;
+        if let Some(assignments) = assignments {
+            if assignments.len() as i32 != additional {
+                return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
+                    "Attempted to add {additional} additional partition(s), but only {} \
+                     assignment(s) were specified.",
+                    assignments.len()
+                )));
+            }
+            for replicas in assignments {
+                if let Some(&other) = replicas.iter().find(|&&id| id != node) {
+                    return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
+                        "The manual partition assignment includes broker {other}, but no such \
+                         broker is registered."
+                    )));
+                }
+                if replicas.len() != 1 {
+                    return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
+                        "The manual partition assignment includes a partition with {} \
+                         replica(s), but this is not consistent with previous partitions, \
+                         which have 1 replica(s).",
+                        replicas.len()
+                    )));
+                }
+            }
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let shards = u64::from(shards.max(1));
+        let records: Vec<MetadataRecord> = (current..count)
+            .map(|p| MetadataRecord::Partition {
+                topic_id,
+                partition_id: p,
+                replicas: vec![node],
+                leader: node,
+                leader_epoch: 0,
+                shard: ((self.next_shard + (p - current) as u64) % shards) as u16,
+            })
+            .collect();
+        self.commit(&records)?;
+        self.next_shard += additional as u64;
+        Ok(())
+    }
+
     /// Removes a topic regardless of `delete.topic.enable`: undoes a creation whose
     /// partitions could not be opened.
     pub fn remove_topic(&mut self, id: &TopicId) -> Result<(), LogError> {
@@ -617,6 +727,48 @@ mod tests {
         assert_eq!(e(c.create_topic("t", 1, 1, none(), 4, false)), 36);
         c.create_topic("t.x", 1, 1, none(), 4, false).unwrap();
         assert_eq!(e(c.create_topic("t_x", 1, 1, none(), 4, false)), 17);
+    }
+
+    /// CreatePartitions: Kafka's errors, validate_only, new partitions round-robin after the
+    /// last shard used, and the grown topic replayed from the log after a restart.
+    #[test]
+    fn create_partitions_grows_topics() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        c.create_topic("a", 2, 1, none(), 4, false).unwrap();
+        let e = |r: Result<(), CreatePartitionsError>| r.unwrap_err().error_code();
+        assert_eq!(e(c.create_partitions("nope", 3, None, 4, false)), 3);
+        assert_eq!(e(c.create_partitions("a", 1, None, 4, false)), 37);
+        assert_eq!(e(c.create_partitions("a", 2, None, 4, false)), 37);
+        assert_eq!(
+            e(c.create_partitions("a", MAX_PARTITIONS_PER_TOPIC + 1, None, 4, false)),
+            37
+        );
+        let node = c.config().node_id;
+        assert_eq!(
+            e(c.create_partitions("a", 4, Some(&[vec![node]]), 4, false)),
+            39
+        );
+        let bad = [vec![node], vec![node + 1]];
+        assert_eq!(e(c.create_partitions("a", 4, Some(&bad), 4, false)), 39);
+        let two = [vec![node, node], vec![node]];
+        assert_eq!(e(c.create_partitions("a", 4, Some(&two), 4, false)), 39);
+        c.create_partitions("a", 5, None, 4, true).unwrap();
+        assert_eq!(c.image().topic("a").unwrap().partitions.len(), 2);
+        c.create_partitions(
+            "a",
+            5,
+            Some(&[vec![node], vec![node], vec![node]]),
+            4,
+            false,
+        )
+        .unwrap();
+        let img = c.image();
+        let owners: Vec<_> = (0..5).map(|p| img.owner("a", p).unwrap()).collect();
+        assert_eq!(owners, vec![0, 1, 2, 3, 0]);
+        drop(c);
+        let c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        assert_eq!(c.image().topic("a").unwrap().partitions.len(), 5);
     }
 
     #[test]

@@ -133,9 +133,9 @@ impl CheckpointFile {
     }
 }
 
-/// The log start offset recorded durably in `log-start-offset` (`0\n<offset>\n`, Kafka's
-/// checkpoint file layout for one entry), if any. Unreadable content counts as none: the file
-/// is only ever replaced whole (tmp, fdatasync, rename, directory fsync).
+/// The log start offset recorded durably in `log-start-offset` (see `write_log_start`), if any.
+/// Unreadable content counts as none: the file is only ever replaced whole (tmp, fdatasync,
+/// rename, directory fsync).
 pub(crate) fn read_log_start(disk: &Disk, dir: &Path) -> io::Result<Option<i64>> {
     let bytes = match disk.read_file(&dir.join(LOG_START_FILE)) {
         Ok(b) => b,
@@ -143,21 +143,32 @@ pub(crate) fn read_log_start(disk: &Disk, dir: &Path) -> io::Result<Option<i64>>
         Err(e) => return Err(e),
     };
     let text = String::from_utf8_lossy(&bytes);
-    let mut lines = text.lines();
-    Ok(match (lines.next(), lines.next()) {
-        (Some("0"), Some(n)) => n.trim().parse().ok().filter(|&o: &i64| o >= 0),
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let offset = match lines.as_slice() {
+        // Kafka's checkpoint text: version 0, one entry.
+        ["0", "1", offset] => offset.parse().ok(),
+        // The first version of this file (version, offset), before DeleteRecords shared it.
+        ["0", offset] => offset.parse().ok(),
         _ => None,
-    })
+    };
+    if offset.is_none() {
+        tracing::warn!(dir = %dir.display(), "malformed log start offset file ignored");
+    }
+    Ok(offset.filter(|&o: &i64| o >= 0))
 }
 
 /// Records `offset` as the log start durably, before any segment below it is removed: a power
 /// loss can then resurrect any subset of the removed files, and the next open deletes them
-/// again instead of taking the gap they leave for lost data. Blocks the thread for one
-/// fdatasync and one directory fsync: only when retention (or DeleteRecords) moves the start.
+/// again instead of taking the gap they leave for lost data. Retention and DeleteRecords both
+/// write it (DeleteRecords before answering, so an acknowledged deletion survives a power
+/// loss). Format: Kafka's checkpoint text `0\n1\n<offset>\n` (version, entry count, entry;
+/// Kafka keeps one `log-start-offset-checkpoint` per log directory, we keep one file per
+/// partition, like the recovery point). Blocks the thread for one fdatasync and one directory
+/// fsync: only when the start moves.
 pub(crate) fn write_log_start(disk: &Disk, dir: &Path, offset: i64) -> io::Result<()> {
     disk.write_file_durable_blocking(
         &dir.join(LOG_START_FILE),
-        format!("0\n{offset}\n").as_bytes(),
+        format!("0\n1\n{offset}\n").as_bytes(),
     )
 }
 

@@ -24,6 +24,7 @@ pub(crate) mod checkpoint;
 pub mod cleaner;
 pub mod dir;
 pub(crate) mod index;
+pub(crate) mod leader_epoch;
 pub(crate) mod offset_map;
 pub(crate) mod partition_log;
 pub mod producer_state;
@@ -31,10 +32,12 @@ pub(crate) mod segment;
 #[cfg(test)]
 pub(crate) mod test_util;
 pub(crate) mod time_index;
+#[cfg(test)]
+mod timeadmin_tests;
 
 use std::path::{Path, PathBuf};
 
-pub use partition_log::{PartitionLog, RecoveryReport, SyncJob};
+pub use partition_log::{BatchStamp, PartitionLog, RecoveryReport, SyncJob};
 
 /// What `PartitionLog::append` assigned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,6 +83,12 @@ pub enum LogError {
     /// The bytes handed to `append` do not agree with their header (caller bug or bad frame).
     #[error("invalid record batch: {0}")]
     InvalidBatch(String),
+    /// DeleteRecords below zero or past the high watermark (Kafka: OFFSET_OUT_OF_RANGE).
+    #[error("cannot move the log start offset to {offset}: outside [0, {high_watermark}]")]
+    LogStartOutOfRange { offset: i64, high_watermark: i64 },
+    /// DeleteRecords on a log whose `cleanup.policy` lacks `delete` (POLICY_VIOLATION).
+    #[error("records cannot be deleted: cleanup.policy has no delete")]
+    DeletePolicy,
     /// An earlier write or fdatasync of this log failed. After a failed fsync the state of the
     /// page cache is unknown, so (like Kafka marking the log dir offline) the log refuses
     /// further appends and durable acks until it is reopened (which recovers from disk).

@@ -20,11 +20,12 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use bytes::Bytes;
-use wire::record_batch::{patched_prefix, BatchHeader};
+use wire::record_batch::{patched_prefix, stamped_header, BatchHeader, TimestampType};
 
 use super::batch::{self, BATCH_HEADER_BYTES, PEEK_BYTES, PEEK_TS_BYTES};
 use super::checkpoint::{self, Checkpoint, CheckpointFile};
 use super::dir::{self, TopicId};
+use super::leader_epoch::LeaderEpochCache;
 use super::producer_state::{ProducerStateManager, NO_PRODUCER_ID};
 use super::segment::{read_exact_at, Segment, Walker};
 use super::{join_all, parse_stem, segment_paths, snapshot_path, AppendInfo, LogError};
@@ -61,6 +62,24 @@ pub struct PartitionLog {
     recovery: RecoveryReport,
     /// Idempotent producers' sequences and epochs (see `producer_state`).
     producers: ProducerStateManager,
+    /// Leader epoch -> first offset (see `leader_epoch`).
+    epochs: LeaderEpochCache,
+    /// Max timestamp of the active segment's first batch (Kafka's `rollingBasedTimestamp`,
+    /// what `segment.ms` counts from); None until known.
+    active_first_timestamp: Option<i64>,
+}
+
+/// How `append_stamped` sets a batch's timestamp type and max timestamp (Kafka's
+/// `LogValidator` ends every append with `setMaxTimestamp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchStamp {
+    /// Store the header's attribute and max timestamp as sent (replayed or internal batches).
+    AsSent,
+    /// A CreateTime topic: attribute CreateTime, max timestamp = the records' largest stamp
+    /// (as the validator computed it; Kafka overwrites whatever the client put there).
+    CreateTime(i64),
+    /// A LogAppendTime topic: attribute LogAppendTime, max timestamp = the append time.
+    LogAppendTime,
 }
 
 /// What `open` had to re-validate. All zero after a clean shutdown: then only the headers
@@ -320,10 +339,11 @@ impl PartitionLog {
         }
         let active = segments.last().expect("at least one segment");
         let log_end = active.next_offset;
+        // Retention or DeleteRecords may have moved the start past the first segment's base.
         let log_start = segments[0]
             .base_offset
             .max(durable_start.unwrap_or(0))
-            .min(active.next_offset);
+            .min(log_end);
         let mut log = PartitionLog {
             env,
             dir: dir.clone(),
@@ -343,6 +363,8 @@ impl PartitionLog {
             syncs_completed: 0,
             recovery: report,
             producers: ProducerStateManager::new(),
+            epochs: LeaderEpochCache::load(&disk, &dir),
+            active_first_timestamp: None,
         };
         if report.segments_recovered > 0 {
             tracing::info!(
@@ -370,6 +392,8 @@ impl PartitionLog {
             log.sync_requested_offset = log_end;
         }
         log.load_producer_state(now).await?;
+        log.load_leader_epochs()?;
+        log.load_active_first_timestamp().await?;
         log.sync().await?;
         log.write_checkpoint(Checkpoint {
             next_offset: log_end,
@@ -458,6 +482,22 @@ impl PartitionLog {
         leader_epoch: i32,
         now: i64,
     ) -> Result<AppendInfo, LogError> {
+        self.append_stamped(batch, header, leader_epoch, BatchStamp::AsSent, now)
+    }
+
+    /// `append_at` with the batch's timestamps set as Kafka's LogValidator sets them
+    /// (`stamp`). When the stored attribute or max timestamp differ from the sent ones, the
+    /// whole 61-byte header is patched (`wire::record_batch::stamped_header`, CRC computed
+    /// over the patched header then the records in place) and written with the records in
+    /// one pwritev: still no copy of the batch.
+    pub fn append_stamped(
+        &mut self,
+        batch: &[u8],
+        header: &BatchHeader,
+        leader_epoch: i32,
+        stamp: BatchStamp,
+        now: i64,
+    ) -> Result<AppendInfo, LogError> {
         if let Some(e) = self.failure() {
             return Err(e);
         }
@@ -492,10 +532,35 @@ impl PartitionLog {
         }
         let base_offset = self.log_end_offset();
         let last_offset = base_offset + header.last_offset_delta as i64;
-        if self.should_roll(batch.len() as u64, last_offset, now) {
+        let (timestamp_type, max_timestamp) = match stamp {
+            BatchStamp::AsSent => (header.timestamp_type(), header.max_timestamp),
+            BatchStamp::CreateTime(max) => (TimestampType::CreateTime, max),
+            BatchStamp::LogAppendTime => (TimestampType::LogAppendTime, now),
+        };
+        if self.should_roll(batch.len() as u64, last_offset, now, max_timestamp) {
             self.roll(now)?;
         }
-        let prefix = patched_prefix(batch, base_offset, leader_epoch);
+        if self.active().size == 0 {
+            // Kafka's `rollingBasedTimestamp`: segment.ms counts from the first batch's stamp.
+            self.active_first_timestamp = Some(max_timestamp);
+        }
+        let restamp =
+            timestamp_type != header.timestamp_type() || max_timestamp != header.max_timestamp;
+        let prefix16;
+        let stamped;
+        let (prefix, rest): (&[u8], &[u8]) = if restamp {
+            stamped = stamped_header(
+                batch,
+                base_offset,
+                leader_epoch,
+                timestamp_type,
+                max_timestamp,
+            );
+            (&stamped, &batch[BATCH_HEADER_BYTES..])
+        } else {
+            prefix16 = patched_prefix(batch, base_offset, leader_epoch);
+            (&prefix16, &batch[16..])
+        };
         let interval = self.config.index_interval_bytes;
         let active = self.active_mut();
         if active.size == 0 {
@@ -503,17 +568,22 @@ impl PartitionLog {
             // the moment it gets its first append.
             active.created_ms = now;
         }
-        if let Err(e) = active.append(
-            &prefix,
-            &batch[16..],
-            last_offset,
-            header.max_timestamp,
-            interval,
-        ) {
+        if let Err(e) = active.append(prefix, rest, last_offset, max_timestamp, interval) {
             self.failed = Some(e.to_string());
             return Err(e);
         }
         self.active_dirty = true;
+        if self.epochs.needs(leader_epoch, base_offset) {
+            // The batch is written: a failed checkpoint write must not fail its append. The
+            // cache in memory is updated; the file is rewritten at the next change.
+            if let Err(error) = self.assign_epoch(leader_epoch, base_offset) {
+                tracing::warn!(dir = %self.dir.display(), %error, "leader epoch checkpoint not written");
+            }
+        }
+        let header = &BatchHeader {
+            max_timestamp,
+            ..*header
+        };
         self.producers.update(header, base_offset);
         self.messages_since_sync += header.records_count.max(0) as u64;
         self.first_unsynced_ms.get_or_insert(now);
@@ -526,13 +596,21 @@ impl PartitionLog {
         })
     }
 
-    fn should_roll(&self, len: u64, last_offset: i64, now: i64) -> bool {
+    /// Kafka's `LogSegment.shouldRoll`. `segment.ms` uses `timeWaitedForRoll`: the incoming
+    /// batch's max timestamp minus the active segment's first batch's max timestamp when that
+    /// is set (>= 0), else the wall time since the segment's first append; it rolls when that
+    /// is strictly greater than `segment.ms`. So a segment opened by a future-stamped record
+    /// does not roll by time while later stamps trail it.
+    fn should_roll(&self, len: u64, last_offset: i64, now: i64, max_timestamp: i64) -> bool {
         let a = self.active();
+        let waited = match self.active_first_timestamp {
+            Some(first) if first >= 0 => max_timestamp.saturating_sub(first),
+            _ => now.saturating_sub(a.created_ms),
+        };
         // Never roll an empty segment: the new one would have the same base offset.
         a.size > 0
             && (a.size + len > self.config.effective_segment_bytes()
-                || now.saturating_sub(a.created_ms)
-                    >= self.config.segment_ms.min(i64::MAX as u64) as i64
+                || waited > self.config.segment_ms.min(i64::MAX as u64) as i64
                 || a.index_would_overflow(last_offset))
     }
 
@@ -556,6 +634,7 @@ impl PartitionLog {
             ));
         }
         seg.next_offset = base;
+        self.active_first_timestamp = None;
         tracing::debug!(dir = %self.dir.display(), base, "rolled segment");
         self.segments.push(seg);
         self.dir_dirty = true;
@@ -691,6 +770,26 @@ impl PartitionLog {
             }
             Ok(None)
         }
+    }
+
+    /// The end (next offset) of the segment a lookup by `ts` searches: Kafka's
+    /// `fetchOffsetByTimestamp` picks the first segment whose largest timestamp is >= `ts`
+    /// and answers from that segment only. None when no segment reaches `ts`.
+    pub fn timestamp_segment_end(&self, ts: i64) -> Option<i64> {
+        self.segments
+            .iter()
+            .find(|s| s.max_timestamp >= ts)
+            .map(|s| s.next_offset)
+    }
+
+    /// Every time-index entry of every segment, as (timestamp, offset) (tests, tools).
+    pub fn time_index_entries(&self) -> Vec<(i64, i64)> {
+        self.segments
+            .iter()
+            .flat_map(|s| {
+                (0..s.time_index.inner.entries()).filter_map(move |i| s.time_index.get(i))
+            })
+            .collect()
     }
 
     /// ListOffsets MAX_TIMESTAMP: (offset, timestamp) of the largest batch max timestamp,
@@ -877,54 +976,197 @@ impl PartitionLog {
     // Retention
     // ---------------------------------------------------------------------------------
 
-    /// Deletes whole inactive segments from the front that break `retention.ms` (by the
-    /// segment's max timestamp, or its creation time when it has none) or `retention.bytes`
-    /// (while the log without the segment is still at least that large), as Kafka does.
-    /// The active segment is never deleted, nor anything when `cleanup.policy` lacks `delete`.
-    /// Returns the number of segments deleted.
+    /// Kafka's `UnifiedLog.deleteOldSegments`, three passes from the front, each stopping at
+    /// the first segment it may not delete, and never deleting the active segment:
+    /// 1. `retention.ms`: `now - largest timestamp > retention.ms`, the largest timestamp
+    ///    being the segment's max record timestamp, or when no record has one the time it was
+    ///    created or opened (Kafka's `LogSegment.largestTimestamp` uses the file's mtime). A segment stamped
+    ///    in the future therefore holds back every segment after it.
+    /// 2. `retention.bytes`: while the log minus the segment is still at least that large.
+    /// 3. the log start offset: segments whose successor starts at or below it (DeleteRecords).
+    ///
+    /// Passes 1 and 2 run only when `cleanup.policy` contains `delete`. Returns the number of
+    /// segments deleted.
     pub fn apply_retention(&mut self, now: i64) -> Result<usize, LogError> {
-        if !self.config.cleanup_delete {
-            return Ok(0);
-        }
-        let mut total = self.size_bytes() as i64;
         let mut deleted = 0;
-        while self.segments.len() - deleted > 1 {
-            let s = &self.segments[deleted];
-            let ts = if s.max_timestamp >= 0 {
-                s.max_timestamp
-            } else {
-                s.created_ms
-            };
-            let by_time =
-                self.config.retention_ms >= 0 && now.saturating_sub(ts) > self.config.retention_ms;
-            let by_size = self.config.retention_bytes >= 0
-                && total - s.size as i64 >= self.config.retention_bytes;
-            if !(by_time || by_size) {
-                break;
+        if self.config.cleanup_delete {
+            if self.config.retention_ms >= 0 {
+                let count = self.segments[..self.segments.len() - 1]
+                    .iter()
+                    .take_while(|s| {
+                        now.saturating_sub(segment_largest_timestamp(s)) > self.config.retention_ms
+                    })
+                    .count();
+                self.remove_front_segments(count)?;
+                deleted += count;
             }
-            total -= s.size as i64;
-            deleted += 1;
-        }
-        if deleted > 0 {
-            // The new start is durable before any file goes (see `checkpoint::write_log_start`).
-            let start = self.segments[deleted]
-                .base_offset
-                .max(self.log_start_offset);
-            checkpoint::write_log_start(&self.env.disk, &self.dir, start).map_err(|e| {
-                LogError::io("write", &self.dir.join(checkpoint::LOG_START_FILE), e)
-            })?;
-            for s in self.segments.drain(..deleted) {
-                remove_segment_files(&self.env.disk, &self.dir, s.base_offset)?;
-            }
-            self.log_start_offset = start;
-            // Snapshots go with their segments (the one at the new log start stays).
-            for offset in list_snapshots(&self.env.disk, &self.dir)? {
-                if offset < self.log_start_offset {
-                    remove_file_if_exists(&self.env.disk, &snapshot_path(&self.dir, offset))?;
-                }
+            let size = self.size_bytes() as i64;
+            if self.config.retention_bytes >= 0 && size >= self.config.retention_bytes {
+                let mut diff = size - self.config.retention_bytes;
+                let count = self.segments[..self.segments.len() - 1]
+                    .iter()
+                    .take_while(|s| {
+                        let fits = diff - s.size as i64 >= 0;
+                        if fits {
+                            diff -= s.size as i64;
+                        }
+                        fits
+                    })
+                    .count();
+                self.remove_front_segments(count)?;
+                deleted += count;
             }
         }
+        deleted += self.delete_segments_below_log_start()?;
         Ok(deleted)
+    }
+
+    /// DeleteRecords (Kafka's `deleteRecordsOnLeader` + `maybeIncrementLogStartOffset`):
+    /// `offset` -1 means the high watermark (the log end here); below 0 or past the high
+    /// watermark is `LogStartOutOfRange`; a `cleanup.policy` without `delete` is
+    /// `DeletePolicy`. A larger offset becomes the log start, durably
+    /// (`checkpoint::write_log_start`), then
+    /// every segment wholly below it is deleted (never the active one). Returns the log
+    /// start offset afterwards (the response's low watermark).
+    pub fn delete_records(&mut self, offset: i64) -> Result<i64, LogError> {
+        if !self.config.cleanup_delete {
+            return Err(LogError::DeletePolicy);
+        }
+        let high_watermark = self.log_end_offset();
+        let offset = if offset == -1 { high_watermark } else { offset };
+        if offset < 0 || offset > high_watermark {
+            return Err(LogError::LogStartOutOfRange {
+                offset,
+                high_watermark,
+            });
+        }
+        if offset > self.log_start_offset {
+            self.write_log_start(offset)?;
+            self.log_start_offset = offset;
+            tracing::info!(dir = %self.dir.display(), offset, "log start offset moved (DeleteRecords)");
+            // A cleaner pass rewriting this log keeps its segments until it is done; the next
+            // retention check deletes them (its log start pass).
+            if !super::cleaner::is_cleaning(&self.dir) {
+                self.delete_segments_below_log_start()?;
+            }
+            self.trim_leader_epochs()?;
+        }
+        Ok(self.log_start_offset)
+    }
+
+    /// Kafka's `deleteLogStartOffsetBreachedSegments`: segments whose successor starts at or
+    /// below the log start hold nothing readable. Returns how many were deleted.
+    pub fn delete_segments_below_log_start(&mut self) -> Result<usize, LogError> {
+        let count = self
+            .segments
+            .windows(2)
+            .take_while(|pair| pair[1].base_offset <= self.log_start_offset)
+            .count();
+        self.remove_front_segments(count)?;
+        Ok(count)
+    }
+
+    /// Deletes the first `count` segments (never the active one) with their producer
+    /// snapshots, and moves the log start to the new first segment if it was below it.
+    fn remove_front_segments(&mut self, count: usize) -> Result<(), LogError> {
+        let count = count.min(self.segments.len() - 1);
+        if count == 0 {
+            return Ok(());
+        }
+        // The new start is durable before any file goes (see `checkpoint::write_log_start`).
+        let start = self.segments[count].base_offset.max(self.log_start_offset);
+        if start > self.log_start_offset {
+            self.write_log_start(start)?;
+        }
+        for s in self.segments.drain(..count) {
+            remove_segment_files(&self.env.disk, &self.dir, s.base_offset)?;
+        }
+        self.log_start_offset = start;
+        // Snapshots go with their segments (the one at the new first segment's base stays).
+        for offset in list_snapshots(&self.env.disk, &self.dir)? {
+            if offset < self.segments[0].base_offset {
+                remove_file_if_exists(&self.env.disk, &snapshot_path(&self.dir, offset))?;
+            }
+        }
+        self.trim_leader_epochs()
+    }
+
+    fn write_log_start(&self, start: i64) -> Result<(), LogError> {
+        checkpoint::write_log_start(&self.env.disk, &self.dir, start)
+            .map_err(|e| LogError::io("write", &self.dir.join(checkpoint::LOG_START_FILE), e))
+    }
+
+    /// Kafka's `loadFirstBatchTimestamp` for the active segment at open: one header read.
+    async fn load_active_first_timestamp(&mut self) -> Result<(), LogError> {
+        let active = self.active();
+        if active.size < PEEK_TS_BYTES as u64 {
+            return Ok(());
+        }
+        let path = active.log_path.clone();
+        let mut walker = Walker::new(active.file()?, active.size, PEEK_TS_BYTES);
+        let b = walker
+            .bytes(0, PEEK_TS_BYTES)
+            .await
+            .map_err(|e| LogError::io("read", &path, e))?
+            .ok_or_else(|| corrupt(&path, 0, "partial batch header"))?;
+        self.active_first_timestamp = Some(batch::max_timestamp(b));
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Leader epochs
+    // ---------------------------------------------------------------------------------
+
+    /// Becoming leader at `epoch` (Kafka's `makeLeader` -> `maybeAssignEpochStartOffset(epoch,
+    /// logEndOffset)`): the epoch starts at the log end unless it is already the latest.
+    pub fn assign_leader_epoch(&mut self, epoch: i32) -> Result<(), LogError> {
+        let end = self.log_end_offset();
+        if epoch >= 0 && self.epochs.latest_epoch() != Some(epoch) {
+            self.assign_epoch(epoch, end)?;
+        }
+        Ok(())
+    }
+
+    /// OffsetForLeaderEpoch: Kafka's `endOffsetForEpoch`, (epoch, end offset), or None when
+    /// the cache has no answer (the response then carries -1, -1).
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
+        let (found_epoch, offset) = self.epochs.end_offset_for(epoch, self.log_end_offset());
+        (offset != super::leader_epoch::UNDEFINED_EPOCH_OFFSET).then_some((found_epoch, offset))
+    }
+
+    /// The cache's entries as (epoch, start offset) (tests, tools).
+    pub fn leader_epoch_entries(&self) -> Vec<(i32, i64)> {
+        self.epochs.entries().to_vec()
+    }
+
+    fn assign_epoch(&mut self, epoch: i32, start: i64) -> Result<(), LogError> {
+        let path = self.dir.join(super::leader_epoch::LEADER_EPOCH_FILE);
+        self.epochs
+            .assign(epoch, start)
+            .map_err(|e| LogError::io("write", &path, e))?;
+        Ok(())
+    }
+
+    /// The log start moved: Kafka's `truncateFromStart`.
+    fn trim_leader_epochs(&mut self) -> Result<(), LogError> {
+        let path = self.dir.join(super::leader_epoch::LEADER_EPOCH_FILE);
+        let start = self.log_start_offset;
+        self.epochs
+            .truncate_from_start(start)
+            .map_err(|e| LogError::io("write", &path, e))
+    }
+
+    /// At open: entries past the log end go (recovery may have cut the log), then those
+    /// below the start. An entry starting exactly at the log end stays (an epoch that began
+    /// with no records yet, e.g. every empty partition): dropping and re-adding it would cost
+    /// two file writes per partition at every start.
+    fn load_leader_epochs(&mut self) -> Result<(), LogError> {
+        let path = self.dir.join(super::leader_epoch::LEADER_EPOCH_FILE);
+        let end = self.log_end_offset();
+        self.epochs
+            .truncate_from_end(end + 1)
+            .map_err(|e| LogError::io("write", &path, e))?;
+        self.trim_leader_epochs()
     }
 
     // ---------------------------------------------------------------------------------
@@ -1220,6 +1462,17 @@ fn remove_file_if_exists(disk: &Disk, path: &Path) -> Result<(), LogError> {
     }
 }
 
+/// Kafka's `LogSegment.largestTimestamp`: the max record timestamp, or, when no record has
+/// one, when the segment was created or opened (Kafka: the `.log` file's modification time,
+/// which the storage seam does not expose).
+fn segment_largest_timestamp(segment: &Segment) -> i64 {
+    if segment.max_timestamp >= 0 {
+        segment.max_timestamp
+    } else {
+        segment.created_ms
+    }
+}
+
 fn remove_segment_files(disk: &Disk, dir: &Path, base: i64) -> Result<(), LogError> {
     let (log, index, time) = segment_paths(dir, base);
     for p in [log, index, time] {
@@ -1453,11 +1706,13 @@ mod tests {
                 ..small_config()
             };
             let mut log = PartitionLog::open(d.path().join("t-0"), cfg).await.unwrap();
-            let (b, h) = batch(1, 1, 1);
+            // Batches without a timestamp: segment.ms counts wall time since the first append
+            // and rolls once strictly more than segment.ms passed (Kafka's shouldRoll).
+            let (b, h) = batch(1, 1, -1);
             log.append_at(&b, &h, 0, 10_000).unwrap();
-            log.append_at(&b, &h, 0, 10_500).unwrap();
-            assert_eq!(log.segment_count(), 1);
             log.append_at(&b, &h, 0, 11_000).unwrap();
+            assert_eq!(log.segment_count(), 1);
+            log.append_at(&b, &h, 0, 11_001).unwrap();
             assert_eq!(log.segment_count(), 2);
             assert_eq!(log.segments[1].base_offset, 2);
         });

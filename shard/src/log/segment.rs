@@ -144,12 +144,12 @@ impl Segment {
             || self.time_index.inner.is_full()
     }
 
-    /// Writes `prefix` + `rest` at the end of the `.log` with pwritev and updates the indexes.
+    /// Writes `prefix` (the patched 16 bytes, or the whole restamped header) + `rest` at the end of the `.log` with pwritev and updates the indexes.
     /// On a write error the file is cut back to its previous size so no partial batch is left
     /// for a reader (or a later append) to trip on.
     pub(crate) fn append(
         &mut self,
-        prefix: &[u8; 16],
+        prefix: &[u8],
         rest: &[u8],
         last_offset: i64,
         max_timestamp: i64,
