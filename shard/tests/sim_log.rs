@@ -197,6 +197,11 @@ impl Sim {
             log.log_start_offset(),
             self.model.deleted_below
         );
+        assert!(
+            end >= self.model.deleted_below,
+            "log end {end} after restart is below an answered DeleteRecords ({}): offsets would be reused",
+            self.model.deleted_below
+        );
         self.check_below_start(log);
         self.model.retention_floor = self.model.retention_floor.max(log.log_start_offset());
         for (&base, &(last, _)) in self.model.batches.range(self.model.retention_floor..) {
@@ -269,6 +274,12 @@ impl Sim {
             info.base_offset,
             self.model.acked
         );
+        assert!(
+            info.base_offset >= self.model.deleted_below,
+            "offset {} reused below an answered DeleteRecords ({})",
+            info.base_offset,
+            self.model.deleted_below
+        );
         let mut stored = bytes.to_vec();
         stored[..16].copy_from_slice(&patched_prefix(&bytes, info.base_offset, LEADER_EPOCH));
         self.model
@@ -297,11 +308,12 @@ impl Sim {
         }
     }
 
-    /// DeleteRecords up to an offset in the acknowledged range (one the log end cannot fall
-    /// below after a power loss); on success the log start is at least that, for good.
+    /// DeleteRecords up to any offset up to the log end, including records not yet synced (a
+    /// power loss may then cut the log end below it); on success the log start and the log
+    /// end stay at least that, for good, so no offset below it is ever assigned again.
     fn delete_records(&mut self, log: &mut PartitionLog) -> Result<(), LogError> {
         let start = log.log_start_offset();
-        let top = self.model.acked.min(log.log_end_offset());
+        let top = log.log_end_offset();
         if top <= start {
             return Ok(());
         }

@@ -337,8 +337,18 @@ impl PartitionLog {
                 seg.make_active(capacity)?;
             }
         }
-        let active = segments.last().expect("at least one segment");
-        let log_end = active.next_offset;
+        let mut log_end = segments.last().expect("at least one segment").next_offset;
+        // Kafka's LogLoader: a log end below the log start (a DeleteRecords answered for
+        // records a power loss then undid) restarts the log empty at the log start, so no
+        // offset below an answered DeleteRecords is ever assigned again.
+        let mut reset_from = None;
+        if let Some(start) = durable_start.filter(|&s| s > log_end) {
+            segments = reset_to_log_start(&disk, &dir, segments, start, capacity, now)?;
+            reset_from = Some(log_end);
+            log_end = start;
+            recover_from = Some(0); // the new segment and the directory get synced below
+            recovered_any = true;
+        }
         // Retention or DeleteRecords may have moved the start past the first segment's base.
         let log_start = segments[0]
             .base_offset
@@ -377,6 +387,13 @@ impl PartitionLog {
         }
         if removed_leftovers {
             log.dir_dirty = true;
+        }
+        if let Some(old_end) = reset_from {
+            // Epochs that began past the old end began in records that are gone.
+            let path = log.dir.join(super::leader_epoch::LEADER_EPOCH_FILE);
+            log.epochs
+                .truncate_from_end(old_end + 1)
+                .map_err(|e| LogError::io("write", &path, e))?;
         }
         if recovered_any {
             // What recovery kept may still be only in the page cache (kill -9): make it
@@ -1473,6 +1490,44 @@ fn segment_largest_timestamp(segment: &Segment) -> i64 {
     }
 }
 
+/// Replaces every segment of a log that ends below its durable `start` with one empty segment
+/// at `start` (Kafka's LogLoader for `logEndOffset < logStartOffset`). The new segment's file
+/// is created before any old one goes, and any order of these steps surviving a crash leaves
+/// a directory the next open repairs the same way: segments below the durable start are
+/// leftovers, and a log still ending below it is reset again. Producer snapshots past the old
+/// end describe lost batches and go too.
+fn reset_to_log_start(
+    disk: &Disk,
+    dir: &Path,
+    segments: Vec<Segment>,
+    start: i64,
+    capacity: u64,
+    now: i64,
+) -> Result<Vec<Segment>, LogError> {
+    let old_end = segments.last().map_or(0, |s| s.next_offset);
+    tracing::warn!(dir = %dir.display(), log_end = old_end, start, "log ends below its log start offset; deleting all segments and starting an empty one at the log start");
+    let mut fresh = Segment::open(disk, dir, start, Some(capacity), now)?;
+    if fresh.size != 0 {
+        return Err(corrupt(
+            &fresh.log_path,
+            0,
+            "new segment file already has data",
+        ));
+    }
+    fresh.next_offset = start;
+    for seg in segments {
+        let base = seg.base_offset;
+        drop(seg);
+        remove_segment_files(disk, dir, base)?;
+    }
+    for offset in list_snapshots(disk, dir)? {
+        if offset > old_end {
+            remove_file_if_exists(disk, &snapshot_path(dir, offset))?;
+        }
+    }
+    Ok(vec![fresh])
+}
+
 fn remove_segment_files(disk: &Disk, dir: &Path, base: i64) -> Result<(), LogError> {
     let (log, index, time) = segment_paths(dir, base);
     for p in [log, index, time] {
@@ -1993,6 +2048,54 @@ mod tests {
                     log.close().await.unwrap();
                     log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
                 }
+            }
+        });
+    }
+
+    /// A stored log start past the log end (a DeleteRecords answered for records a power loss
+    /// undid): open restarts the log empty at that start, and appends continue from it.
+    #[test]
+    fn open_with_log_end_below_stored_start_restarts_at_it() {
+        run(async {
+            let d = tmp();
+            let dir = d.path().join("t-0");
+            let cfg = LogConfig {
+                segment_bytes: 500,
+                ..small_config()
+            };
+            for clean in [false, true] {
+                let mut log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+                for _ in 0..10 {
+                    append(&mut log, 2, 100, 1);
+                }
+                log.sync().await.unwrap();
+                assert!(log.segment_count() > 1);
+                let start = log.log_end_offset() + 7;
+                checkpoint::write_log_start(&log.env().disk, &dir, start).unwrap();
+                if clean {
+                    log.close().await.unwrap();
+                } else {
+                    drop(log); // a crash
+                }
+                let mut log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+                assert_eq!(
+                    (log.log_start_offset(), log.log_end_offset()),
+                    (start, start)
+                );
+                assert_eq!(log_files(&dir), vec![format!("{start:020}.log")]);
+                assert!(matches!(
+                    log.read(start - 1, 1 << 20, start).await,
+                    Err(LogError::OffsetOutOfRange { .. })
+                ));
+                let w = append(&mut log, 1, 10, 1);
+                assert_eq!(w.base, start);
+                log.close().await.unwrap();
+                let log = PartitionLog::open(dir.clone(), cfg.clone()).await.unwrap();
+                assert_eq!(
+                    (log.log_start_offset(), log.log_end_offset()),
+                    (start, start + 1)
+                );
+                log.close().await.unwrap();
             }
         });
     }
