@@ -101,12 +101,16 @@ def test_three_consumers_split_leave_and_resume(broker):
     topic = unique("kip848")
     group = unique("g848")
     create_topic(b, topic, PARTITIONS)
-    sent = produce(b, topic, 0, 600)
 
+    # The records are produced once the split is settled: a member that fetched a record and
+    # loses its partition before its commit lands hands it over uncommitted, and the new owner
+    # reads it again. That is Kafka's at-least-once across a rebalance, not a broker fault, so
+    # "exactly once" is asserted only where no partition moves.
     members = [Member(b, group, topic, f"m{i}") for i in range(3)]
-    wait(members, lambda: len(values(members)) >= len(sent), "the group to read every record")
     wait(members, lambda: sorted(len(m.assignment()) for m in members) == [2, 2, 2],
          "a 2/2/2 split of the partitions")
+    sent = produce(b, topic, 0, 600)
+    wait(members, lambda: len(values(members)) >= len(sent), "the group to read every record")
     owned = [m.assignment() for m in members]
     assert set().union(*owned) == set(range(PARTITIONS)), owned
     read = values(members)
