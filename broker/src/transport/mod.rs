@@ -6,6 +6,8 @@
 
 mod pagecache;
 mod plain;
+#[cfg(test)]
+mod tests;
 
 use std::cell::Cell;
 use std::io;
