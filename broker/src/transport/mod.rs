@@ -216,13 +216,31 @@ impl Writer {
     }
     /// Writes the chunks of `frame` in order.
     pub async fn write_frame(&mut self, frame: &Frame, stats: &SendStats) -> io::Result<()> {
+        let ranged = frame.chunks().len() > 1;
+        if ranged {
+            self.cork(true);
+        }
+        let mut outcome = Ok(());
         for chunk in frame.chunks() {
-            match chunk {
-                Chunk::Bytes(bytes) => self.write_all(bytes).await?,
-                Chunk::File(range) => self.send_file(range, stats).await?,
+            outcome = match chunk {
+                Chunk::Bytes(bytes) => self.write_all(bytes).await,
+                Chunk::File(range) => self.send_file(range, stats).await,
+            };
+            if outcome.is_err() {
+                break;
             }
         }
-        Ok(())
+        if ranged {
+            self.cork(false);
+        }
+        outcome
+    }
+    /// Holds partial segments while a frame of several chunks is written (TCP_CORK), so the
+    /// header bytes, ranges and tail go out in full segments (see `plain`).
+    fn cork(&mut self, on: bool) {
+        match self {
+            Writer::Plain(writer) => writer.cork(on),
+        }
     }
     pub async fn close(&mut self) {
         match self {

@@ -173,6 +173,22 @@ impl PlainWriter {
         Ok(sent as usize)
     }
 
+    /// TCP_CORK on or off (off sends what is held). Errors are ignored: corking only merges
+    /// segments.
+    pub fn cork(&self, on: bool) {
+        let value: libc::c_int = on.into();
+        // Safety: setsockopt on a live fd with a local int.
+        unsafe {
+            libc::setsockopt(
+                self.fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_CORK,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    }
+
     pub async fn close(&mut self) {
         let _ = self.half.close().await;
     }
