@@ -84,7 +84,7 @@ fn nic_irqs(ctx: &Context, nic: &str) -> Vec<u32> {
             let Ok(irq) = number.parse::<u32>() else {
                 continue;
             };
-            let Some(name) = rest.split_whitespace().last() else {
+            let Some(name) = rest.split_whitespace().next_back() else {
                 continue;
             };
             let named = names.iter().any(|n| {
@@ -168,7 +168,7 @@ fn boot_cpus(cmdline: &str, key: &str) -> Option<CpuSet> {
     let value = cmdline
         .split_whitespace()
         .filter_map(|arg| arg.strip_prefix(key)?.strip_prefix('='))
-        .last()?;
+        .next_back()?;
     let list: Vec<&str> = value
         .split(',')
         .filter(|p| p.starts_with(|c: char| c.is_ascii_digit()))
