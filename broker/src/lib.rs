@@ -6,6 +6,7 @@ pub mod connection;
 pub mod forward;
 pub mod group;
 pub mod handlers;
+pub mod host_checks;
 pub mod limits;
 pub mod metadata;
 pub mod partition_ops;

@@ -86,6 +86,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         max_connections = connection_limits.max_connections(),
         "file descriptor limit raised to the hard limit"
     );
+    crate::host_checks::log_shortfalls(&data_dir, shard_count, cpus);
 
     let config = Arc::new(config);
     let opened = Arc::new(StartupBarrier::new(shard_count));
