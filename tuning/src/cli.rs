@@ -63,8 +63,15 @@ impl Target {
 }
 
 /// Runs one command, writing to `out`; returns the process exit code (1 when a write of
-/// `apply --yes` failed).
+/// `apply --yes` failed). A reader that went away (`| head`) ends it quietly.
 pub fn run(command: TuneCommand, out: &mut dyn Write) -> Result<i32, TuneError> {
+    match run_command(command, out) {
+        Err(TuneError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        result => result,
+    }
+}
+
+fn run_command(command: TuneCommand, out: &mut dyn Write) -> Result<i32, TuneError> {
     match command {
         TuneCommand::Check { target, json } => {
             let findings = check(&target.context(), &target.only)?;
