@@ -1,5 +1,5 @@
 //! The host checks of the `tuning` crate, run read-only at start-up: each setting that falls
-//! short is logged as one warning, so a badly set up machine is visible in the first lines.
+//! short is logged on one line (a warning when it costs throughput or latency), so a badly set up machine is visible in the first lines.
 
 use std::path::Path;
 
@@ -14,14 +14,27 @@ pub fn log_shortfalls(data_dir: &Path, shard_count: usize, cpus: usize) {
         .filter(|f| f.severity.falls_short())
         .collect();
     for finding in &short {
-        tracing::warn!(
-            severity = finding.severity.as_str(),
-            "host tuning: {} is {}, wanted {}: {}",
-            finding.check,
-            finding.current,
-            finding.wanted,
-            finding.reason
-        );
+        // Only what costs throughput or latency is a warning; "info" findings (the last few
+        // percent, or only some deployments) stay at info so the first lines are not noise.
+        if finding.severity >= tuning::finding::Severity::Warning {
+            tracing::warn!(
+                severity = finding.severity.as_str(),
+                "host tuning: {} is {}, wanted {}: {}",
+                finding.check,
+                finding.current,
+                finding.wanted,
+                finding.reason
+            );
+        } else {
+            tracing::info!(
+                severity = finding.severity.as_str(),
+                "host tuning: {} is {}, wanted {}: {}",
+                finding.check,
+                finding.current,
+                finding.wanted,
+                finding.reason
+            );
+        }
     }
     tracing::info!(
         short = short.len(),
