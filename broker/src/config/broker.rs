@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use super::describe::ConfigSource;
 use super::keys::{find, BROKER_KEYS, FAMILIES, IGNORED_KEYS, LONG_MAX};
-use super::listeners::{parse_listeners, Listener};
+use super::listeners::{parse_listeners, Listener, DEFAULT_PROTOCOL_MAP};
+use super::ssl::SslConfig;
 use super::properties::parse_properties;
 use super::topic::FlushPolicy;
 use super::validate::{check_value, list_items};
@@ -34,7 +35,10 @@ pub struct GroupConfig {
 pub struct BrokerConfig {
     pub node_id: i32,
     pub listeners: Vec<Listener>,
+    /// Matched to `listeners` by name (see [`BrokerConfig::advertised_for`]).
     pub advertised_listeners: Vec<Listener>,
+    /// The SSL listeners' `ssl.*` settings.
+    pub ssl: SslConfig,
     /// All configured dirs; only `log_dirs[0]` is used (see [`BrokerConfig::data_dir`]).
     pub log_dirs: Vec<PathBuf>,
     pub num_partitions: i32,
@@ -181,10 +185,26 @@ impl BrokerConfig {
             Some(v) => num("node.id", Some(v))?,
             None => num("node.id", get("node.id"))?,
         };
-        let listeners = parse_listeners("listeners", get("listeners").unwrap_or_default())?;
+        let protocol_map = get("listener.security.protocol.map").unwrap_or(DEFAULT_PROTOCOL_MAP);
+        let listeners = parse_listeners(
+            "listeners",
+            get("listeners").unwrap_or_default(),
+            protocol_map,
+        )?;
         let advertised_listeners = match set("advertised.listeners") {
             Some(v) => {
-                let l = parse_listeners("advertised.listeners", v)?;
+                let l = parse_listeners("advertised.listeners", v, protocol_map)?;
+                // Kafka: advertised listener names are a subset of the listeners' names.
+                if let Some(stray) = l.iter().find(|a| !listeners.iter().any(|l| l.name == a.name)) {
+                    return Err(ConfigError::InvalidValue {
+                        key: "advertised.listeners".into(),
+                        value: v.into(),
+                        expected: format!(
+                            "names of listeners (no listener is named {})",
+                            stray.name
+                        ),
+                    });
+                }
                 if let Some(bad) = l.iter().find(|l| l.host == "0.0.0.0" || l.host == "::") {
                     return Err(ConfigError::InvalidValue {
                         key: "advertised.listeners".into(),
@@ -220,6 +240,7 @@ impl BrokerConfig {
             node_id,
             listeners,
             advertised_listeners,
+            ssl: SslConfig::from_values(get)?,
             log_dirs,
             num_partitions: num("num.partitions", get("num.partitions"))?,
             default_replication_factor: num::<i32>(
@@ -342,6 +363,13 @@ impl BrokerConfig {
             dynamic_node: BTreeMap::new(),
             dynamic_cluster: BTreeMap::new(),
         })
+    }
+
+    /// The address clients are given for brokers on listener `name` (the one a request came
+    /// through): its `advertised.listeners` entry (`listeners` when that is unset); `None`
+    /// when `advertised.listeners` leaves it out (Kafka then advertises nothing on it).
+    pub fn advertised_for(&self, name: &str) -> Option<&Listener> {
+        self.advertised_listeners.iter().find(|l| l.name == name)
     }
 
     /// The data directory in use (first of log.dirs).
