@@ -12,3 +12,4 @@ pub mod partition_ops;
 pub mod server;
 pub mod shard;
 pub mod tls;
+pub mod transport;

@@ -605,6 +605,13 @@ pub const BROKER_KEYS: &[Spec] = &[
         Check::ListOf(&["uniform", "range"]),
         "Broker-side assignors of KIP-848 consumer groups; the first is the default.",
     ),
+    spec(
+        "fetch.path",
+        T::String,
+        Some("zerocopy"),
+        Check::OneOf(&["zerocopy", "copy"]),
+        "How fetched records reach the socket: zerocopy (sendfile from the page cache) or copy (read into a buffer, as Kafka does with TLS; kept to measure).",
+    ),
 ];
 
 /// Kafka keys commonly found in `server.properties` that mean nothing to us (thread pools,
