@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use super::describe::ConfigSource;
 use super::keys::{find, BROKER_KEYS, FAMILIES, IGNORED_KEYS, LONG_MAX};
 use super::listeners::{parse_listeners, Listener, DEFAULT_PROTOCOL_MAP};
-use super::ssl::SslConfig;
 use super::properties::parse_properties;
+use super::ssl::SslConfig;
 use super::topic::FlushPolicy;
 use super::validate::{check_value, list_items};
 use super::ConfigError;
@@ -198,7 +198,10 @@ impl BrokerConfig {
             Some(v) => {
                 let l = parse_listeners("advertised.listeners", v, protocol_map)?;
                 // Kafka: advertised listener names are a subset of the listeners' names.
-                if let Some(stray) = l.iter().find(|a| !listeners.iter().any(|l| l.name == a.name)) {
+                if let Some(stray) = l
+                    .iter()
+                    .find(|a| !listeners.iter().any(|l| l.name == a.name))
+                {
                     return Err(ConfigError::InvalidValue {
                         key: "advertised.listeners".into(),
                         value: v.into(),
@@ -370,10 +373,15 @@ impl BrokerConfig {
     }
 
     /// The address clients are given for brokers on listener `name` (the one a request came
-    /// through): its `advertised.listeners` entry (`listeners` when that is unset); `None`
-    /// when `advertised.listeners` leaves it out (Kafka then advertises nothing on it).
-    pub fn advertised_for(&self, name: &str) -> Option<&Listener> {
-        self.advertised_listeners.iter().find(|l| l.name == name)
+    /// through): its `advertised.listeners` entry (`listeners` when that is unset), else
+    /// the listener's own address (Kafka would not advertise it; a single node must still
+    /// name itself), else the first advertised listener.
+    pub fn advertised_for(&self, name: &str) -> &Listener {
+        self.advertised_listeners
+            .iter()
+            .find(|l| l.name == name)
+            .or_else(|| self.listeners.iter().find(|l| l.name == name))
+            .unwrap_or(&self.advertised_listeners[0])
     }
 
     /// The data directory in use (first of log.dirs).

@@ -74,7 +74,9 @@ pub fn parse_endpoints(key: &str, value: &str) -> Result<Vec<Endpoint>, ConfigEr
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
         {
-            return Err(bad(format!("a listener name of letters, digits, _ - . (not `{name}`)")));
+            return Err(bad(format!(
+                "a listener name of letters, digits, _ - . (not `{name}`)"
+            )));
         }
         let (host, port) = if let Some(r) = rest.strip_prefix('[') {
             let (h, p) = r
@@ -177,7 +179,9 @@ pub fn parse_listeners(
             }
         };
         if port != 0 && out.iter().any(|l: &Listener| l.port == port) && key == "listeners" {
-            return Err(bad(format!("a different port for each listener ({port} is used twice)")));
+            return Err(bad(format!(
+                "a different port for each listener ({port} is used twice)"
+            )));
         }
         out.push(Listener {
             name,

@@ -65,8 +65,8 @@ pub use keys::{
     find_broker_key, find_topic_key, Check, ConfigType, Spec, BROKER_KEYS, IGNORED_KEYS, TOPIC_KEYS,
 };
 pub use listeners::{parse_listeners, Listener, SecurityProtocol};
-pub use ssl::{ClientAuth, SslConfig, TlsVersion};
 pub use properties::parse_properties;
+pub use ssl::{ClientAuth, SslConfig, TlsVersion};
 pub use topic::{
     resolve, topic_key_names, validate_topic_overrides, CleanupPolicy, CompressionType,
     FlushPolicy, TimestampType, TopicConfig,

@@ -160,12 +160,13 @@ fn listeners_side_by_side_with_advertised_per_name() {
     .unwrap();
     assert_eq!(c.listeners.len(), 2);
     assert_eq!(c.listeners[1].protocol, SecurityProtocol::Ssl);
-    let ssl = c.advertised_for("SSL").unwrap();
+    let ssl = c.advertised_for("SSL");
     assert_eq!((ssl.host.as_str(), ssl.port), ("broker.example.com", 19093));
-    // Left out of advertised.listeners: not advertised, as in Kafka.
-    assert!(c.advertised_for("PLAINTEXT").is_none());
+    // Left out of advertised.listeners: its own address.
+    assert_eq!(c.advertised_for("PLAINTEXT").port, 9092);
     let c = load(None, &["listeners=PLAINTEXT://h:1,SSL://h:2".into()]).unwrap();
-    assert_eq!(c.advertised_for("SSL").unwrap().port, 2);
+    assert_eq!(c.advertised_for("SSL").port, 2);
+    assert_eq!(c.advertised_for("PLAINTEXT").port, 1);
     let e = load(
         None,
         &[
@@ -192,7 +193,10 @@ fn listeners_side_by_side_with_advertised_per_name() {
 fn ssl_keys() {
     let c = load(None, &[]).unwrap();
     assert_eq!(c.ssl.client_auth, ClientAuth::None);
-    assert_eq!(c.ssl.enabled_protocols, vec![TlsVersion::Tls12, TlsVersion::Tls13]);
+    assert_eq!(
+        c.ssl.enabled_protocols,
+        vec![TlsVersion::Tls12, TlsVersion::Tls13]
+    );
     assert!(c.ssl.ktls_enable);
     assert!(c.ssl.keystore_location.is_none());
     let c = load(
@@ -207,11 +211,20 @@ fn ssl_keys() {
         ],
     )
     .unwrap();
-    assert_eq!(c.ssl.keystore_location.as_deref(), Some(Path::new("/k.pem")));
-    assert_eq!(c.ssl.truststore_location.as_deref(), Some(Path::new("/t.pem")));
+    assert_eq!(
+        c.ssl.keystore_location.as_deref(),
+        Some(Path::new("/k.pem"))
+    );
+    assert_eq!(
+        c.ssl.truststore_location.as_deref(),
+        Some(Path::new("/t.pem"))
+    );
     assert_eq!(c.ssl.client_auth, ClientAuth::Required);
     assert_eq!(c.ssl.enabled_protocols, vec![TlsVersion::Tls13]);
-    assert_eq!(c.ssl.cipher_suites, vec!["TLS_AES_128_GCM_SHA256".to_string()]);
+    assert_eq!(
+        c.ssl.cipher_suites,
+        vec!["TLS_AES_128_GCM_SHA256".to_string()]
+    );
     assert!(!c.ssl.ktls_enable);
     for bad in [
         "ssl.client.auth=sometimes",

@@ -361,10 +361,15 @@ fn send_with_record_type(fd: RawFd, payload: &[u8], record_type: &[u8; 1]) -> io
 #[derive(Debug, PartialEq, Eq)]
 pub enum ControlRecord {
     /// An alert: close_notify or a fatal alert, the peer is closing either way.
-    Alert { level: u8, description: u8 },
+    Alert {
+        level: u8,
+        description: u8,
+    },
     /// A TLS 1.3 handshake message (KeyUpdate, NewSessionTicket): the kernel cannot follow a
     /// rekey without the key schedule, which stayed in rustls.
-    Handshake { message_type: u8 },
+    Handshake {
+        message_type: u8,
+    },
     /// Nothing readable now.
     WouldBlock,
     Other(u8),
@@ -438,8 +443,8 @@ mod tests {
             key: AeadKey::from(pad32(&key)).with_length(16),
             iv: Iv::new(iv),
         };
-        let info = CryptoInfo::new(ProtocolVersion::TLSv1_3, 0x0102_0304_0506_0708, &secrets)
-            .unwrap();
+        let info =
+            CryptoInfo::new(ProtocolVersion::TLSv1_3, 0x0102_0304_0506_0708, &secrets).unwrap();
         let bytes = info.as_bytes();
         assert_eq!(bytes.len(), 40);
         assert_eq!(&bytes[..2], &0x0304u16.to_ne_bytes());

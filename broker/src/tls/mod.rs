@@ -40,7 +40,6 @@ pub struct Acceptor {
     ktls: KtlsSupport,
 }
 
-/// Which path a listener's connections take, for the start-up log.
 impl Acceptor {
     /// Reads the keystore and truststore and probes kernel TLS (when `ssl.ktls.enable`).
     pub fn new(ssl: &SslConfig) -> Result<Acceptor, TlsConfigError> {
@@ -103,6 +102,7 @@ impl Acceptor {
                 reader,
                 writer,
                 principal,
+                fd,
             });
         };
         // The ULP is attached: from here the keys must reach the kernel, or the connection
@@ -133,6 +133,7 @@ pub enum Accepted {
         reader: TlsReader,
         writer: TlsWriter,
         principal: String,
+        fd: std::os::fd::RawFd,
     },
 }
 

@@ -100,7 +100,11 @@ pub async fn handshake(
 }
 
 /// Splits a handshaken connection into its user-space TLS halves.
-pub fn user_space(stream: TcpStream, fd: RawFd, mut conn: ServerConnection) -> (TlsReader, TlsWriter) {
+pub fn user_space(
+    stream: TcpStream,
+    fd: RawFd,
+    mut conn: ServerConnection,
+) -> (TlsReader, TlsWriter) {
     conn.set_buffer_limit(Some(SEND_BUFFER_BYTES));
     let session = Rc::new(RefCell::new(conn));
     let (read_half, write_half) = stream.split();
