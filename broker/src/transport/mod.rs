@@ -50,6 +50,68 @@ impl From<Piece> for Chunk {
     }
 }
 
+/// The record bytes of one partition of a fetch: whole batches, as file ranges (zero-copy)
+/// or bytes (`fetch.path=copy`, simulated disk), in log order.
+#[derive(Clone, Debug, Default)]
+pub struct Records {
+    chunks: Vec<Chunk>,
+    len: usize,
+}
+
+impl Records {
+    pub fn from_pieces(pieces: Vec<Piece>) -> Records {
+        Records::from_chunks(pieces.into_iter().map(Chunk::from).collect())
+    }
+    pub fn from_chunks(chunks: Vec<Chunk>) -> Records {
+        let len = chunks.iter().map(Chunk::len).sum();
+        Records { chunks, len }
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn chunks(&self) -> &[Chunk] {
+        &self.chunks
+    }
+    pub fn into_chunks(self) -> Vec<Chunk> {
+        self.chunks
+    }
+    /// Whether any of the bytes are still in a file (to be sent from it).
+    pub fn has_file(&self) -> bool {
+        self.chunks
+            .iter()
+            .any(|chunk| matches!(chunk, Chunk::File(_)))
+    }
+    /// Bytes of file ranges.
+    pub fn file_bytes(&self) -> usize {
+        self.chunks
+            .iter()
+            .filter(|chunk| matches!(chunk, Chunk::File(_)))
+            .map(Chunk::len)
+            .sum()
+    }
+    /// The bytes in one buffer: free for records held as one `Bytes` (the copy path); file
+    /// ranges are read (a copy, which the zero-copy path avoids by sending them as chunks).
+    pub fn to_bytes(&self) -> io::Result<Bytes> {
+        match self.chunks.as_slice() {
+            [] => Ok(Bytes::new()),
+            [Chunk::Bytes(bytes)] => Ok(bytes.clone()),
+            _ => Ok(Bytes::from(Frame::new(self.chunks.clone()).to_vec()?)),
+        }
+    }
+}
+
+impl From<Bytes> for Records {
+    fn from(bytes: Bytes) -> Records {
+        if bytes.is_empty() {
+            return Records::default();
+        }
+        Records::from_chunks(vec![Chunk::Bytes(bytes)])
+    }
+}
+
 /// One whole response frame (size prefix included) as chunks written back to back.
 #[derive(Debug, Default)]
 pub struct Frame {
