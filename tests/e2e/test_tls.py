@@ -279,3 +279,66 @@ def test_bad_keystore_fails_startup(tmp_path, pki, case):
     else:
         assert "ssl.keystore.location" in out and str(keystore) in out, out
     b.stop()
+
+
+PATH_LINE = re.compile(r"listener SSL uses (kernel TLS|user-space TLS)"
+                       r"(?: \((?:kernel TLS: )?(.*)\))? listener=")
+SEND_STATS = re.compile(r"shard \d+ fetch path: .*sendfile_bytes=(\d+) copied_bytes=(\d+)")
+
+
+def ssl_path(broker):
+    m = PATH_LINE.search(broker.output())
+    assert m, broker.output()
+    return m.group(1), m.group(2)
+
+
+def test_ktls_detection_and_fallback(start_broker, pki):
+    """Here (no tls module) the probe reports unsupported with its reason and the listener
+    falls back to user-space TLS; ssl.ktls.enable=false forces user-space TLS anywhere."""
+    b = ssl_broker(start_broker, pki)
+    path, reason = ssl_path(b)
+    if not Path("/proc/sys/net/ipv4/tcp_available_ulp").exists() or \
+            "tls" not in Path("/proc/sys/net/ipv4/tcp_available_ulp").read_text().split():
+        # The module may still load on demand; if the probe said unsupported, it gave why.
+        if path != "kernel TLS":
+            print("kernel TLS unsupported here:", reason)
+            assert reason and ("TCP_ULP" in reason or "TLS_" in reason), reason
+    assert api_versions_over(b.ssl_port, client_context(pki, cert=False))[1] == 0
+    off = ssl_broker(start_broker, pki, **{"ssl.ktls.enable": "false"})
+    assert ssl_path(off) == ("user-space TLS", "ssl.ktls.enable=false")
+    assert api_versions_over(off.ssl_port, client_context(pki, cert=False))[1] == 0
+
+
+def fetch_over_ssl_only(b, pki):
+    """Produces over plaintext, consumes over SSL only; returns the SSL consumer's records and
+    what was produced."""
+    topic = unique("tlsfetch")
+    create_topic(b.bootstrap, topic, 1)
+    log = ck_produce(ck_producer(b.bootstrap), topic, messages("f"))
+    back, errors = ck_consume(b.ssl_bootstrap, topic, 1, N, **ck_ssl(pki))
+    assert not errors
+    return by_partition(log.ok), back
+
+
+def test_user_space_tls_fetch_encrypts_from_the_page_cache(start_broker, pki):
+    b = ssl_broker(start_broker, pki, **{"ssl.ktls.enable": "false"})
+    produced, back = fetch_over_ssl_only(b, pki)
+    assert_same(produced, back)
+    b.stop()
+    stats = [tuple(map(int, m.groups())) for m in SEND_STATS.finditer(b.output())]
+    assert stats, b.output()
+    # Record bytes reached the SSL socket through rustls (counted as copied), never sendfile.
+    assert sum(s[0] for s in stats) == 0, stats
+    assert sum(s[1] for s in stats) > 0, stats
+
+
+def test_ktls_fetch_keeps_sendfile(start_broker, pki):
+    b = ssl_broker(start_broker, pki)
+    path, reason = ssl_path(b)
+    if path != "kernel TLS":
+        pytest.skip(f"kernel TLS unavailable here: {reason}")
+    produced, back = fetch_over_ssl_only(b, pki)
+    assert_same(produced, back)
+    b.stop()
+    stats = [tuple(map(int, m.groups())) for m in SEND_STATS.finditer(b.output())]
+    assert sum(s[0] for s in stats) > 0, stats

@@ -230,3 +230,112 @@ pub fn load_truststore(path: &Path) -> Result<RootCertStore, TlsConfigError> {
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ssl(keystore: &Path) -> SslConfig {
+        SslConfig {
+            keystore_location: Some(keystore.to_path_buf()),
+            key_password_set: false,
+            truststore_location: None,
+            client_auth: ClientAuth::None,
+            enabled_protocols: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+            cipher_suites: Vec::new(),
+            ktls_enable: false,
+        }
+    }
+
+    fn message(result: Result<Arc<ServerConfig>, TlsConfigError>) -> String {
+        match result {
+            Ok(_) => panic!("accepted a bad configuration"),
+            Err(error) => error.to_string(),
+        }
+    }
+
+    #[test]
+    fn keystore_errors_name_the_key_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.pem");
+        let e = message(server_config(&ssl(&missing), false));
+        assert!(
+            e.contains("ssl.keystore.location") && e.contains("missing.pem"),
+            "{e}"
+        );
+
+        let garbage = dir.path().join("garbage.pem");
+        std::fs::write(&garbage, "not pem at all\n").unwrap();
+        let e = message(server_config(&ssl(&garbage), false));
+        assert!(
+            e.contains("ssl.keystore.location") && e.contains("garbage.pem"),
+            "{e}"
+        );
+        assert!(e.contains("no private key"), "{e}");
+
+        let encrypted = dir.path().join("encrypted.pem");
+        std::fs::write(
+            &encrypted,
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n",
+        )
+        .unwrap();
+        let e = message(server_config(&ssl(&encrypted), false));
+        assert!(
+            e.contains("encrypted") && e.contains("encrypted.pem"),
+            "{e}"
+        );
+
+        let mut with_password = ssl(&garbage);
+        with_password.key_password_set = true;
+        let e = message(server_config(&with_password, false));
+        assert!(e.contains("ssl.key.password"), "{e}");
+
+        let e = message(server_config(
+            &SslConfig {
+                keystore_location: None,
+                ..ssl(&garbage)
+            },
+            false,
+        ));
+        assert!(e.contains("ssl.keystore.location is required"), "{e}");
+    }
+
+    #[test]
+    fn truststore_errors_name_the_key_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("ca.pem");
+        std::fs::write(&empty, "").unwrap();
+        let e = load_truststore(&empty).unwrap_err().to_string();
+        assert!(
+            e.contains("ssl.truststore.location") && e.contains("ca.pem"),
+            "{e}"
+        );
+        let e = load_truststore(&dir.path().join("none.pem"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ssl.truststore.location") && e.contains("none.pem"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn cipher_suites_by_iana_name() {
+        let p = provider(&["TLS_AES_128_GCM_SHA256".into()]).unwrap();
+        assert_eq!(p.cipher_suites.len(), 1);
+        assert_eq!(iana_name(p.cipher_suites[0]), "TLS_AES_128_GCM_SHA256");
+        let p = provider(&["tls_ecdhe_rsa_with_aes_256_gcm_sha384".into()]).unwrap();
+        assert_eq!(
+            iana_name(p.cipher_suites[0]),
+            "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"
+        );
+        let e = provider(&["TLS_RSA_WITH_RC4_128_MD5".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ssl.cipher.suites") && e.contains("RC4"), "{e}");
+        assert!(
+            e.contains("TLS_AES_128_GCM_SHA256"),
+            "lists what is supported: {e}"
+        );
+    }
+}

@@ -112,46 +112,57 @@ impl CryptoInfo {
             ProtocolVersion::TLSv1_3 => TLS_1_3_VERSION,
             _ => return None,
         };
-        let rec_seq = seq.to_be_bytes();
-        Some(match secrets {
-            ConnectionTrafficSecrets::Aes128Gcm { key, iv } => {
-                let (iv, key) = (iv.as_ref(), key.as_ref());
-                CryptoInfo::AesGcm128(AesGcm128 {
-                    info: CryptoInfoHeader {
-                        version,
-                        cipher_type: TLS_CIPHER_AES_GCM_128,
-                    },
-                    iv: iv.get(4..12)?.try_into().ok()?,
-                    key: key.try_into().ok()?,
-                    salt: iv.get(..4)?.try_into().ok()?,
-                    rec_seq,
-                })
-            }
-            ConnectionTrafficSecrets::Aes256Gcm { key, iv } => {
-                let (iv, key) = (iv.as_ref(), key.as_ref());
-                CryptoInfo::AesGcm256(AesGcm256 {
-                    info: CryptoInfoHeader {
-                        version,
-                        cipher_type: TLS_CIPHER_AES_GCM_256,
-                    },
-                    iv: iv.get(4..12)?.try_into().ok()?,
-                    key: key.try_into().ok()?,
-                    salt: iv.get(..4)?.try_into().ok()?,
-                    rec_seq,
-                })
-            }
+        let (cipher, key, iv) = match secrets {
+            ConnectionTrafficSecrets::Aes128Gcm { key, iv } => (KernelCipher::AesGcm128, key, iv),
+            ConnectionTrafficSecrets::Aes256Gcm { key, iv } => (KernelCipher::AesGcm256, key, iv),
             ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv } => {
-                CryptoInfo::Chacha20Poly1305(Chacha20Poly1305 {
-                    info: CryptoInfoHeader {
-                        version,
-                        cipher_type: TLS_CIPHER_CHACHA20_POLY1305,
-                    },
-                    iv: iv.as_ref().try_into().ok()?,
-                    key: key.as_ref().try_into().ok()?,
-                    rec_seq,
-                })
+                (KernelCipher::Chacha20Poly1305, key, iv)
             }
             _ => return None,
+        };
+        CryptoInfo::from_parts(version, seq, cipher, key.as_ref(), iv.as_ref())
+    }
+
+    /// The layout for `cipher` from raw key and IV bytes (`version`: the kernel's TLS version
+    /// number); `None` if their lengths do not fit the cipher.
+    pub fn from_parts(
+        version: u16,
+        seq: u64,
+        cipher: KernelCipher,
+        key: &[u8],
+        iv: &[u8],
+    ) -> Option<CryptoInfo> {
+        let rec_seq = seq.to_be_bytes();
+        Some(match cipher {
+            KernelCipher::AesGcm128 => CryptoInfo::AesGcm128(AesGcm128 {
+                info: CryptoInfoHeader {
+                    version,
+                    cipher_type: TLS_CIPHER_AES_GCM_128,
+                },
+                iv: iv.get(4..12)?.try_into().ok()?,
+                key: key.try_into().ok()?,
+                salt: iv.get(..4)?.try_into().ok()?,
+                rec_seq,
+            }),
+            KernelCipher::AesGcm256 => CryptoInfo::AesGcm256(AesGcm256 {
+                info: CryptoInfoHeader {
+                    version,
+                    cipher_type: TLS_CIPHER_AES_GCM_256,
+                },
+                iv: iv.get(4..12)?.try_into().ok()?,
+                key: key.try_into().ok()?,
+                salt: iv.get(..4)?.try_into().ok()?,
+                rec_seq,
+            }),
+            KernelCipher::Chacha20Poly1305 => CryptoInfo::Chacha20Poly1305(Chacha20Poly1305 {
+                info: CryptoInfoHeader {
+                    version,
+                    cipher_type: TLS_CIPHER_CHACHA20_POLY1305,
+                },
+                iv: iv.try_into().ok()?,
+                key: key.try_into().ok()?,
+                rec_seq,
+            }),
         })
     }
 
@@ -439,12 +450,19 @@ mod tests {
     fn crypto_info_layout_from_rustls_secrets() {
         let key: [u8; 16] = std::array::from_fn(|i| i as u8);
         let iv: [u8; 12] = std::array::from_fn(|i| 100 + i as u8);
-        let secrets = ConnectionTrafficSecrets::Aes128Gcm {
-            key: AeadKey::from(pad32(&key)).with_length(16),
-            iv: Iv::new(iv),
-        };
-        let info =
-            CryptoInfo::new(ProtocolVersion::TLSv1_3, 0x0102_0304_0506_0708, &secrets).unwrap();
+        // (rustls makes 16-byte AeadKeys only inside the crate: the raw parts here.)
+        let info = CryptoInfo::from_parts(
+            TLS_1_3_VERSION,
+            0x0102_0304_0506_0708,
+            KernelCipher::AesGcm128,
+            &key,
+            &iv,
+        )
+        .unwrap();
+        assert!(
+            CryptoInfo::from_parts(TLS_1_3_VERSION, 0, KernelCipher::AesGcm128, &[0; 32], &iv)
+                .is_none()
+        );
         let bytes = info.as_bytes();
         assert_eq!(bytes.len(), 40);
         assert_eq!(&bytes[..2], &0x0304u16.to_ne_bytes());
@@ -476,12 +494,6 @@ mod tests {
         assert_eq!(info.cipher(), KernelCipher::AesGcm256);
         assert_eq!(info.as_bytes().len(), 56);
         assert_eq!(&info.as_bytes()[44..48], &iv[..4]);
-    }
-
-    fn pad32(key: &[u8; 16]) -> [u8; 32] {
-        let mut out = [0u8; 32];
-        out[..16].copy_from_slice(key);
-        out
     }
 
     /// On this kernel: whatever the answer, it is one of the two, and a kernel without the

@@ -188,13 +188,22 @@ pub struct TlsWriter {
 
 impl TlsWriter {
     /// Encrypts and sends `bytes`.
-    pub async fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+    pub async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.seal(bytes).await?;
+        self.flush().await
+    }
+
+    /// Encrypts `bytes` into rustls' record buffer, sending records only when it is full: the
+    /// rest goes out with the next [`TlsWriter::flush`].
+    pub async fn seal(&mut self, mut bytes: &[u8]) -> io::Result<()> {
         while !bytes.is_empty() {
             let sealed = self.session.borrow_mut().writer().write(bytes)?;
             bytes = &bytes[sealed..];
-            self.flush().await?;
+            if !bytes.is_empty() {
+                self.flush().await?;
+            }
         }
-        self.flush().await
+        Ok(())
     }
 
     /// Sends every record rustls holds.

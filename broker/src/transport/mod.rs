@@ -232,10 +232,16 @@ impl Writer {
     /// Writes the chunks of `frame` in order.
     pub async fn write_frame(&mut self, frame: &Frame, stats: &SendStats) -> io::Result<()> {
         for chunk in frame.chunks() {
-            match chunk {
-                Chunk::Bytes(bytes) => self.write_all(bytes).await?,
-                Chunk::File(range) => self.send_file(range, stats).await?,
+            match (chunk, &mut *self) {
+                // User-space TLS seals the small header chunks into records that go out with
+                // the following ones (one sendmsg, not one per chunk); flushed below.
+                (Chunk::Bytes(bytes), Writer::Tls(writer)) => writer.seal(bytes).await?,
+                (Chunk::Bytes(bytes), _) => self.write_all(bytes).await?,
+                (Chunk::File(range), _) => self.send_file(range, stats).await?,
             }
+        }
+        if let Writer::Tls(writer) = self {
+            writer.flush().await?;
         }
         Ok(())
     }

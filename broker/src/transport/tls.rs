@@ -86,7 +86,8 @@ impl KtlsWriter {
     }
 }
 
-/// Sends `range` through user-space TLS: encrypted straight from a mapping of the page cache.
+/// Sends `range` through user-space TLS: encrypted straight from a mapping of the page cache
+/// (the last records go out with the frame's flush).
 pub async fn send_file_user_space(
     writer: &mut TlsWriter,
     range: &FileRange,
@@ -104,7 +105,7 @@ pub async fn send_file_user_space(
             SendStats::add(&stats.cold_bytes, len);
         }
         let window = MappedWindow::new(range.fd(), pos, len as usize)?;
-        writer.write_all(window.bytes()).await?;
+        writer.seal(window.bytes()).await?;
         SendStats::add(&stats.copied_bytes, len);
         pos = window_end;
     }
