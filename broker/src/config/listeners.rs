@@ -111,18 +111,21 @@ pub fn parse_endpoints(key: &str, value: &str) -> Result<Vec<Endpoint>, ConfigEr
     Ok(out)
 }
 
-/// Parses `listener.security.protocol.map` (`NAME:PROTOCOL,...`) into (name, protocol) pairs;
-/// SASL protocols are refused here, since no listener could serve them.
+/// A listener name's protocol in `listener.security.protocol.map`: one we serve, or the name
+/// of a SASL protocol (valid in Kafka, refused when a listener uses it).
+pub type MappedProtocol = Result<SecurityProtocol, String>;
+
+/// Parses `listener.security.protocol.map` (`NAME:PROTOCOL,...`) into (name, protocol) pairs.
 pub fn parse_protocol_map(
     key: &str,
     value: &str,
-) -> Result<Vec<(String, Result<SecurityProtocol, String>)>, ConfigError> {
+) -> Result<Vec<(String, MappedProtocol)>, ConfigError> {
     let bad = |expected: String| ConfigError::InvalidValue {
         key: key.to_string(),
         value: value.to_string(),
         expected,
     };
-    let mut out: Vec<(String, Result<SecurityProtocol, String>)> = Vec::new();
+    let mut out: Vec<(String, MappedProtocol)> = Vec::new();
     for item in list_items(value) {
         let (name, protocol) = item
             .split_once(':')
