@@ -443,6 +443,10 @@ fn encode_with_files(
     Ok(Some(frame))
 }
 
+#[cfg(test)]
+#[path = "fetch_frame_tests.rs"]
+mod frame_tests;
+
 /// Kafka's length before NULLABLE_BYTES of `len` bytes (non-null).
 fn length_prefix(len: usize, flexible: bool) -> Vec<u8> {
     if flexible {

@@ -1,11 +1,13 @@
 //! How a connection's bytes travel: a `Reader` and a `Writer` per connection, so that
-//! `connection` stays the same whatever carries them (plain TCP here; TLS variants are added
-//! beside `Plain`). A response is a [`Frame`]: encoded bytes, and for a fetch the record bytes
+//! `connection` stays the same whatever carries them (plain TCP, user-space TLS, kernel TLS:
+//! see `tls`). A response is a [`Frame`]: encoded bytes, and for a fetch the record bytes
 //! of each partition as [`FileRange`]s that stay in the segment files until they are sent
 //! (sendfile from the page cache on the plain path; see `plain`).
 
 mod pagecache;
 mod plain;
+#[cfg(test)]
+mod tests;
 mod tls;
 
 use std::cell::Cell;

@@ -54,8 +54,8 @@ pub fn resident(fd: RawFd, pos: u64, len: u64) -> bool {
         return true;
     }
     #[cfg(test)]
-    if let Some(forced) = tests::forced() {
-        return forced;
+    if let Some(cold) = tests::forced_cold() {
+        return fd != cold;
     }
     #[cfg(target_arch = "x86_64")]
     if CACHESTAT.load(Ordering::Relaxed) {
@@ -140,25 +140,27 @@ pub async fn read_in(range: &FileRange, pos: u64, len: u64) -> io::Result<()> {
 }
 
 #[cfg(test)]
-#[allow(dead_code)] // used by the transport tests
 pub(super) mod tests {
     //! Hooks for tests: force the residency answer, and hold cold reads until released.
 
     use std::cell::{Cell, RefCell};
+    use std::os::fd::RawFd;
     use std::rc::Rc;
 
     thread_local! {
-        static FORCED: Cell<Option<bool>> = const { Cell::new(None) };
+        static FORCED: Cell<Option<RawFd>> = const { Cell::new(None) };
         static GATE: RefCell<Option<Rc<event_listener::Event>>> = const { RefCell::new(None) };
         static OPEN: Cell<bool> = const { Cell::new(true) };
     }
 
-    pub(in crate::transport) fn forced() -> Option<bool> {
+    pub(in crate::transport) fn forced_cold() -> Option<RawFd> {
         FORCED.with(Cell::get)
     }
 
-    pub fn force_resident(answer: Option<bool>) {
-        FORCED.with(|forced| forced.set(answer));
+    /// From now on, ranges of `fd` are cold and every other range is hot (None: ask the
+    /// kernel again).
+    pub fn force_cold(fd: Option<RawFd>) {
+        FORCED.with(|forced| forced.set(fd));
     }
 
     /// Cold reads wait until `open_gate` (a slow disk).
