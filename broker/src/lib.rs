@@ -12,3 +12,5 @@ pub mod metadata;
 pub mod partition_ops;
 pub mod server;
 pub mod shard;
+pub mod tls;
+pub mod transport;

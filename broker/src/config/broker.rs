@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use super::describe::ConfigSource;
 use super::keys::{find, BROKER_KEYS, FAMILIES, IGNORED_KEYS, LONG_MAX};
-use super::listeners::{parse_listeners, Listener};
+use super::listeners::{parse_listeners, Listener, DEFAULT_PROTOCOL_MAP};
 use super::properties::parse_properties;
+use super::ssl::SslConfig;
 use super::topic::FlushPolicy;
 use super::validate::{check_value, list_items};
 use super::ConfigError;
@@ -34,7 +35,10 @@ pub struct GroupConfig {
 pub struct BrokerConfig {
     pub node_id: i32,
     pub listeners: Vec<Listener>,
+    /// Matched to `listeners` by name (see [`BrokerConfig::advertised_for`]).
     pub advertised_listeners: Vec<Listener>,
+    /// The SSL listeners' `ssl.*` settings.
+    pub ssl: SslConfig,
     /// All configured dirs; only `log_dirs[0]` is used (see [`BrokerConfig::data_dir`]).
     pub log_dirs: Vec<PathBuf>,
     pub num_partitions: i32,
@@ -73,6 +77,9 @@ pub struct BrokerConfig {
     pub max_connections_per_ip: u32,
     /// Per connection (see `limits::ConnectionLoad`).
     pub queued_max_requests: u32,
+    /// `fetch.path=copy`: fetched records are read into memory and copied into the response
+    /// (the pre-zero-copy path, kept to measure what sendfile buys).
+    pub fetch_copy: bool,
     /// Per shard; <= 0 = `limits::DEFAULT_SHARD_PENDING_BYTES`.
     pub queued_max_request_bytes: i64,
     /// Group coordinator settings (`offsets.*`, `group.*`).
@@ -181,10 +188,29 @@ impl BrokerConfig {
             Some(v) => num("node.id", Some(v))?,
             None => num("node.id", get("node.id"))?,
         };
-        let listeners = parse_listeners("listeners", get("listeners").unwrap_or_default())?;
+        let protocol_map = get("listener.security.protocol.map").unwrap_or(DEFAULT_PROTOCOL_MAP);
+        let listeners = parse_listeners(
+            "listeners",
+            get("listeners").unwrap_or_default(),
+            protocol_map,
+        )?;
         let advertised_listeners = match set("advertised.listeners") {
             Some(v) => {
-                let l = parse_listeners("advertised.listeners", v)?;
+                let l = parse_listeners("advertised.listeners", v, protocol_map)?;
+                // Kafka: advertised listener names are a subset of the listeners' names.
+                if let Some(stray) = l
+                    .iter()
+                    .find(|a| !listeners.iter().any(|l| l.name == a.name))
+                {
+                    return Err(ConfigError::InvalidValue {
+                        key: "advertised.listeners".into(),
+                        value: v.into(),
+                        expected: format!(
+                            "names of listeners (no listener is named {})",
+                            stray.name
+                        ),
+                    });
+                }
                 if let Some(bad) = l.iter().find(|l| l.host == "0.0.0.0" || l.host == "::") {
                     return Err(ConfigError::InvalidValue {
                         key: "advertised.listeners".into(),
@@ -220,6 +246,7 @@ impl BrokerConfig {
             node_id,
             listeners,
             advertised_listeners,
+            ssl: SslConfig::from_values(get)?,
             log_dirs,
             num_partitions: num("num.partitions", get("num.partitions"))?,
             default_replication_factor: num::<i32>(
@@ -333,6 +360,7 @@ impl BrokerConfig {
             max_connections: num("max.connections", get("max.connections"))?,
             max_connections_per_ip: num("max.connections.per.ip", get("max.connections.per.ip"))?,
             queued_max_requests: num("queued.max.requests", get("queued.max.requests"))?,
+            fetch_copy: get("fetch.path") == Some("copy"),
             queued_max_request_bytes: num(
                 "queued.max.request.bytes",
                 get("queued.max.request.bytes"),
@@ -342,6 +370,18 @@ impl BrokerConfig {
             dynamic_node: BTreeMap::new(),
             dynamic_cluster: BTreeMap::new(),
         })
+    }
+
+    /// The address clients are given for brokers on listener `name` (the one a request came
+    /// through): its `advertised.listeners` entry (`listeners` when that is unset), else
+    /// the listener's own address (Kafka would not advertise it; a single node must still
+    /// name itself), else the first advertised listener.
+    pub fn advertised_for(&self, name: &str) -> &Listener {
+        self.advertised_listeners
+            .iter()
+            .find(|l| l.name == name)
+            .or_else(|| self.listeners.iter().find(|l| l.name == name))
+            .unwrap_or(&self.advertised_listeners[0])
     }
 
     /// The data directory in use (first of log.dirs).

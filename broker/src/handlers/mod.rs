@@ -31,6 +31,7 @@ use wire::varint;
 
 use crate::limits::{Held, Outcome};
 use crate::shard::Shard;
+use crate::transport::Frame;
 
 /// Every API this broker serves, with the versions it serves.
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
@@ -94,6 +95,19 @@ pub struct RequestContext {
     pub correlation_id: i32,
     /// The header's client id (moved out of the decoded header, not copied).
     pub client_id: String,
+    /// The listener the request came through (Metadata and FindCoordinator answer with the
+    /// address advertised for it).
+    pub listener: Rc<str>,
+    /// Kafka's principal of the connection (`User:ANONYMOUS`, or `User:` and the client
+    /// certificate's subject DN), for authorization.
+    pub principal: Rc<str>,
+}
+
+/// Where a connection's requests come from: its listener and principal (see
+/// `transport::Transport`).
+pub struct Origin {
+    pub listener: Rc<str>,
+    pub principal: Rc<str>,
 }
 
 /// Routes one request frame (without its size prefix). `Err` carries the reason the
@@ -106,6 +120,7 @@ pub fn dispatch(
     mut frame: Bytes,
     held: Held,
     peer: &str,
+    origin: &Origin,
 ) -> Result<Task<Outcome>, String> {
     if frame.len() < 8 {
         return Err(format!(
@@ -121,6 +136,8 @@ pub fn dispatch(
         api_version,
         correlation_id,
         client_id: String::new(),
+        listener: origin.listener.clone(),
+        principal: origin.principal.clone(),
     };
     let Some((min, max)) = served_range(api_key) else {
         return Err(format!("unsupported API key {api_key}"));
@@ -273,11 +290,12 @@ fn decode<T: Decodable>(ctx: &RequestContext, mut body: Bytes) -> Result<T, Stri
     })
 }
 
-/// What a request's task produces: `Ok(Some(frame))` to write, `Ok(None)` for a request that
+/// What a request's task produces: `Ok(Some(frame))` to write (bytes, and for a fetch file
+/// ranges: see `transport`), `Ok(None)` for a request that
 /// gets no response (acks=0 produce), `Err(reason)` when the connection must be closed (a
 /// response that cannot be encoded: writing nothing would silently desynchronise the client's
 /// correlation ids, as if it were acks=0).
-pub type Response = Result<Option<BytesMut>, String>;
+pub type Response = Result<Option<Frame>, String>;
 
 /// Largest response frame ever built. A frame's size is an i32 on the wire; every API's own
 /// bounds (Fetch `max_bytes` capped by `fetch.max.bytes`, de-duplicated Metadata/ListOffsets/
@@ -318,5 +336,5 @@ pub fn encode_response<T: Encodable>(
         4 + header_len + body_len,
         "encoded_len agrees with encode"
     );
-    Ok(Some(out))
+    Ok(Some(Frame::from(out)))
 }
