@@ -1,4 +1,5 @@
-//! Fetch (sessionless: session id 0): read each partition on its owning shard; when the
+//! Fetch: read each partition on its owning shard (with a fetch session, every partition of
+//! the session: see `fetch_session`); when the
 //! answer is smaller than `min_bytes`, park on the owners until one of the partitions grows
 //! or `max_wait_ms` passes (long poll), then read again.
 //!
@@ -15,7 +16,7 @@ use wire::generated::{FetchRequest, FetchResponse};
 use wire::primitives::Uuid;
 use wire::ErrorCode;
 
-use super::{encode_response, RequestContext, Response};
+use super::{encode_response, fetch_session, RequestContext, Response};
 use crate::forward::{FetchResult, Reply, Request};
 use crate::metadata::records::TopicId;
 use crate::shard::Shard;
@@ -237,7 +238,17 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
     // Kafka's fetch map keeps one entry per partition: otherwise every copy would get its
     // own read and one small request could ask for the log many times over.
     let mut seen = HashSet::new();
-    let request = dedupe(request, by_id, &mut seen);
+    let mut request = dedupe(request, by_id, &mut seen);
+    // An incremental fetch names only what changed: from here on `request` names every
+    // partition of its session.
+    let session = fetch_session::open(&shard, &mut request, ctx.api_version).await;
+    if let fetch_session::Context::Error(code) = session {
+        let response = FetchResponse {
+            error_code: code.code(),
+            ..Default::default()
+        };
+        return encode_response(&ctx, ctx.api_version, &response);
+    }
     for topic in &request.topics {
         let topic_image = if by_id {
             image.topic_by_id(&topic.topic_id.0)
@@ -304,9 +315,20 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
             results = read_all(&shard, &wanted, budget).await;
         }
     }
-    encode_response(
-        &ctx,
-        ctx.api_version,
-        &build_response(&request, &ctx, results.into_iter()),
-    )
+    let outcomes: Vec<fetch_session::Outcome> = results
+        .iter()
+        .map(|result| fetch_session::Outcome {
+            error_code: result.error_code,
+            high_watermark: result.high_watermark,
+            log_start_offset: result.log_start_offset,
+            has_records: !result.records.is_empty(),
+        })
+        .collect();
+    let answer = fetch_session::complete(&shard, &session, &request, ctx.api_version, &outcomes);
+    let mut request = request;
+    let results = fetch_session::retain(&mut request, results, &answer.send);
+    let mut response = build_response(&request, &ctx, results.into_iter());
+    response.session_id = answer.session_id;
+    response.error_code = answer.error_code;
+    encode_response(&ctx, ctx.api_version, &response)
 }
