@@ -285,24 +285,35 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
         }
     }
     let mut results = read_all(&shard, &wanted, budget).await;
-    let bytes: usize = results.iter().map(|result| result.records.len()).sum();
-    let any_error = results.iter().any(|result| result.error_code != 0);
-    if bytes < request.min_bytes.max(1) as usize
-        && request.max_wait_ms > 0
-        && !any_error
-        && !wanted.is_empty()
-    {
-        let wait_ms = (request.max_wait_ms as u64).min(MAX_WAIT_CAP_MS);
+    // Kafka's DelayedFetch: answer once the partitions together hold `min_bytes` (a wake-up
+    // that brings less parks again for what is left of the wait), on an error, or at
+    // `max_wait_ms`.
+    let wait_ms = (request.max_wait_ms.max(0) as u64).min(MAX_WAIT_CAP_MS);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(wait_ms);
+    loop {
+        let bytes: usize = results.iter().map(|result| result.records.len()).sum();
+        let any_error = results.iter().any(|result| result.error_code != 0);
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if bytes >= request.min_bytes.max(1) as usize
+            || left.is_zero()
+            || any_error
+            || wanted.is_empty()
+        {
+            break;
+        }
+        let left_ms = (left.as_millis() as u64).max(1);
         let waits: Vec<LocalBoxFuture<'static, ()>> = wanted
             .iter()
-            .filter_map(|want| want.target.ok().map(|target| (target, want)))
-            .map(|((target, topic_id), want)| {
+            .zip(&results)
+            .filter_map(|(want, result)| want.target.ok().map(|target| (target, want, result)))
+            .map(|((target, topic_id), want, result)| {
                 let shard = shard.clone();
+                // A partition that already gave what it has waits for more than that.
                 let request = Request::WaitForData {
                     topic_id,
                     partition: want.partition,
-                    offset: want.offset,
-                    wait_ms,
+                    offset: want.offset.max(result.high_watermark),
+                    wait_ms: left_ms,
                 };
                 async move {
                     shard.call(target, request).await;
@@ -310,10 +321,11 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
                 .boxed_local()
             })
             .collect();
-        if !waits.is_empty() {
-            futures::future::select_all(waits).await;
-            results = read_all(&shard, &wanted, budget).await;
+        if waits.is_empty() {
+            break;
         }
+        futures::future::select_all(waits).await;
+        results = read_all(&shard, &wanted, budget).await;
     }
     let outcomes: Vec<fetch_session::Outcome> = results
         .iter()
