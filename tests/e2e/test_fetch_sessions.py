@@ -467,3 +467,47 @@ def test_min_bytes_counts_all_partitions(start_broker):
         r.i32()
         assert records_len(r) >= 2 * size - 10
         assert 1.0 - EARLY_MARGIN_S <= elapsed < 1.0 + LATE_MARGIN_S, elapsed
+
+
+def test_session_of_another_shard(start_broker):
+    """Session ids name their shard. A connection on the other shard cannot use a session
+    (FETCH_SESSION_ID_NOT_FOUND: the client starts over with a full fetch), and a full fetch
+    there that names it closes it on its own shard (over the mesh)."""
+    shards = 2
+    broker = start_broker({"num.shards": shards})
+    topic = create_topic(broker.bootstrap, unique("sess"), 1)
+    id_range = (2**31 - 1) // shards
+    by_shard = {}
+    sockets = []
+    try:
+        # SO_REUSEPORT spreads connections: open them until both shards made a session.
+        for corr in range(1, 200):
+            s = kproto.connect(broker.bootstrap)
+            sockets.append(s)
+            r = kproto.roundtrip(s, fetch_v12(corr, 0, 0, [(topic, [(0, 0)])]), corr)
+            error, session_id, _ = parse_fetch_v12(r)
+            assert error == 0 and session_id != 0
+            by_shard.setdefault(min(session_id // id_range, shards - 1), (s, session_id))
+            if len(by_shard) == shards:
+                break
+        assert len(by_shard) == shards, "every connection landed on one shard"
+        (a, a_id), (b, b_id) = by_shard[0], by_shard[1]
+        # A's session, asked for on B's shard.
+        r = kproto.roundtrip(b, fetch_v12(1001, a_id, 1, []), 1001)
+        assert parse_fetch_v12(r)[:2] == (FETCH_SESSION_ID_NOT_FOUND, 0)
+        # Still usable on its own shard.
+        r = kproto.roundtrip(a, fetch_v12(1002, a_id, 1, []), 1002)
+        assert parse_fetch_v12(r) == (0, a_id, {})
+        # A full fetch on B naming A's session closes it there and makes a new one on B.
+        r = kproto.roundtrip(b, fetch_v12(1003, a_id, 0, [(topic, [(0, 0)])]), 1003)
+        error, new_id, parts = parse_fetch_v12(r)
+        assert error == 0 and new_id not in (0, a_id) and list(parts) == [(topic, 0)]
+        assert min(new_id // id_range, shards - 1) == 1
+        r = kproto.roundtrip(a, fetch_v12(1004, a_id, 2, []), 1004)
+        assert parse_fetch_v12(r)[:2] == (FETCH_SESSION_ID_NOT_FOUND, 0)
+        # B's first session is untouched by all this.
+        r = kproto.roundtrip(b, fetch_v12(1005, b_id, 1, []), 1005)
+        assert parse_fetch_v12(r) == (0, b_id, {})
+    finally:
+        for s in sockets:
+            s.close()

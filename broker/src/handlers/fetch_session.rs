@@ -196,8 +196,8 @@ impl Session {
     /// The cached partitions in session order, with what to ask of each.
     pub fn partitions(&self) -> impl Iterator<Item = (&PartitionKey, Params)> + '_ {
         self.order
-            .iter()
-            .map(|(_, key)| (key, self.partitions[key].params))
+            .values()
+            .map(|key| (key, self.partitions[key].params))
     }
 
     fn insert(&mut self, key: PartitionKey, params: Params, outcome: Option<&Outcome>) {
