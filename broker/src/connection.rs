@@ -24,21 +24,20 @@
 //! written (for at most [`CLOSE_DRAIN_TIMEOUT`]).
 
 use std::cell::Cell;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 use futures::future::Either;
-use futures::io::{AsyncReadExt, AsyncWriteExt};
 use glommio::channels::local_channel;
-use glommio::net::TcpStream;
 use glommio::Task;
 use wire::frame;
 
 use crate::handlers;
 use crate::limits::{ConnectionLoad, ConnectionSlot, Held, Outcome, ShardBudget};
 use crate::shard::Shard;
+use crate::transport::Transport;
 
 const FETCH_API_KEY: i16 = wire::generated::api::ApiKey::Fetch as i16;
 
@@ -73,19 +72,22 @@ enum End {
 
 /// Serves one connection until the peer closes it, it idles out, or it sends something we
 /// must refuse. `slot` is its place under `max.connections`, freed when this returns.
+///
+/// `transport` carries the bytes (plain TCP, or TLS set up before this is called): this
+/// module only sees its reader and writer.
 pub async fn serve(
     shard: Rc<Shard>,
-    stream: TcpStream,
+    transport: Transport,
     budget: Rc<ShardBudget>,
     slot: ConnectionSlot,
 ) {
     let _slot = slot;
-    let peer = stream
-        .peer_addr()
-        .map(|addr| addr.to_string())
-        .unwrap_or_else(|_| "unknown".into());
-    let _ = stream.set_nodelay(true);
-    let fd = stream.as_raw_fd();
+    let Transport {
+        mut reader,
+        mut writer,
+        peer,
+        fd,
+    } = transport;
     let load = ConnectionLoad::new(budget, shard.config.queued_max_requests as usize);
     // An idle bound beyond any deadline an `Instant` can hold (Long.MAX ms) means never.
     let idle = shard
@@ -94,11 +96,11 @@ pub async fn serve(
         .map(Duration::from_millis)
         .filter(|idle| Instant::now().checked_add(*idle * 2).is_some());
     let activity = Rc::new(Cell::new(Instant::now()));
-    let (mut reader, mut writer) = stream.split();
     // Unbounded as a channel: `load` bounds the requests in it (`queued.max.requests`).
     let (responses, pending) = local_channel::new_unbounded::<Task<Outcome>>();
     let written = activity.clone();
     let writer_peer = peer.clone();
+    let writer_shard = shard.clone();
     let writer_task = glommio::spawn_local(async move {
         'write: while let Some(task) = pending.recv().await {
             let response = match task.await {
@@ -109,19 +111,18 @@ pub async fn serve(
                     break;
                 }
             };
-            let mut bytes: &[u8] = &response.bytes;
-            while !bytes.is_empty() {
-                match writer.write(bytes).await {
-                    Ok(0) | Err(_) => break 'write,
-                    Ok(wrote) => {
-                        bytes = &bytes[wrote..];
-                        written.set(Instant::now());
-                    }
-                }
+            let sent = writer
+                .write_frame(&response.frame, &writer_shard.stats.send)
+                .await;
+            if let Err(error) = sent {
+                tracing::debug!(peer = %writer_peer, %error, "write failed; closing connection");
+                break 'write;
             }
-            // `response` drops here: its bytes and its request's place are released.
+            written.set(Instant::now());
+            // `response` drops here: its bytes (and file ranges) and its request's place are
+            // released.
         }
-        let _ = writer.close().await;
+        writer.close().await;
     });
     let max_frame = shard.config.socket_request_max_bytes as usize;
     let mut buffer = BytesMut::with_capacity(READ_CHUNK_BYTES);

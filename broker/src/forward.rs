@@ -142,7 +142,7 @@ pub struct FetchResult {
     pub error_code: i16,
     pub high_watermark: i64,
     pub log_start_offset: i64,
-    pub records: Bytes,
+    pub records: crate::transport::Records,
 }
 
 /// Results of a partition ListOffsets.

@@ -11,3 +11,4 @@ pub mod metadata;
 pub mod partition_ops;
 pub mod server;
 pub mod shard;
+pub mod transport;

@@ -417,7 +417,7 @@ impl Held {
 
     /// The handler is done: the frame's bytes are released and the response's are held until
     /// it is written. `response` is a handler's output (`handlers::Response`).
-    pub fn finish(self, response: Result<Option<bytes::BytesMut>, String>) -> Outcome {
+    pub fn finish(self, response: crate::handlers::Response) -> Outcome {
         let Held {
             load,
             slot,
@@ -426,12 +426,14 @@ impl Held {
         } = self;
         drop(frame);
         drop(in_process);
-        let Some(bytes) = response? else {
+        let Some(frame) = response? else {
             return Ok(None);
         };
-        let charge = load.charge(bytes.len());
+        // File ranges count as the bytes they will put on the wire: they hold their segment
+        // files open (and the page cache busy) until sent, as bytes would hold memory.
+        let charge = load.charge(frame.len());
         Ok(Some(HeldResponse {
-            bytes,
+            frame,
             _charge: charge,
             _slot: slot,
         }))
@@ -444,7 +446,7 @@ pub type Outcome = Result<Option<HeldResponse>, String>;
 
 /// An encoded response frame waiting for its write; holds its bytes and its request's place.
 pub struct HeldResponse {
-    pub bytes: bytes::BytesMut,
+    pub frame: crate::transport::Frame,
     _charge: Charge,
     _slot: RequestSlot,
 }
@@ -479,7 +481,7 @@ mod tests {
             "a frame already read never waits for itself"
         );
         let response = held
-            .finish(Ok(Some(bytes::BytesMut::from(&[0u8; 100][..]))))
+            .finish(Ok(Some(bytes::BytesMut::from(&[0u8; 100][..]).into())))
             .unwrap()
             .unwrap();
         drop(other);
@@ -499,7 +501,8 @@ mod tests {
     fn queued_max_requests_counts_unwritten_responses() {
         let load = load(2, -1);
         assert_eq!(load.budget.max_bytes(), DEFAULT_SHARD_PENDING_BYTES);
-        let a = Held::new(&load, false, load.charge(10)).finish(Ok(Some(bytes::BytesMut::new())));
+        let a = Held::new(&load, false, load.charge(10))
+            .finish(Ok(Some(bytes::BytesMut::new().into())));
         let b = Held::new(&load, false, load.charge(10));
         assert!(!load.may_dispatch(false, 0));
         drop(a);

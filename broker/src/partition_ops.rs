@@ -11,6 +11,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::future::Either;
+use futures::FutureExt;
 use shard::{BatchStamp, LogError};
 
 use crate::config::FlushPolicy;
@@ -20,6 +22,7 @@ use wire::ErrorCode;
 use crate::forward::{FetchResult, OffsetResult, ProduceResult, ProducerInfo};
 use crate::metadata::records::TopicId;
 use crate::shard::{Shard, Stats};
+use crate::transport::Records;
 
 /// ListOffsets special timestamps (KIP-79, KIP-734, KIP-1005).
 const LATEST_TIMESTAMP: i64 = -1;
@@ -239,18 +242,27 @@ pub async fn fetch(
             error_code: ErrorCode::NotLeaderOrFollower.code(),
             high_watermark: -1,
             log_start_offset: -1,
-            records: Bytes::new(),
+            records: Records::default(),
         };
     };
     // One node: the high watermark is the log end offset.
     let (read, high_watermark, log_start_offset) = {
         let log = target.log.borrow();
         let high_watermark = log.log_end_offset();
-        (
-            log.read_bounded(offset, max_bytes, high_watermark, min_one),
-            high_watermark,
-            log.log_start_offset(),
-        )
+        // `fetch.path=copy` reads the records into memory; otherwise they stay in the
+        // segment files as ranges, sent from the page cache by the connection's writer.
+        let read = if shard.config.fetch_copy {
+            Either::Left(
+                log.read_bounded(offset, max_bytes, high_watermark, min_one)
+                    .map(|read| read.map(Records::from)),
+            )
+        } else {
+            Either::Right(
+                log.read_ranges(offset, max_bytes, high_watermark, min_one)
+                    .map(|read| read.map(Records::from_pieces)),
+            )
+        };
+        (read, high_watermark, log.log_start_offset())
     };
     match read.await {
         Ok(records) => FetchResult {
@@ -263,7 +275,7 @@ pub async fn fetch(
             error_code: ErrorCode::OffsetOutOfRange.code(),
             high_watermark,
             log_start_offset,
-            records: Bytes::new(),
+            records: Records::default(),
         },
         Err(error) => {
             tracing::error!(%error, "fetch read failed");
@@ -271,7 +283,7 @@ pub async fn fetch(
                 error_code: ErrorCode::KafkaStorageError.code(),
                 high_watermark,
                 log_start_offset,
-                records: Bytes::new(),
+                records: Records::default(),
             }
         }
     }

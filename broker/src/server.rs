@@ -254,8 +254,12 @@ async fn run_shard(
                 let peer = stream.peer_addr().ok();
                 match connection_limits.admit(peer.map(|addr| addr.ip())) {
                     Ok(slot) => {
-                        let serve =
-                            crate::connection::serve(shard.clone(), stream, budget.clone(), slot);
+                        let serve = crate::connection::serve(
+                            shard.clone(),
+                            crate::transport::Transport::plain(stream),
+                            budget.clone(),
+                            slot,
+                        );
                         glommio::spawn_local(serve).detach();
                     }
                     // As Kafka does: accepted, then closed at once (dropping the stream).
@@ -286,6 +290,16 @@ async fn run_shard(
         stats.forwarded_out.get(),
         partitions,
         stats.cancelled_waits.get(),
+    );
+    let send = &stats.send;
+    tracing::info!(
+        "shard {id} fetch path: hot_ranges={} cold_ranges={} cold_bytes={} sendfile_bytes={} copied_bytes={} remote_range_bytes={}",
+        send.hot_ranges.get(),
+        send.cold_ranges.get(),
+        send.cold_bytes.get(),
+        send.sendfile_bytes.get(),
+        send.copied_bytes.get(),
+        stats.remote_range_bytes.get(),
     );
 }
 

@@ -83,6 +83,11 @@ pub struct Stats {
     pub forwarded_out: Cell<u64>,
     /// Long polls parked here for another shard, cancelled because their caller went away.
     pub cancelled_waits: Cell<u64>,
+    /// How fetched record bytes reached this shard's sockets (see `transport`).
+    pub send: crate::transport::SendStats,
+    /// Fetched record bytes this shard's connections got as file ranges from partitions
+    /// owned by another shard (zero-copy across the mesh).
+    pub remote_range_bytes: Cell<u64>,
 }
 
 impl Partition {

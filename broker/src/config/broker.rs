@@ -75,6 +75,9 @@ pub struct BrokerConfig {
     pub max_connections_per_ip: u32,
     /// Per connection (see `limits::ConnectionLoad`).
     pub queued_max_requests: u32,
+    /// `fetch.path=copy`: fetched records are read into memory and copied into the response
+    /// (the pre-zero-copy path, kept to measure what sendfile buys).
+    pub fetch_copy: bool,
     /// Per shard; <= 0 = `limits::DEFAULT_SHARD_PENDING_BYTES`.
     pub queued_max_request_bytes: i64,
     /// Group coordinator settings (`offsets.*`, `group.*`).
@@ -339,6 +342,7 @@ impl BrokerConfig {
             max_connections: num("max.connections", get("max.connections"))?,
             max_connections_per_ip: num("max.connections.per.ip", get("max.connections.per.ip"))?,
             queued_max_requests: num("queued.max.requests", get("queued.max.requests"))?,
+            fetch_copy: get("fetch.path") == Some("copy"),
             queued_max_request_bytes: num(
                 "queued.max.request.bytes",
                 get("queued.max.request.bytes"),

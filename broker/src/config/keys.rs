@@ -528,6 +528,13 @@ pub const BROKER_KEYS: &[Spec] = &[
         Check::AtLeast(0),
         "The maximum number of incremental fetch sessions (KIP-227) the broker keeps, all shards together.",
     ),
+    spec(
+        "fetch.path",
+        T::String,
+        Some("zerocopy"),
+        Check::OneOf(&["zerocopy", "copy"]),
+        "How fetched records reach the socket: zerocopy (sendfile from the page cache) or copy (read into a buffer, as Kafka does with TLS; kept to measure).",
+    ),
 ];
 
 /// Kafka keys commonly found in `server.properties` that mean nothing to us (thread pools,

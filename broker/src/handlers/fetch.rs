@@ -3,8 +3,11 @@
 //! answer is smaller than `min_bytes`, park on the owners until one of the partitions grows
 //! or `max_wait_ms` passes (long poll), then read again.
 //!
-//! Plain read path: records are read into memory and copied into the response frame. The
-//! zero-copy (sendfile/splice) path is a later change.
+//! Records stay in the segment files: each owner shard answers with file ranges (whole
+//! batches, see `PartitionLog::read_ranges`), also across the mesh, and the response is a
+//! frame of encoded bytes with those ranges between them, which the connection's writer
+//! sends from the page cache (see `transport`). `fetch.path=copy` reads the records into
+//! memory and copies them into the frame instead, as before, to measure the difference.
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -20,6 +23,7 @@ use super::{encode_response, fetch_session, RequestContext, Response};
 use crate::forward::{FetchResult, Reply, Request};
 use crate::metadata::records::TopicId;
 use crate::shard::Shard;
+use crate::transport::{Chunk, Frame, Records};
 
 /// Longest a fetch is parked, whatever `max_wait_ms` asks (up to 24.8 days): answering
 /// earlier with fewer than `min_bytes` is allowed, and clients fetch again. Bounds how long a
@@ -67,7 +71,13 @@ fn read_one(
             };
             async move {
                 match shard.call(target, request).await {
-                    Reply::Fetch(result) => result,
+                    Reply::Fetch(result) => {
+                        if target != shard.id {
+                            let remote = &shard.stats.remote_range_bytes;
+                            remote.set(remote.get() + result.records.file_bytes() as u64);
+                        }
+                        result
+                    }
                     _ => failed(ErrorCode::UnknownServerError),
                 }
             }
@@ -118,7 +128,16 @@ async fn read_all(shard: &Rc<Shard>, wanted: &[Wanted], budget: usize) -> Vec<Fe
                 result = read_one(shard, want, want.max_bytes.min(remaining), true).await;
             }
             if any_returned && result.records.len() > remaining {
-                result.records = trim_to_whole_batches(&result.records, remaining);
+                result = match result.records.chunks() {
+                    [Chunk::Bytes(bytes)] => FetchResult {
+                        records: trim_to_whole_batches(bytes, remaining).into(),
+                        ..result
+                    },
+                    // File ranges end at batch boundaries the owner found; a shorter read
+                    // finds the boundary within what is left (this partition cannot be the
+                    // first to return records, so no batch is returned whole beyond it).
+                    _ => read_one(shard, want, want.max_bytes.min(remaining), false).await,
+                };
             }
             if !result.records.is_empty() {
                 any_returned = true;
@@ -182,7 +201,8 @@ fn build_response(
                         log_start_offset: result.log_start_offset,
                         aborted_transactions: read_committed.then(Vec::new),
                         preferred_read_replica: -1,
-                        records: Some(result.records),
+                        // Only bytes here: file ranges were swapped for markers (`detach_files`).
+                        records: Some(result.records.to_bytes().unwrap_or_default()),
                         ..Default::default()
                     }
                 })
@@ -339,8 +359,138 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
     let answer = fetch_session::complete(&shard, &session, &request, ctx.api_version, &outcomes);
     let mut request = request;
     let results = fetch_session::retain(&mut request, results, &answer.send);
+    let (results, files) = detach_files(results);
     let mut response = build_response(&request, &ctx, results.into_iter());
     response.session_id = answer.session_id;
     response.error_code = answer.error_code;
-    encode_response(&ctx, ctx.api_version, &response)
+    encode_with_files(&ctx, &response, files)
+}
+
+/// Bytes that stand for one partition's file-backed records in the encoded response until
+/// `encode_with_files` splices the ranges in: a tag random per response, then the
+/// partition's place among the detached ones. The tag's first byte (0xff) cannot start a
+/// topic name, and the only client-chosen bytes in a response (topic ids echoed back, topic
+/// names) cannot guess the rest.
+const MARKER_BYTES: usize = 16;
+
+/// The results with every file-backed `records` swapped for a marker, and those records in
+/// the order of their markers (`encode_with_files`).
+fn detach_files(results: Vec<FetchResult>) -> (Vec<FetchResult>, Detached) {
+    let tag = marker_tag();
+    let mut files = Vec::new();
+    let results = results
+        .into_iter()
+        .map(|mut result| {
+            if result.records.has_file() {
+                let marker = marker(tag, files.len());
+                files.push(std::mem::replace(
+                    &mut result.records,
+                    bytes::Bytes::copy_from_slice(&marker).into(),
+                ));
+            }
+            result
+        })
+        .collect();
+    (results, Detached { tag, files })
+}
+
+/// File-backed records taken out of a response (see `detach_files`).
+struct Detached {
+    tag: u64,
+    files: Vec<Records>,
+}
+
+fn marker_tag() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    // RandomState is seeded from the OS once per thread and stepped per instance: an
+    // unpredictable 64-bit value per response, without a random-number dependency.
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(0);
+    hasher.finish() | (0xff << 56)
+}
+
+fn marker(tag: u64, index: usize) -> [u8; MARKER_BYTES] {
+    let mut marker = [0u8; MARKER_BYTES];
+    marker[..8].copy_from_slice(&tag.to_be_bytes());
+    marker[8..].copy_from_slice(&(index as u64).to_be_bytes());
+    marker
+}
+
+/// Encodes `response` (whose file-backed records are markers) and splices the detached
+/// records in: each marker, with the length before it (Kafka's NULLABLE_BYTES: an INT32, or
+/// in flexible versions an unsigned varint of length + 1), becomes the real length followed by
+/// the records' chunks; the frame's size is set to the real total. The records field is the
+/// only field of the response that holds them, so nothing else changes size.
+fn encode_with_files(
+    ctx: &RequestContext,
+    response: &FetchResponse,
+    detached: Detached,
+) -> Response {
+    let Some(encoded) = encode_response(ctx, ctx.api_version, response)? else {
+        return Ok(None);
+    };
+    if detached.files.is_empty() {
+        return Ok(Some(encoded));
+    }
+    let encoded = match encoded.chunks() {
+        [Chunk::Bytes(bytes)] => bytes.clone(),
+        _ => return Err("fetch response encoded in pieces".into()),
+    };
+    let flexible = ctx.api_version >= 12;
+    let stand_in_prefix = if flexible { 1 } else { 4 };
+    let mut total = encoded.len();
+    for records in &detached.files {
+        total = total - stand_in_prefix - MARKER_BYTES
+            + length_prefix(records.len(), flexible).len()
+            + records.len();
+    }
+    if total > super::MAX_RESPONSE_BYTES {
+        return Err(format!(
+            "fetch response of {total} bytes exceeds the bound of {} bytes",
+            super::MAX_RESPONSE_BYTES
+        ));
+    }
+    let mut chunks = Vec::with_capacity(detached.files.len() * 3 + 1);
+    // The size prefix: every byte after it.
+    let mut head = bytes::BytesMut::with_capacity(encoded.len());
+    head.extend_from_slice(&((total - 4) as i32).to_be_bytes());
+    let mut cursor = 4usize;
+    for (index, records) in detached.files.into_iter().enumerate() {
+        let marker = marker(detached.tag, index);
+        let at = encoded[cursor..]
+            .windows(MARKER_BYTES)
+            .position(|window| window == marker)
+            .map(|found| cursor + found)
+            .filter(|at| *at >= cursor + stand_in_prefix)
+            .ok_or("fetch response: record marker not found")?;
+        let prefix = &encoded[at - stand_in_prefix..at];
+        if prefix != length_prefix(MARKER_BYTES, flexible).as_slice() {
+            return Err("fetch response: record marker without its length".into());
+        }
+        head.extend_from_slice(&encoded[cursor..at - stand_in_prefix]);
+        head.extend_from_slice(&length_prefix(records.len(), flexible));
+        chunks.push(Chunk::Bytes(head.split().freeze()));
+        chunks.extend(records.into_chunks());
+        cursor = at + MARKER_BYTES;
+    }
+    head.extend_from_slice(&encoded[cursor..]);
+    chunks.push(Chunk::Bytes(head.freeze()));
+    let frame = Frame::new(chunks);
+    debug_assert_eq!(frame.len(), total);
+    Ok(Some(frame))
+}
+
+#[cfg(test)]
+#[path = "fetch_frame_tests.rs"]
+mod frame_tests;
+
+/// Kafka's length before NULLABLE_BYTES of `len` bytes (non-null).
+fn length_prefix(len: usize, flexible: bool) -> Vec<u8> {
+    if flexible {
+        let mut out = bytes::BytesMut::new();
+        wire::varint::write_unsigned_varint(&mut out, len as u32 + 1);
+        out.to_vec()
+    } else {
+        (len as i32).to_be_bytes().to_vec()
+    }
 }

@@ -32,6 +32,7 @@ use wire::varint;
 
 use crate::limits::{Held, Outcome};
 use crate::shard::Shard;
+use crate::transport::Frame;
 
 /// Every API this broker serves, with the versions it serves.
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
@@ -274,11 +275,12 @@ fn decode<T: Decodable>(ctx: &RequestContext, mut body: Bytes) -> Result<T, Stri
     })
 }
 
-/// What a request's task produces: `Ok(Some(frame))` to write, `Ok(None)` for a request that
+/// What a request's task produces: `Ok(Some(frame))` to write (bytes, and for a fetch file
+/// ranges: see `transport`), `Ok(None)` for a request that
 /// gets no response (acks=0 produce), `Err(reason)` when the connection must be closed (a
 /// response that cannot be encoded: writing nothing would silently desynchronise the client's
 /// correlation ids, as if it were acks=0).
-pub type Response = Result<Option<BytesMut>, String>;
+pub type Response = Result<Option<Frame>, String>;
 
 /// Largest response frame ever built. A frame's size is an i32 on the wire; every API's own
 /// bounds (Fetch `max_bytes` capped by `fetch.max.bytes`, de-duplicated Metadata/ListOffsets/
@@ -319,5 +321,5 @@ pub fn encode_response<T: Encodable>(
         4 + header_len + body_len,
         "encoded_len agrees with encode"
     );
-    Ok(Some(out))
+    Ok(Some(Frame::from(out)))
 }

@@ -328,6 +328,16 @@ impl OffsetIndex {
             .map_or(0, |e| Self::decode(base, &e).1)
     }
 
+    /// Position of the last indexed batch starting at or before `position`, or 0 (a batch
+    /// boundary: every entry is a batch's start).
+    pub(crate) fn floor_position(&self, position: u64) -> u32 {
+        let base = self.base_offset;
+        let target = position.min(i64::MAX as u64) as i64;
+        self.inner
+            .floor_by(target, |e| i64::from(Self::decode(base, e).1))
+            .map_or(0, |e| Self::decode(base, &e).1)
+    }
+
     /// Sanity check for an index loaded from disk: keys and positions strictly increasing and
     /// every position inside the log (for an inactive segment: its first and last entries).
     pub(crate) fn sane(&self, log_size: u64) -> bool {

@@ -27,10 +27,10 @@ use super::checkpoint::{self, Checkpoint, CheckpointFile};
 use super::dir::{self, TopicId};
 use super::leader_epoch::LeaderEpochCache;
 use super::producer_state::{ProducerStateManager, NO_PRODUCER_ID};
-use super::segment::{read_exact_at, Segment, Walker};
+use super::segment::{range_fd, read_exact_at, RangeFd, Segment, Walker};
 use super::{join_all, parse_stem, segment_paths, snapshot_path, AppendInfo, LogError};
 use crate::config::LogConfig;
-use crate::storage::{Disk, Env, File};
+use crate::storage::{Disk, Env, File, FileRange, Piece};
 
 pub struct PartitionLog {
     /// The disk and clock this log reaches the world through (see `crate::storage`).
@@ -128,6 +128,23 @@ struct SegRef {
     size: u64,
     start: u64,
 }
+
+/// What a range read needs of one segment (see [`PartitionLog::read_ranges`]): the segment,
+/// and index positions found while the log was borrowed, from which the end of the range is
+/// found by reading a few batch headers.
+struct RangeSeg {
+    seg: SegRef,
+    range_fd: RangeFd,
+    /// A batch boundary at or before where the read's budget can end in this segment.
+    budget_floor: u64,
+    /// When the segment holds batches reaching the limit offset: a batch boundary at or
+    /// before the first of them.
+    limit_floor: Option<u64>,
+}
+
+/// Bytes of one batch-header read of a range read: enough for a few small batches' headers,
+/// never the bulk of the records (those stay in the file and go out by sendfile).
+const HEADER_READ_BYTES: usize = 512;
 
 fn corrupt(path: &Path, position: u64, reason: impl Into<String>) -> LogError {
     LogError::Corrupt {
@@ -697,6 +714,64 @@ impl PartitionLog {
                 }
             }
         }
+    }
+
+    /// As [`read_bounded`](Self::read_bounded), but the records stay in the segment files:
+    /// the result is the byte ranges of the same whole batches ([`Piece::File`], each holding
+    /// its segment's file open: see ARCHITECTURE.md, "Zero-copy fetch"), one per segment
+    /// touched. Batch boundaries come from the offset index and batch headers read around
+    /// the range's two ends (at most about two index intervals of headers); the records in
+    /// between are never read here. On the simulated disk (no descriptors) the pieces are
+    /// bytes read from it.
+    pub fn read_ranges(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        limit_offset: i64,
+        min_one: bool,
+    ) -> impl Future<Output = Result<Vec<Piece>, LogError>> + 'static {
+        let plan = self.plan_ranges(offset, max_bytes, limit_offset);
+        async move {
+            match plan? {
+                None => Ok(Vec::new()),
+                Some(segs) => {
+                    read_planned_ranges(segs, offset, max_bytes, limit_offset, min_one).await
+                }
+            }
+        }
+    }
+
+    fn plan_ranges(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        limit_offset: i64,
+    ) -> Result<Option<Vec<RangeSeg>>, LogError> {
+        let Some(segs) = self.plan_read(offset, max_bytes, limit_offset)? else {
+            return Ok(None);
+        };
+        let first = self
+            .segments
+            .partition_point(|s| s.base_offset <= offset)
+            .saturating_sub(1);
+        // Bytes before segment k that the read may take at most: the budget left in segment
+        // k is at least `max_bytes` minus them.
+        let mut before = 0u64;
+        let mut out = Vec::with_capacity(segs.len());
+        for (seg, s) in segs.into_iter().zip(&self.segments[first..]) {
+            let budget_left = (max_bytes as u64).saturating_sub(before);
+            let budget_floor = u64::from(s.index.floor_position(seg.start + budget_left));
+            let limit_floor =
+                (s.next_offset > limit_offset).then(|| u64::from(s.index.lookup(limit_offset)));
+            before += seg.size - seg.start;
+            out.push(RangeSeg {
+                range_fd: s.range_fd.clone(),
+                seg,
+                budget_floor,
+                limit_floor,
+            });
+        }
+        Ok(Some(out))
     }
 
     fn plan_read(
@@ -1422,6 +1497,99 @@ async fn read_planned(
     })
 }
 
+/// The range read of [`PartitionLog::read_ranges`]: the same batches as `read_planned`.
+async fn read_planned_ranges(
+    segs: Vec<RangeSeg>,
+    offset: i64,
+    max_bytes: usize,
+    limit_offset: i64,
+    min_one: bool,
+) -> Result<Vec<Piece>, LogError> {
+    let mut pieces = Vec::new();
+    let mut taken = 0u64;
+    for (index, range_seg) in segs.into_iter().enumerate() {
+        let RangeSeg {
+            seg,
+            range_fd: fd_cache,
+            budget_floor,
+            limit_floor,
+        } = range_seg;
+        let path = &seg.path;
+        let ioe = |e| LogError::io("read", path, e);
+        let mut walker = Walker::new(seg.file.clone(), seg.size, HEADER_READ_BYTES);
+        // Locate: first batch whose last offset is >= `offset` (later segments: their first).
+        let mut pos = seg.start;
+        if index == 0 {
+            while pos < seg.size {
+                let p = peek_at(&mut walker, path, pos).await?;
+                if p.last_offset >= offset {
+                    break;
+                }
+                pos += p.total as u64;
+            }
+        }
+        if pos >= seg.size {
+            continue; // `offset` is past this segment's last batch (only possible in the first)
+        }
+        // End: the last batch boundary within the budget and before the limit. Every batch
+        // before both floors fits both (the floors are boundaries at or below the bounds), so
+        // the walk starts at the lower one.
+        let budget_end = pos.saturating_add((max_bytes as u64).saturating_sub(taken));
+        let mut end = pos;
+        if limit_floor.is_none() && budget_end >= seg.size {
+            end = seg.size;
+        } else {
+            let mut at = budget_floor.min(limit_floor.unwrap_or(u64::MAX)).max(pos);
+            while at < seg.size {
+                let p = peek_at(&mut walker, path, at).await?;
+                if p.last_offset >= limit_offset || at + p.total as u64 > budget_end {
+                    break;
+                }
+                at += p.total as u64;
+            }
+            end = end.max(at);
+        }
+        if end == pos && taken == 0 && min_one {
+            // The first batch is larger than max_bytes: it is returned whole anyway (KIP-74).
+            let p = peek_at(&mut walker, path, pos).await?;
+            if p.last_offset < limit_offset {
+                if pos + p.total as u64 > seg.size {
+                    return Err(corrupt(path, pos, "batch runs past the end of the segment"));
+                }
+                end = pos + p.total as u64;
+            }
+        }
+        drop(walker);
+        if end > pos {
+            pieces.push(match range_fd(&fd_cache, &seg.file).map_err(ioe)? {
+                Some(fd) => Piece::File(FileRange::new(fd, pos, end - pos)),
+                None => {
+                    let mut buf = Vec::with_capacity((end - pos) as usize);
+                    read_exact_at(&seg.file, pos, (end - pos) as usize, &mut buf)
+                        .await
+                        .map_err(ioe)?;
+                    Piece::Bytes(Bytes::from(buf))
+                }
+            });
+            taken += end - pos;
+        }
+        if end < seg.size {
+            break; // something did not fit, or reached the limit
+        }
+    }
+    Ok(pieces)
+}
+
+/// The chain fields of the batch at `pos`.
+async fn peek_at(walker: &mut Walker, path: &Path, pos: u64) -> Result<batch::Peek, LogError> {
+    let b = walker
+        .bytes(pos, PEEK_BYTES)
+        .await
+        .map_err(|e| LogError::io("read", path, e))?
+        .ok_or_else(|| corrupt(path, pos, "partial batch header"))?;
+    batch::peek(b).map_err(|r| corrupt(path, pos, r))
+}
+
 /// Base offsets of the `.log` files in `dir`, sorted. Index files whose `.log` is missing are
 /// removed (left behind by a crash during a roll or a deletion).
 fn list_segments(disk: &Disk, dir: &Path) -> Result<Vec<i64>, LogError> {
@@ -1818,6 +1986,122 @@ mod tests {
                 }
             });
         }
+    }
+
+    /// The bytes of a range read's pieces, read through the descriptors the ranges hold.
+    fn piece_bytes(pieces: &[Piece]) -> Vec<u8> {
+        use std::os::unix::fs::FileExt;
+        let mut out = Vec::new();
+        for piece in pieces {
+            let Piece::File(range) = piece else {
+                panic!("the real disk gives file ranges, got {piece:?}");
+            };
+            let file = std::fs::File::from(range.shared_fd().try_clone().unwrap());
+            let mut buf = vec![0u8; range.len() as usize];
+            file.read_exact_at(&mut buf, range.pos()).unwrap();
+            out.extend_from_slice(&buf);
+        }
+        out
+    }
+
+    /// Property: a range read returns exactly the batches a copying read returns (same
+    /// boundaries, max_bytes, KIP-74 first batch, limit, across segments), as file ranges.
+    #[test]
+    fn read_ranges_match_copying_reads() {
+        for seed in 0..12u64 {
+            run(async move {
+                let mut rng = StdRng::seed_from_u64(seed);
+                let d = tmp();
+                let cfg = LogConfig {
+                    segment_bytes: rng.gen_range(1_500..20_000),
+                    index_interval_bytes: rng.gen_range(1..2000),
+                    segment_index_bytes: rng.gen_range(64..2048),
+                    ..LogConfig::default()
+                };
+                let mut log = PartitionLog::open(d.path().join("p-0"), cfg).await.unwrap();
+                for _ in 0..rng.gen_range(50..250) {
+                    let (n, len) = (rng.gen_range(1..8), rng.gen_range(0..900));
+                    append(&mut log, n, len, rng.gen_range(0..1000));
+                }
+                let end = log.log_end_offset();
+                for _ in 0..400 {
+                    let offset = rng.gen_range(0..=end);
+                    let max_bytes = rng.gen_range(0..12_000);
+                    let limit = if rng.gen_bool(0.3) {
+                        rng.gen_range(0..=end + 1)
+                    } else {
+                        end
+                    };
+                    let min_one = rng.gen_bool(0.7);
+                    let want = log
+                        .read_bounded(offset, max_bytes, limit, min_one)
+                        .await
+                        .unwrap();
+                    let pieces = log
+                        .read_ranges(offset, max_bytes, limit, min_one)
+                        .await
+                        .unwrap();
+                    let got = piece_bytes(&pieces);
+                    let case = format!(
+                        "seed {seed} offset {offset} max {max_bytes} limit {limit} min_one {min_one}"
+                    );
+                    assert_eq!(got.len(), want.len(), "{case}");
+                    assert!(got[..] == want[..], "{case}");
+                    assert!(pieces.iter().all(|piece| !piece.is_empty()), "{case}");
+                }
+                log.close().await.unwrap();
+            });
+        }
+    }
+
+    #[test]
+    fn read_ranges_first_batch_whole_only_with_min_one() {
+        run(async {
+            let d = tmp();
+            let mut log = PartitionLog::open(d.path().join("t-0"), small_config())
+                .await
+                .unwrap();
+            let big = append(&mut log, 4, 500, 1);
+            append(&mut log, 1, 10, 1);
+            let whole = log.read_ranges(0, 100, i64::MAX, true).await.unwrap();
+            assert_eq!(piece_bytes(&whole), big.bytes.to_vec());
+            let none = log.read_ranges(0, 100, i64::MAX, false).await.unwrap();
+            assert!(none.is_empty());
+            // Nothing at or past the limit, even the first batch.
+            let limited = log.read_ranges(0, 100, 0, true).await.unwrap();
+            assert!(limited.is_empty());
+            log.close().await.unwrap();
+        });
+    }
+
+    /// A range holds its segment's file: deleting the segment (DeleteRecords, then the
+    /// deletion of the segments below the log start, as retention does) leaves the bytes of a
+    /// range read before readable and unchanged.
+    #[test]
+    fn held_range_survives_segment_deletion() {
+        run(async {
+            let d = tmp();
+            let dir = d.path().join("t-0");
+            let cfg = LogConfig {
+                segment_bytes: 1500,
+                ..small_config()
+            };
+            let mut log = PartitionLog::open(dir.clone(), cfg).await.unwrap();
+            let model: Vec<Written> = (0..20).map(|_| append(&mut log, 3, 100, 1)).collect();
+            assert!(log.segments.len() > 3);
+            let pieces = log.read_ranges(0, 1 << 20, i64::MAX, true).await.unwrap();
+            assert_eq!(pieces.len(), log.segments.len(), "one range per segment");
+            let before = log_files(&dir);
+            let last_base = log.segments.last().unwrap().base_offset;
+            // DeleteRecords deletes the segments below the new log start at once.
+            log.delete_records(last_base).unwrap();
+            assert!(
+                log_files(&dir).len() < before.len(),
+                "segment files unlinked"
+            );
+            assert_eq!(piece_bytes(&pieces), concat(&model));
+            log.close().await.unwrap();
+        });
     }
 
     #[test]

@@ -17,8 +17,10 @@
 
 use std::cell::RefCell;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::rc::{Rc, Weak};
+use std::sync::Arc;
 
 use wire::record_batch::{validate_batch, validate_stored_batch};
 
@@ -42,6 +44,9 @@ pub(crate) struct Segment {
     held: Option<Rc<File>>,
     /// The `.log` fd some read or sync job of this inactive segment still holds, if any.
     shared: RefCell<Weak<File>>,
+    /// The descriptor (a dup of the `.log` fd) that fetched file ranges of this segment hold,
+    /// while any does: ranges read while it lives share it (see `PartitionLog::read_ranges`).
+    pub(crate) range_fd: RangeFd,
     /// Bytes of valid batches in the `.log`; appends go here.
     pub size: u64,
     pub index: OffsetIndex,
@@ -59,6 +64,23 @@ pub(crate) struct Segment {
     /// The log was compacted (see `cleaner`): recovery accepts gaps between batches and
     /// batches holding fewer records than their offset range.
     pub gaps_allowed: bool,
+}
+
+/// Shared between a segment and the reads planned on it (which outlive the borrow of the log).
+pub(crate) type RangeFd = Rc<RefCell<std::sync::Weak<OwnedFd>>>;
+
+/// The descriptor file ranges of `file` hold: the live one in `cache`, or a fresh dup of
+/// `file`'s (None on the simulated disk).
+pub(crate) fn range_fd(cache: &RangeFd, file: &File) -> io::Result<Option<Arc<OwnedFd>>> {
+    if let Some(fd) = cache.borrow().upgrade() {
+        return Ok(Some(fd));
+    }
+    let Some(fd) = file.dup_fd()? else {
+        return Ok(None);
+    };
+    let fd = Arc::new(fd);
+    *cache.borrow_mut() = Arc::downgrade(&fd);
+    Ok(Some(fd))
 }
 
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> LogError + 'a {
@@ -102,6 +124,7 @@ impl Segment {
             log_path: Rc::from(log_path.as_path()),
             held,
             shared: RefCell::new(shared),
+            range_fd: RangeFd::default(),
             size,
             index,
             time_index,

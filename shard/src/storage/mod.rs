@@ -16,6 +16,7 @@
 //! - `sim`: the simulated disk (unsynced bytes kept apart, crash, power loss, torn writes,
 //!   reordered metadata, injected EIO/ENOSPC).
 
+mod range;
 mod real;
 pub mod sim;
 
@@ -24,6 +25,7 @@ use std::io;
 use std::path::Path;
 use std::rc::Rc;
 
+pub use range::{FileRange, Piece};
 pub use sim::SimDisk;
 
 /// A file system: the real one, or a simulated one. Cloning is cheap (nothing, or an `Rc`).
@@ -248,6 +250,14 @@ impl File {
     }
     pub fn is_empty(&self) -> io::Result<bool> {
         self.len().map(|n| n == 0)
+    }
+    /// A descriptor of its own for the same open file (`dup`), for [`FileRange`]s that
+    /// outlive this handle; `None` on the simulated disk (no descriptors there).
+    pub fn dup_fd(&self) -> io::Result<Option<std::os::fd::OwnedFd>> {
+        match self {
+            File::Real(f) => real::dup(f).map(Some),
+            File::Sim(_) => Ok(None),
+        }
     }
 }
 

@@ -58,6 +58,13 @@ pub(super) fn fdatasync_blocking(f: &BufferedFile) -> io::Result<()> {
     Ok(())
 }
 
+pub(super) fn dup(f: &BufferedFile) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::{AsFd, BorrowedFd};
+    // Safety: the fd is live for as long as `f` is borrowed.
+    let fd: BorrowedFd<'_> = unsafe { BorrowedFd::borrow_raw(f.as_raw_fd()) };
+    fd.as_fd().try_clone_to_owned()
+}
+
 pub(super) fn len(f: &BufferedFile) -> io::Result<u64> {
     // Safety: fstat fills the zeroed struct; the fd is live.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };

@@ -1,0 +1,260 @@
+//! How a connection's bytes travel: a `Reader` and a `Writer` per connection, so that
+//! `connection` stays the same whatever carries them (plain TCP here; TLS variants are added
+//! beside `Plain`). A response is a [`Frame`]: encoded bytes, and for a fetch the record bytes
+//! of each partition as [`FileRange`]s that stay in the segment files until they are sent
+//! (sendfile from the page cache on the plain path; see `plain`).
+
+mod pagecache;
+mod plain;
+#[cfg(test)]
+mod tests;
+
+use std::cell::Cell;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+
+use bytes::Bytes;
+use glommio::net::TcpStream;
+
+pub use plain::{PlainReader, PlainWriter};
+pub use shard::storage::FileRange;
+use shard::storage::Piece;
+
+/// What a response is made of, in order: encoded bytes, then for a fetch the record bytes of
+/// each partition either as bytes (copy path, simulated disk) or as file ranges (zero-copy).
+#[derive(Clone, Debug)]
+pub enum Chunk {
+    Bytes(Bytes),
+    File(FileRange),
+}
+
+impl Chunk {
+    pub fn len(&self) -> usize {
+        match self {
+            Chunk::Bytes(bytes) => bytes.len(),
+            Chunk::File(range) => range.len() as usize,
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl From<Piece> for Chunk {
+    fn from(piece: Piece) -> Chunk {
+        match piece {
+            Piece::File(range) => Chunk::File(range),
+            Piece::Bytes(bytes) => Chunk::Bytes(bytes),
+        }
+    }
+}
+
+/// The record bytes of one partition of a fetch: whole batches, as file ranges (zero-copy)
+/// or bytes (`fetch.path=copy`, simulated disk), in log order.
+#[derive(Clone, Debug, Default)]
+pub struct Records {
+    chunks: Vec<Chunk>,
+    len: usize,
+}
+
+impl Records {
+    pub fn from_pieces(pieces: Vec<Piece>) -> Records {
+        Records::from_chunks(pieces.into_iter().map(Chunk::from).collect())
+    }
+    pub fn from_chunks(chunks: Vec<Chunk>) -> Records {
+        let len = chunks.iter().map(Chunk::len).sum();
+        Records { chunks, len }
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn chunks(&self) -> &[Chunk] {
+        &self.chunks
+    }
+    pub fn into_chunks(self) -> Vec<Chunk> {
+        self.chunks
+    }
+    /// Whether any of the bytes are still in a file (to be sent from it).
+    pub fn has_file(&self) -> bool {
+        self.chunks
+            .iter()
+            .any(|chunk| matches!(chunk, Chunk::File(_)))
+    }
+    /// Bytes of file ranges.
+    pub fn file_bytes(&self) -> usize {
+        self.chunks
+            .iter()
+            .filter(|chunk| matches!(chunk, Chunk::File(_)))
+            .map(Chunk::len)
+            .sum()
+    }
+    /// The bytes in one buffer: free for records held as one `Bytes` (the copy path); file
+    /// ranges are read (a copy, which the zero-copy path avoids by sending them as chunks).
+    pub fn to_bytes(&self) -> io::Result<Bytes> {
+        match self.chunks.as_slice() {
+            [] => Ok(Bytes::new()),
+            [Chunk::Bytes(bytes)] => Ok(bytes.clone()),
+            _ => Ok(Bytes::from(Frame::new(self.chunks.clone()).to_vec()?)),
+        }
+    }
+}
+
+impl From<Bytes> for Records {
+    fn from(bytes: Bytes) -> Records {
+        if bytes.is_empty() {
+            return Records::default();
+        }
+        Records::from_chunks(vec![Chunk::Bytes(bytes)])
+    }
+}
+
+/// One whole response frame (size prefix included) as chunks written back to back.
+#[derive(Debug, Default)]
+pub struct Frame {
+    chunks: Vec<Chunk>,
+    len: usize,
+}
+
+impl Frame {
+    pub fn new(chunks: Vec<Chunk>) -> Frame {
+        let len = chunks.iter().map(Chunk::len).sum();
+        Frame { chunks, len }
+    }
+    /// Bytes on the wire, file ranges included (what the frame holds against the bounds of
+    /// `limits` while it waits to be sent).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn chunks(&self) -> &[Chunk] {
+        &self.chunks
+    }
+    /// The frame's bytes in one buffer (copied from the files if need be): tests only.
+    pub fn to_vec(&self) -> io::Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.len);
+        for chunk in &self.chunks {
+            match chunk {
+                Chunk::Bytes(bytes) => out.extend_from_slice(bytes),
+                Chunk::File(range) => {
+                    let start = out.len();
+                    out.resize(start + range.len() as usize, 0);
+                    plain::pread_exact(range.fd(), &mut out[start..], range.pos())?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl From<bytes::BytesMut> for Frame {
+    fn from(bytes: bytes::BytesMut) -> Frame {
+        let len = bytes.len();
+        Frame {
+            chunks: vec![Chunk::Bytes(bytes.freeze())],
+            len,
+        }
+    }
+}
+
+/// Per-shard counts of how record bytes of file ranges reached sockets.
+#[derive(Default, Debug)]
+pub struct SendStats {
+    /// Ranges found resident in the page cache before sending.
+    pub hot_ranges: Cell<u64>,
+    /// Ranges (some window of which was) not resident: read in asynchronously first.
+    pub cold_ranges: Cell<u64>,
+    /// Bytes read in ahead of sending because they were not resident.
+    pub cold_bytes: Cell<u64>,
+    /// Record bytes sent by sendfile (page cache to socket, no user-space copy).
+    pub sendfile_bytes: Cell<u64>,
+    /// Record bytes of file ranges that went through a user-space buffer instead (the plain
+    /// writer's wait for a full socket: one page per wait; or a TLS path that encrypts).
+    pub copied_bytes: Cell<u64>,
+}
+
+impl SendStats {
+    pub fn add(cell: &Cell<u64>, n: u64) {
+        cell.set(cell.get() + n);
+    }
+}
+
+/// Reads a connection's bytes.
+pub enum Reader {
+    Plain(PlainReader),
+}
+
+impl Reader {
+    pub async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Reader::Plain(reader) => reader.read(buf).await,
+        }
+    }
+}
+
+/// Writes a connection's responses.
+pub enum Writer {
+    Plain(PlainWriter),
+}
+
+impl Writer {
+    pub async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Writer::Plain(writer) => writer.write_all(bytes).await,
+        }
+    }
+    /// Sends `range`'s bytes from the file (sendfile from the page cache on the plain path),
+    /// reading non-resident parts in asynchronously first; counts in `stats`.
+    pub async fn send_file(&mut self, range: &FileRange, stats: &SendStats) -> io::Result<()> {
+        match self {
+            Writer::Plain(writer) => writer.send_file(range, stats).await,
+        }
+    }
+    /// Writes the chunks of `frame` in order.
+    pub async fn write_frame(&mut self, frame: &Frame, stats: &SendStats) -> io::Result<()> {
+        for chunk in frame.chunks() {
+            match chunk {
+                Chunk::Bytes(bytes) => self.write_all(bytes).await?,
+                Chunk::File(range) => self.send_file(range, stats).await?,
+            }
+        }
+        Ok(())
+    }
+    pub async fn close(&mut self) {
+        match self {
+            Writer::Plain(writer) => writer.close().await,
+        }
+    }
+}
+
+/// An accepted connection, ready to serve: its two halves, the peer's address, and the
+/// socket's fd (looked at, never read, while reading pauses: see `connection`).
+pub struct Transport {
+    pub reader: Reader,
+    pub writer: Writer,
+    pub peer: String,
+    pub fd: RawFd,
+}
+
+impl Transport {
+    /// Plain TCP (PLAINTEXT listeners).
+    pub fn plain(stream: TcpStream) -> Transport {
+        let peer = stream
+            .peer_addr()
+            .map(|addr| addr.to_string())
+            .unwrap_or_else(|_| "unknown".into());
+        let _ = stream.set_nodelay(true);
+        let fd = stream.as_raw_fd();
+        let (reader, writer) = plain::split(stream);
+        Transport {
+            reader: Reader::Plain(reader),
+            writer: Writer::Plain(writer),
+            peer,
+            fd,
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! Plain TCP: glommio's stream for bytes, sendfile(2) for file ranges.
+//!
+//! sendfile needs a socket that does not block the shard when its send buffer is full, so the
+//! socket is made `O_NONBLOCK` (glommio itself reads and writes with `MSG_DONTWAIT` and polls
+//! for readiness, which the flag does not change). glommio 0.9 has no public "wait until
+//! writable": when sendfile reports EAGAIN, the next page of the range (at most
+//! [`STALL_PIECE_BYTES`]) is read with pread (resident: the window was just checked) and
+//! written through glommio's own write, which waits for the socket to take it; then
+//! sendfile resumes where it stopped. Those bytes are counted in `SendStats::copied_bytes`.
+
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+
+use futures::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
+use glommio::net::TcpStream;
+
+use super::{pagecache, FileRange, SendStats};
+
+/// Bytes of a range copied through user space each time the socket is full (one page): the
+/// price of waiting for writability with glommio's public API.
+const STALL_PIECE_BYTES: usize = 4096;
+
+/// A range is checked for residency and sent in windows of this many bytes, so that a cold
+/// part is read in just before it is sent (and a long range does not hold the check's answer
+/// for long).
+pub(super) const SEND_WINDOW_BYTES: u64 = 1 << 20;
+
+pub struct PlainReader {
+    half: ReadHalf<TcpStream>,
+}
+
+pub struct PlainWriter {
+    half: WriteHalf<TcpStream>,
+    fd: RawFd,
+    /// Whether the socket could be made non-blocking; without it, ranges are copied.
+    nonblocking: bool,
+}
+
+pub(super) fn split(stream: TcpStream) -> (PlainReader, PlainWriter) {
+    let fd = stream.as_raw_fd();
+    let nonblocking = set_nonblocking(fd).is_ok();
+    let (read, write) = stream.split();
+    (
+        PlainReader { half: read },
+        PlainWriter {
+            half: write,
+            fd,
+            nonblocking,
+        },
+    )
+}
+
+fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // Safety: fcntl on a live fd.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Safety: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reads exactly `buf.len()` bytes of `fd` at `pos` (page cache reads).
+pub(super) fn pread_exact(fd: RawFd, buf: &mut [u8], pos: u64) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < buf.len() {
+        // Safety: the pointer and length describe the unfilled tail of `buf`.
+        let n = unsafe {
+            libc::pread(
+                fd,
+                buf[done..].as_mut_ptr().cast(),
+                buf.len() - done,
+                (pos + done as u64) as libc::off_t,
+            )
+        };
+        match n {
+            0 => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "segment file ends inside a fetched range",
+                ))
+            }
+            n if n > 0 => done += n as usize,
+            _ => {
+                let error = io::Error::last_os_error();
+                if error.kind() != io::ErrorKind::Interrupted {
+                    return Err(error);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+impl PlainReader {
+    pub async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.half.read(buf).await
+    }
+}
+
+impl PlainWriter {
+    pub async fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            match self.half.write(bytes).await? {
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                wrote => bytes = &bytes[wrote..],
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn send_file(&mut self, range: &FileRange, stats: &SendStats) -> io::Result<()> {
+        let end = range.pos() + range.len();
+        let mut pos = range.pos();
+        let mut cold = false;
+        while pos < end {
+            let window_end = end.min(pos + SEND_WINDOW_BYTES);
+            if !pagecache::resident(range.fd(), pos, window_end - pos) {
+                cold = true;
+                pagecache::read_in(range, pos, window_end - pos).await?;
+                SendStats::add(&stats.cold_bytes, window_end - pos);
+            }
+            while pos < window_end {
+                match self.sendfile(range.fd(), pos, window_end - pos) {
+                    Ok(0) => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "segment file ends inside a fetched range",
+                        ))
+                    }
+                    Ok(sent) => {
+                        pos += sent as u64;
+                        SendStats::add(&stats.sendfile_bytes, sent as u64);
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        // Full socket: hand glommio one page, which it sends once writable.
+                        let piece = STALL_PIECE_BYTES.min((window_end - pos) as usize);
+                        let mut buf = [0u8; STALL_PIECE_BYTES];
+                        pread_exact(range.fd(), &mut buf[..piece], pos)?;
+                        self.write_all(&buf[..piece]).await?;
+                        pos += piece as u64;
+                        SendStats::add(&stats.copied_bytes, piece as u64);
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        let count = if cold {
+            &stats.cold_ranges
+        } else {
+            &stats.hot_ranges
+        };
+        SendStats::add(count, 1);
+        Ok(())
+    }
+
+    /// One sendfile call of at most `len` bytes at `pos`; a socket that could not be made
+    /// non-blocking gets WouldBlock at once (every byte then takes the copying way).
+    fn sendfile(&self, file: RawFd, pos: u64, len: u64) -> io::Result<usize> {
+        if !self.nonblocking {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let mut offset = pos as libc::off_t;
+        // Safety: sendfile between two live fds; `offset` is a local it updates.
+        let sent = unsafe { libc::sendfile(self.fd, file, &mut offset, len as usize) };
+        if sent < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(sent as usize)
+    }
+
+    pub async fn close(&mut self) {
+        let _ = self.half.close().await;
+    }
+}
