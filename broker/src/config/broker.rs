@@ -52,6 +52,8 @@ pub struct BrokerConfig {
     pub socket_request_max_bytes: u32,
     /// Caps every Fetch request's `max_bytes` (Kafka's `fetch.max.bytes`).
     pub fetch_max_bytes: u32,
+    /// `max.incremental.fetch.session.cache.slots`: fetch sessions kept, all shards together.
+    pub max_incremental_fetch_session_cache_slots: u32,
     /// -1 = unlimited.
     pub log_retention_ms: i64,
     /// -1 = unlimited.
@@ -271,6 +273,10 @@ impl BrokerConfig {
                 get("socket.request.max.bytes"),
             )?,
             fetch_max_bytes: num("fetch.max.bytes", get("fetch.max.bytes"))?,
+            max_incremental_fetch_session_cache_slots: num(
+                "max.incremental.fetch.session.cache.slots",
+                get("max.incremental.fetch.session.cache.slots"),
+            )?,
             groups: GroupConfig {
                 offsets_topic_num_partitions: num(
                     "offsets.topic.num.partitions",

@@ -606,6 +606,13 @@ pub const BROKER_KEYS: &[Spec] = &[
         "Broker-side assignors of KIP-848 consumer groups; the first is the default.",
     ),
     spec(
+        "max.incremental.fetch.session.cache.slots",
+        T::Int,
+        Some("1000"),
+        Check::AtLeast(0),
+        "The maximum number of incremental fetch sessions (KIP-227) the broker keeps, all shards together.",
+    ),
+    spec(
         "fetch.path",
         T::String,
         Some("zerocopy"),

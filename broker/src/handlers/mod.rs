@@ -13,6 +13,7 @@ mod delete_records;
 mod describe_configs;
 mod describe_producers;
 mod fetch;
+pub(crate) mod fetch_session;
 mod groups;
 mod init_producer_id;
 mod list_offsets;
