@@ -194,14 +194,41 @@ enum Io {
         writer: TcpStream,
         reader: BufReader<TcpStream>,
     },
-    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, BufferedSocket>>),
+}
+
+/// The socket under a TLS session, its reads buffered: rustls pulls ciphertext a few KiB
+/// at a time, which would otherwise be a system call each.
+struct BufferedSocket {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl Read for BufferedSocket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reader.read(buf)
+    }
+}
+
+impl Write for BufferedSocket {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.writer.write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.writer.write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.writer.flush()
+    }
 }
 
 impl Io {
     fn socket(&self) -> &TcpStream {
         match self {
             Io::Plain { writer, .. } => writer,
-            Io::Tls(tls) => &tls.sock,
+            Io::Tls(tls) => &tls.sock.writer,
         }
     }
 
@@ -237,7 +264,11 @@ fn open(addr: &str, timeout: Duration, tls: Option<&Arc<rustls::ClientConfig>>) 
             let name = super::tls::server_name(addr)?;
             let session = rustls::ClientConnection::new(config.clone(), name)
                 .map_err(|e| io::Error::other(format!("TLS to {addr}: {e}")))?;
-            let mut tls = rustls::StreamOwned::new(session, stream);
+            let socket = BufferedSocket {
+                reader: BufReader::with_capacity(256 * 1024, stream.try_clone()?),
+                writer: stream,
+            };
+            let mut tls = rustls::StreamOwned::new(session, socket);
             // Finish the handshake now, so that a refused certificate is an error of connect.
             while tls.conn.is_handshaking() {
                 tls.conn.complete_io(&mut tls.sock).map_err(|e| {
