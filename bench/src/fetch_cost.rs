@@ -284,6 +284,8 @@ pub struct FetchCostReport {
     pub limits: RunLimits,
     pub targets: Vec<Target>,
     pub ktls: String,
+    pub machine: String,
+    pub date: String,
 }
 
 /// Where the broker comes from.
@@ -1008,6 +1010,8 @@ fn run_in(
         limits,
         targets,
         ktls,
+        machine: crate::compare::machine_info(),
+        date: perf::output::rfc3339(std::time::SystemTime::now()),
     })
 }
 
@@ -1234,7 +1238,10 @@ pub fn markdown(r: &FetchCostReport) -> String {
         r.partitions,
         r.rounds
     );
-    md.push_str(&format!("Broker: {}. kTLS: {}.\n\n", r.broker, r.ktls));
+    md.push_str(&format!("- Machine: {}\n", r.machine));
+    md.push_str(&format!("- Date: {}\n", r.date));
+    md.push_str(&format!("- Broker: {}\n", r.broker));
+    md.push_str(&format!("- kTLS: {}\n\n", r.ktls));
     md.push_str("| path | broker CPU (s/GiB) | throughput (MiB/s) | CPU vs zero-copy | throughput vs zero-copy | broker cores | client CPU (s/GiB) | notes |\n|---|---:|---:|---:|---:|---:|---:|---|\n");
     for p in &r.paths {
         let mut notes = Vec::new();
