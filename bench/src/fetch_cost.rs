@@ -1166,10 +1166,18 @@ pub fn targets(results: &[PathResult], l: &RunLimits, ktls_reason: Option<&str>)
                     f(l.ring_aes128gcm_cpu_s_per_gib)
                 ),
                 format!(
-                    "{} s/GiB: TLS adds {} s/GiB = {}x the cipher's own",
+                    "{} s/GiB: TLS adds {} s/GiB = {}x the cipher's own{}",
                     f(t),
                     f(t - z),
-                    f((t - z) / l.ring_aes128gcm_cpu_s_per_gib)
+                    f((t - z) / l.ring_aes128gcm_cpu_s_per_gib),
+                    match get(PathKind::Copy).and_then(|r| r.broker_cpu_s_per_gib) {
+                        Some(c) => format!(
+                            " (over plaintext copy: {} s/GiB = {}x)",
+                            f(t - c),
+                            f((t - c) / l.ring_aes128gcm_cpu_s_per_gib)
+                        ),
+                        None => String::new(),
+                    }
                 ),
                 Some(t <= bound),
             )
