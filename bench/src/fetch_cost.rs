@@ -54,6 +54,8 @@ const MIB: f64 = 1024.0 * 1024.0;
 const TOPIC: &str = "bench-fetch-cost";
 /// How long a started broker may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the SSL listener may lag the PLAINTEXT one at start-up.
+const SSL_AFTER_PLAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a broker may take to exit on SIGTERM before it is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 /// Longest wait for a freshly started broker to go idle (log recovery, start-up work)
@@ -458,21 +460,34 @@ impl Launcher {
             .map_err(|e| format!("starting {}: {e}", self.bin.display()))?;
         let mut running = Running { child, log };
         let deadline = Instant::now() + START_TIMEOUT;
-        let mut addrs = vec![self.plain_addr()];
-        if wait_ssl {
-            addrs.push(self.ssl_addr());
-        }
+        let plain = self.plain_addr();
+        let ssl = self.ssl_addr();
+        let mut plain_since: Option<Instant> = None;
         loop {
             if let Ok(Some(status)) = running.child.try_wait() {
                 let text = std::fs::read_to_string(&running.log).unwrap_or_default();
-                return Err(format!("broker exited ({status}): {}", exit_reason(&text)));
+                return Err(format!(
+                    "refused by the broker (it exited, {status}): {}",
+                    exit_reason(&text)
+                ));
             }
-            if addrs.iter().all(|a| TcpStream::connect(a).is_ok()) {
-                return Ok(running);
+            if plain_since.is_none() && TcpStream::connect(&plain).is_ok() {
+                plain_since = Some(Instant::now());
+            }
+            if let Some(since) = plain_since {
+                if !wait_ssl || TcpStream::connect(&ssl).is_ok() {
+                    return Ok(running);
+                }
+                if since.elapsed() > SSL_AFTER_PLAIN_TIMEOUT {
+                    return Err(format!(
+                        "the broker took the SSL keys but opened no SSL listener on {ssl} \
+                         within {SSL_AFTER_PLAIN_TIMEOUT:?} of its PLAINTEXT one"
+                    ));
+                }
             }
             if Instant::now() > deadline {
                 return Err(format!(
-                    "broker not listening on {addrs:?} after {START_TIMEOUT:?}"
+                    "the broker did not listen on {plain} within {START_TIMEOUT:?}"
                 ));
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -1038,10 +1053,10 @@ fn measure_started(
             (
                 running,
                 "plaintext, the broker's default path".to_string(),
-                format!("fetch.path=zerocopy refused ({why}); measured the default path instead"),
+                format!("fetch.path=zerocopy not taken: {why}; measured the default path instead"),
             )
         }
-        Err(why) => return Ok(skipped(path, format!("refused by the broker: {why}"))),
+        Err(why) => return Ok(skipped(path, why)),
     };
     let pid = running.pid();
     warm(&launcher.dir.join("data"));
