@@ -231,6 +231,9 @@ pub struct PathResult {
     pub throughput_ratio: Option<f64>,
     /// Negotiated TLS version and suite.
     pub tls: Option<String>,
+    /// The broker's own fetch-path byte counters over its run (see
+    /// [`fetch_path_counters`]), when it logs them.
+    pub broker_fetch_path: Option<String>,
     pub rounds: Vec<Round>,
     /// What was measured instead, or why nothing was.
     pub note: String,
@@ -332,20 +335,47 @@ impl Running {
         self.child.id()
     }
 
-    fn stop(mut self) {
+    /// Stops the broker; returns its log.
+    fn stop(mut self) -> String {
         // SIGTERM first, so that the broker closes its logs cleanly for the next start.
         // SAFETY: kill on our own child's pid.
         unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
         let deadline = Instant::now() + STOP_TIMEOUT;
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
-                return;
+                break;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+}
+
+/// The byte counters of the broker's per-shard "fetch path:" lines (logged at exit:
+/// `sendfile_bytes=`, `copied_bytes=`, `cold_bytes=`...), summed over the shards: which path
+/// the record bytes really took. None when the broker logs no such line.
+pub fn fetch_path_counters(log: &str) -> Option<Vec<(String, u64)>> {
+    let mut sums: Vec<(String, u64)> = Vec::new();
+    for line in log.lines().filter(|l| l.contains("fetch path:")) {
+        let rest = &line[line.find("fetch path:")? + "fetch path:".len()..];
+        for item in rest.split_whitespace() {
+            let Some((k, v)) = item.split_once('=') else {
+                continue;
+            };
+            let (Ok(v), true) = (v.parse::<u64>(), k.ends_with("_bytes")) else {
+                continue;
+            };
+            match sums.iter_mut().find(|(name, _)| name == k) {
+                Some((_, sum)) => *sum += v,
+                None => sums.push((k.to_string(), v)),
+            }
+        }
+    }
+    (!sums.is_empty()).then_some(sums)
 }
 
 impl Drop for Running {
@@ -763,6 +793,7 @@ fn skipped(path: PathKind, why: String) -> PathResult {
         cpu_ratio: None,
         throughput_ratio: None,
         tls: None,
+        broker_fetch_path: None,
         rounds: Vec::new(),
         note: why,
         skipped: true,
@@ -783,6 +814,7 @@ fn measured(path: PathKind, label: String, rounds: Vec<Round>, note: String) -> 
         cpu_ratio: None,
         throughput_ratio: None,
         tls: None,
+        broker_fetch_path: None,
         rounds,
         note,
         skipped: false,
@@ -933,7 +965,7 @@ fn run_in(
                 .map_err(|e| anyhow::anyhow!("the broker did not start with its defaults: {e}"))?;
             let addr = launcher.plain_addr();
             let produced = produce(args, &addr, records);
-            running.stop();
+            let _ = running.stop();
             produced?;
         }
         Source::Given { bootstrap, .. } => produce(args, bootstrap, records)?,
@@ -1086,9 +1118,21 @@ fn measure_started(
     let ktls_before = ktls_tx_sockets();
     let rounds = consume_rounds(args, &bootstrap, Some(pid), &props, records);
     let ktls_after = ktls_tx_sockets();
-    running.stop();
+    let log = running.stop();
     let mut result = measured(path, label, rounds?, note);
     result.tls = tls;
+    result.broker_fetch_path = fetch_path_counters(&log).map(|sums| {
+        let parts: Vec<String> = sums
+            .iter()
+            .filter(|(_, v)| *v > 0)
+            .map(|(k, v)| format!("{k} {} MiB", fmt_num(Some(*v as f64 / MIB))))
+            .collect();
+        if parts.is_empty() {
+            "broker fetch-path counters all 0".to_string()
+        } else {
+            format!("broker: {}", parts.join(", "))
+        }
+    });
     if path == PathKind::Ktls {
         match (ktls_before, ktls_after) {
             (Some(a), Some(b)) if b > a => {}
@@ -1271,6 +1315,9 @@ pub fn markdown(r: &FetchCostReport) -> String {
         if let Some(t) = &p.tls {
             notes.push(t.clone());
         }
+        if let Some(c) = &p.broker_fetch_path {
+            notes.push(c.clone());
+        }
         if !p.note.is_empty() {
             notes.push(
                 if p.skipped && !p.note.starts_with("failed") && !p.note.starts_with("unavailable")
@@ -1432,6 +1479,19 @@ fn draw(path: &Path, r: &FetchCostReport) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fetch_path_counters_are_summed_over_shards() {
+        let log = "x INFO broker::server: shard 0 fetch path: hot_ranges=3 cold_ranges=0 cold_bytes=0 sendfile_bytes=1048576 copied_bytes=0 remote_range_bytes=5\n\
+                   x INFO broker::server: shard 1 stats: requests=266 fetches=0\n\
+                   x INFO broker::server: shard 1 fetch path: hot_ranges=1 cold_ranges=0 cold_bytes=0 sendfile_bytes=1048576 copied_bytes=7 remote_range_bytes=0\n";
+        let sums = fetch_path_counters(log).unwrap();
+        let get = |k: &str| sums.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        assert_eq!(get("sendfile_bytes"), Some(2 << 20));
+        assert_eq!(get("copied_bytes"), Some(7));
+        assert_eq!(get("hot_ranges"), None);
+        assert_eq!(fetch_path_counters("no such lines"), None);
+    }
 
     #[test]
     fn sizes() {
