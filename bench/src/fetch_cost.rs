@@ -158,7 +158,7 @@ pub struct FetchCostArgs {
     /// directory under the system's temporary one, removed at the end).
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Keep the data directory.
+    /// Keep the broker's data, logs and certificates.
     #[arg(long)]
     pub keep: bool,
     /// Take a running broker instead of starting one: its PLAINTEXT bootstrap address.
@@ -1032,7 +1032,7 @@ fn run_in(
             r
         }));
     }
-    if args.bootstrap.is_none() {
+    if args.bootstrap.is_none() && !args.keep {
         let _ = std::fs::remove_dir_all(work.join("data"));
     }
 
