@@ -335,6 +335,16 @@ impl Running {
         self.child.id()
     }
 
+    /// Why the broker is gone, if it is.
+    fn exited(&mut self) -> Option<String> {
+        let status = self.child.try_wait().ok()??;
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        Some(format!(
+            "the broker exited ({status}) after it started: {}",
+            exit_reason(&text)
+        ))
+    }
+
     /// Stops the broker; returns its log.
     fn stop(mut self) -> String {
         // SIGTERM first, so that the broker closes its logs cleanly for the next start.
@@ -387,8 +397,33 @@ impl Drop for Running {
     }
 }
 
-fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+/// Two free ports below Linux's default ephemeral range (32768-60999), so that polling
+/// them while nothing listens cannot end in a TCP self-connect (a client whose ephemeral
+/// source port is the port it dials connects to itself).
+fn free_ports() -> Result<(u16, u16)> {
+    let mut held = Vec::new();
+    let offset = (std::process::id() % 12_000) as u16;
+    for i in 0..4_000u16 {
+        let port = 20_000 + (offset + i * 7) % 12_000;
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+            held.push(l);
+            if held.len() == 2 {
+                break;
+            }
+        }
+    }
+    while held.len() < 2 {
+        held.push(TcpListener::bind("127.0.0.1:0")?);
+    }
+    Ok((held[0].local_addr()?.port(), held[1].local_addr()?.port()))
+}
+
+/// Whether something listens on `addr`: a connection that is not a self-connect.
+fn listening(addr: &str) -> bool {
+    TcpStream::connect(addr)
+        .ok()
+        .and_then(|s| Some(s.local_addr().ok()? != s.peer_addr().ok()?))
+        .unwrap_or(false)
 }
 
 /// `broker` beside the running `bench` (both in target/release), else on PATH.
@@ -501,11 +536,11 @@ impl Launcher {
                     exit_reason(&text)
                 ));
             }
-            if plain_since.is_none() && TcpStream::connect(&plain).is_ok() {
+            if plain_since.is_none() && listening(&plain) {
                 plain_since = Some(Instant::now());
             }
             if let Some(since) = plain_since {
-                if !wait_ssl || TcpStream::connect(&ssl).is_ok() {
+                if !wait_ssl || listening(&ssl) {
                     return Ok(running);
                 }
                 if since.elapsed() > SSL_AFTER_PLAIN_TIMEOUT {
@@ -933,13 +968,14 @@ fn run_in(
             pid: cpu::resolve_broker_pid(args.broker_pid, b),
         },
         None => {
+            let ports = free_ports()?;
             let certs_dir = work.join("certs");
             std::fs::create_dir_all(&certs_dir)?;
             Source::Started(Launcher {
                 bin: args.broker_bin.clone().unwrap_or_else(default_broker_bin),
                 dir: work.to_path_buf(),
-                plain_port: free_port()?,
-                ssl_port: free_port()?,
+                plain_port: ports.0,
+                ssl_port: ports.1,
                 overrides: args.broker_overrides.clone(),
                 certs: if paths.iter().any(|p| p.is_tls()) {
                     make_certs(&certs_dir)
@@ -1073,7 +1109,7 @@ fn measure_started(
         Ok(k) => k,
         Err(why) => return Ok(skipped(path, why)),
     };
-    let (running, label, note) = match launcher.start(&keys, path.is_tls()) {
+    let (mut running, label, note) = match launcher.start(&keys, path.is_tls()) {
         Ok(r) => (r, path.label().to_string(), String::new()),
         // A broker from before fetch.path: measure its default (only) path as the
         // baseline, saying so, rather than nothing.
@@ -1092,6 +1128,9 @@ fn measure_started(
     };
     let pid = running.pid();
     warm(&launcher.dir.join("data"));
+    if let Some(why) = running.exited() {
+        return Ok(skipped(path, why));
+    }
     let ca = if path.is_tls() {
         Some(
             launcher
@@ -1491,6 +1530,17 @@ mod tests {
         assert_eq!(get("copied_bytes"), Some(7));
         assert_eq!(get("hot_ranges"), None);
         assert_eq!(fetch_path_counters("no such lines"), None);
+    }
+
+    #[test]
+    fn ports_are_two_and_below_the_ephemeral_range() {
+        let (a, b) = free_ports().unwrap();
+        assert_ne!(a, b);
+        assert!((20_000..32_000).contains(&a) && (20_000..32_000).contains(&b));
+        let l = TcpListener::bind(("127.0.0.1", a)).unwrap();
+        assert!(listening(&format!("127.0.0.1:{a}")));
+        drop(l);
+        assert!(!listening(&format!("127.0.0.1:{a}")));
     }
 
     #[test]
