@@ -1120,7 +1120,8 @@ struct Verdict {
     gap: String,
 }
 
-fn machine_info() -> String {
+/// CPU model, cores, memory, kernel and load average, for a results file's header.
+pub fn machine_info() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {

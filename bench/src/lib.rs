@@ -7,6 +7,7 @@
 pub mod compare;
 pub mod cpu;
 pub mod engine;
+pub mod fetch_cost;
 pub mod groups;
 pub mod limits;
 pub mod native;

@@ -7,8 +7,13 @@
 //! - fdatasync: 4 KiB appends each followed by fdatasync (p50/p99/p99.9, the floor of
 //!   acks=all with a flush before the answer), and large buffered writes + one fdatasync
 //!   (MiB/s);
-//! - AES-128-GCM: CPU s/GiB of sealing 64 KiB buffers (`aes-gcm`, AES-NI when present): what
-//!   TLS or encryption at rest would add;
+//! - AES-128-GCM, three figures: (1) ring's AES_128_GCM sealing 16 KiB records in place (the
+//!   crypto of the broker's TLS path: rustls 0.23 with the ring provider, AES-NI + PCLMULQDQ;
+//!   a TLS record is at most 16 KiB of plaintext), encryption and nothing else: CPU s/GiB and
+//!   MiB/s of one core, the "cipher cost" of `bench fetch-cost`'s TLS target; (2) `openssl
+//!   speed -evp aes-128-gcm -bytes 16384` for comparison when the openssl CLI is present;
+//!   (3) the RustCrypto `aes-gcm` crate on 64 KiB buffers (not what TLS uses; kept for
+//!   continuity with earlier reports);
 //! - sendfile: a file in the page cache to a loopback socket, receiver discarding (CPU s/GiB
 //!   of the sending thread: the floor of a zero-copy fetch path);
 //! - null broker: the native client (or librdkafka) producing to an in-process
@@ -92,6 +97,14 @@ pub struct Limits {
     pub disk_write_mib_s: f64,
     pub aes128gcm_cpu_s_per_gib: f64,
     pub aes128gcm_mib_s: f64,
+    /// ring AES_128_GCM, 16 KiB records sealed in place (the TLS path's crypto).
+    #[serde(default)]
+    pub ring_aes128gcm_cpu_s_per_gib: f64,
+    #[serde(default)]
+    pub ring_aes128gcm_mib_s: f64,
+    /// `openssl speed -evp aes-128-gcm -bytes 16384` (None: no openssl CLI or unparsable).
+    #[serde(default)]
+    pub openssl_aes128gcm_mib_s: Option<f64>,
     pub sendfile_mib_s: f64,
     pub sendfile_cpu_s_per_gib: f64,
     pub null: Option<NullFigures>,
@@ -257,6 +270,71 @@ pub fn aes_gcm_cost(bytes: u64, budget_s: f64) -> Result<(f64, f64)> {
     let cpu = thread_cpu_seconds() - cpu0;
     let elapsed = start.elapsed().as_secs_f64();
     Ok((cpu / (done as f64 / GIB), done as f64 / MIB / elapsed))
+}
+
+/// Plaintext bytes of one TLS record at most (RFC 8446 5.1): the unit the TLS path seals.
+pub const TLS_RECORD_BYTES: usize = 16 * 1024;
+
+/// ring's AES_128_GCM sealing [`TLS_RECORD_BYTES`] records in place, one core, encryption
+/// and nothing else (no copy into or out of the record buffer): (CPU s/GiB, MiB/s). This
+/// is the crypto rustls' ring provider runs for TLS 1.3 `TLS_AES_128_GCM_SHA256` and TLS 1.2
+/// `ECDHE_*_WITH_AES_128_GCM_SHA256`.
+pub fn ring_aes_gcm_cost(bytes: u64, budget_s: f64) -> Result<(f64, f64)> {
+    use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM};
+    let key = LessSafeKey::new(
+        UnboundKey::new(&AES_128_GCM, &[0x42; 16]).map_err(|_| anyhow::anyhow!("ring key"))?,
+    );
+    let mut record = vec![0x11u8; TLS_RECORD_BYTES];
+    // The TLS 1.3 additional data: the 5-byte record header.
+    let aad = [23u8, 3, 3, 0x40, 0x11];
+    let start = Instant::now();
+    let cpu0 = thread_cpu_seconds();
+    let mut done = 0u64;
+    let mut seq = 0u64;
+    while done < bytes && (done == 0 || start.elapsed().as_secs_f64() < budget_s) {
+        let mut nonce = [0u8; 12];
+        nonce[4..].copy_from_slice(&seq.to_be_bytes());
+        seq += 1;
+        let tag = key
+            .seal_in_place_separate_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(aad),
+                &mut record,
+            )
+            .map_err(|_| anyhow::anyhow!("ring AES-128-GCM seal failed"))?;
+        std::hint::black_box(&tag);
+        done += record.len() as u64;
+    }
+    let cpu = thread_cpu_seconds() - cpu0;
+    let elapsed = start.elapsed().as_secs_f64();
+    Ok((cpu / (done as f64 / GIB), done as f64 / MIB / elapsed))
+}
+
+/// `openssl speed -evp aes-128-gcm -bytes 16384 -seconds S`: MiB/s of one core, None when
+/// the CLI is missing or its output cannot be read.
+pub fn openssl_speed_aes128gcm(seconds: u32) -> Option<f64> {
+    let output = std::process::Command::new("openssl")
+        .args(["speed", "-evp", "aes-128-gcm", "-bytes"])
+        .arg(TLS_RECORD_BYTES.to_string())
+        .arg("-seconds")
+        .arg(seconds.max(1).to_string())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    parse_openssl_speed(&String::from_utf8_lossy(&output.stdout))
+}
+
+/// The MiB/s of the `AES-128-GCM  3573536.20k` line of `openssl speed` (the figure is in
+/// 1000s of bytes per second).
+pub fn parse_openssl_speed(text: &str) -> Option<f64> {
+    let line = text.lines().rev().find(|l| {
+        l.trim_start()
+            .to_ascii_lowercase()
+            .starts_with("aes-128-gcm")
+    })?;
+    let figure = line.split_whitespace().last()?;
+    let kilo: f64 = figure.strip_suffix('k').unwrap_or(figure).parse().ok()?;
+    Some(kilo * 1000.0 / MIB)
 }
 
 /// sendfile from a page-cached file to a loopback socket: (MiB/s, sender CPU s/GiB).
@@ -530,6 +608,9 @@ pub fn measure(args: &LimitsArgs) -> Result<Limits> {
         eprintln!("limits: AES-128-GCM ...");
         (l.aes128gcm_cpu_s_per_gib, l.aes128gcm_mib_s) =
             aes_gcm_cost(budget.bytes, budget.seconds)?;
+        (l.ring_aes128gcm_cpu_s_per_gib, l.ring_aes128gcm_mib_s) =
+            ring_aes_gcm_cost(budget.bytes, budget.seconds)?;
+        l.openssl_aes128gcm_mib_s = openssl_speed_aes128gcm(if args.quick { 1 } else { 3 });
         eprintln!("limits: sendfile ...");
         let file_bytes = if args.quick { 8 << 20 } else { 256 << 20 };
         (l.sendfile_mib_s, l.sendfile_cpu_s_per_gib) =
@@ -625,14 +706,32 @@ pub fn rows(l: &Limits) -> Vec<Row> {
             "MiB/s",
         ),
         row(
+            "ring_aes128gcm_cpu_s_per_gib",
+            "AES-128-GCM seal CPU (ring, 16 KiB records: the TLS path's crypto)",
+            l.ring_aes128gcm_cpu_s_per_gib,
+            "s/GiB",
+        ),
+        row(
+            "ring_aes128gcm_mib_s",
+            "AES-128-GCM seal throughput (ring, 16 KiB records, 1 core)",
+            l.ring_aes128gcm_mib_s,
+            "MiB/s",
+        ),
+        row(
+            "openssl_aes128gcm_mib_s",
+            "AES-128-GCM `openssl speed -evp`, 16 KiB blocks (1 core)",
+            l.openssl_aes128gcm_mib_s.unwrap_or(f64::NAN),
+            "MiB/s",
+        ),
+        row(
             "aes128gcm_cpu_s_per_gib",
-            "AES-128-GCM seal CPU",
+            "AES-128-GCM seal CPU (RustCrypto aes-gcm, 64 KiB; not the TLS path's)",
             l.aes128gcm_cpu_s_per_gib,
             "s/GiB",
         ),
         row(
             "aes128gcm_mib_s",
-            "AES-128-GCM seal throughput (1 core)",
+            "AES-128-GCM seal throughput (RustCrypto aes-gcm, 64 KiB, 1 core)",
             l.aes128gcm_mib_s,
             "MiB/s",
         ),
@@ -783,6 +882,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn openssl_speed_output_parses() {
+        let text = "The 'numbers' are in 1000s of bytes per second processed.\ntype          16384 bytes\nAES-128-GCM    3573536.20k\n";
+        let mib = parse_openssl_speed(text).unwrap();
+        assert!((mib - 3_573_536.20 * 1000.0 / MIB).abs() < 1e-6);
+        assert_eq!(parse_openssl_speed("no figures here"), None);
+    }
+
+    #[test]
     fn micro_measurements_run() {
         let (mib, send, recv) = tcp_loopback(8 << 20, 0.2).unwrap();
         assert!(mib > 0.0 && send >= 0.0 && recv >= 0.0);
@@ -791,6 +898,8 @@ mod tests {
         assert!(p50 > 0.0 && p99 >= p50 && p999 >= p99 && rate > 0.0);
         assert!(disk_bandwidth(&dir, 2 << 20).unwrap() > 0.0);
         let (cpu, mib) = aes_gcm_cost(4 << 20, 0.2).unwrap();
+        assert!(cpu > 0.0 && mib > 0.0);
+        let (cpu, mib) = ring_aes_gcm_cost(4 << 20, 0.2).unwrap();
         assert!(cpu > 0.0 && mib > 0.0);
         let (mib, cpu) = sendfile_cost(&dir, 2 << 20, 8 << 20, 0.2).unwrap();
         assert!(mib > 0.0 && cpu >= 0.0);

@@ -32,6 +32,8 @@ enum Command {
     Results(bench::compare::ResultsArgs),
     /// Group coordinator: time to stabilise a group, offset commits/s, memory per group.
     Groups(bench::groups::GroupsArgs),
+    /// Broker CPU per GiB fetched over plaintext zero-copy, copy, TLS and kTLS, with limits.
+    FetchCost(bench::fetch_cost::FetchCostArgs),
 }
 
 fn main() {
@@ -46,6 +48,7 @@ fn main() {
         Command::NullBroker(args) => bench::null_broker::run(&args),
         Command::Results(args) => bench::compare::results(&args),
         Command::Groups(args) => bench::groups::run(&args),
+        Command::FetchCost(args) => bench::fetch_cost::run(&args).map(drop),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");

@@ -9,6 +9,10 @@
 //! partition's max bytes allows, at least one); ListOffsets (earliest 0, latest
 //! [`HIGH_WATERMARK`]); DeleteTopics (forgets the topic). Any other API closes the connection, as our broker does.
 //!
+//! With `--tls-keystore` (a PEM file holding the private key and certificate chain, as
+//! Kafka's `ssl.keystore.type=PEM`) every connection is TLS (rustls, ring provider): the
+//! client's TLS cost without a broker's.
+//!
 //! One thread per connection with blocking sockets: simple, and cheap at a few connections.
 //! The responder's threads' CPU time is tracked ([`NullBroker::cpu_seconds`]) so that an
 //! in-process null broker can be accounted apart from the client in the same process.
@@ -81,6 +85,9 @@ pub struct NullBrokerArgs {
     /// Approximate bytes of each pre-built batch served by Fetch.
     #[arg(long, default_value_t = 64 * 1024)]
     pub fetch_batch_bytes: usize,
+    /// Serve TLS only, with this PEM keystore (private key and certificate chain).
+    #[arg(long)]
+    pub tls_keystore: Option<std::path::PathBuf>,
 }
 
 impl Default for NullBrokerArgs {
@@ -91,6 +98,7 @@ impl Default for NullBrokerArgs {
             partitions: 1,
             record_size: 1024,
             fetch_batch_bytes: 64 * 1024,
+            tls_keystore: None,
         }
     }
 }
@@ -134,6 +142,7 @@ struct Shared {
     /// Clones of the open connections (to shut them down on stop), by connection number.
     conns: Mutex<HashMap<u64, TcpStream>>,
     threads: ThreadCpu,
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// CPU of a set of threads of this process, the ended ones included.
@@ -217,6 +226,7 @@ impl NullBroker {
             stop: AtomicBool::new(false),
             conns: Mutex::default(),
             threads: ThreadCpu::default(),
+            tls: args.tls_keystore.as_deref().map(tls_config).transpose()?,
         });
         let accept_shared = shared.clone();
         let accept = std::thread::Builder::new()
@@ -301,7 +311,11 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             .name("null-conn".into())
             .spawn(move || {
                 conn_shared.threads.enter();
-                if let Err(error) = serve(stream, &conn_shared) {
+                let served = match &conn_shared.tls {
+                    None => serve(stream, &conn_shared),
+                    Some(config) => serve_tls(stream, config.clone(), &conn_shared),
+                };
+                if let Err(error) = served {
                     if debug() {
                         eprintln!("null broker: connection closed: {error:#}");
                     }
@@ -341,6 +355,49 @@ fn serve(stream: TcpStream, shared: &Shared) -> Result<()> {
         // Answer now unless the client has pipelined more requests that are already here.
         if reader.buffer().is_empty() {
             writer.flush()?;
+        }
+    }
+}
+
+/// The server side of `--tls-keystore`.
+fn tls_config(keystore: &std::path::Path) -> Result<Arc<rustls::ServerConfig>> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let chain = CertificateDer::pem_file_iter(keystore)
+        .with_context(|| format!("reading {}", keystore.display()))?
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("certificates of {}", keystore.display()))?;
+    let key = PrivateKeyDer::from_pem_file(keystore)
+        .with_context(|| format!("private key of {}", keystore.display()))?;
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .context("TLS keystore")?;
+    Ok(Arc::new(config))
+}
+
+/// [`serve`] over TLS: one rustls session reads requests and writes responses.
+fn serve_tls(stream: TcpStream, config: Arc<rustls::ServerConfig>, shared: &Shared) -> Result<()> {
+    let session = rustls::ServerConnection::new(config)?;
+    let mut tls = rustls::StreamOwned::new(session, stream);
+    loop {
+        let mut size = [0u8; 4];
+        if tls.read_exact(&mut size).is_err() {
+            return Ok(());
+        }
+        let size = i32::from_be_bytes(size);
+        anyhow::ensure!(
+            (8..=wire::frame::SOCKET_REQUEST_MAX_BYTES_DEFAULT as i32).contains(&size),
+            "bad frame size {size}"
+        );
+        let mut frame = BytesMut::zeroed(size as usize);
+        tls.read_exact(&mut frame)?;
+        if let Some(response) = handle(shared, frame.freeze())? {
+            tls.write_all(&response)?;
+            tls.flush()?;
         }
     }
 }

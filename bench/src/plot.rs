@@ -1,4 +1,5 @@
-//! PNG figures for `bench compare` (plotters, bitmap backend, no fontconfig).
+//! PNG figures for `bench compare` and `bench fetch-cost` (plotters, bitmap backend, no
+//! fontconfig).
 //!
 //! Left panel: latency by percentile on an HdrHistogram-style axis (x = log10(1/(1-p)), so
 //! 90%, 99%, 99.9%, 99.99% are evenly spaced; y logarithmic in ms). Right panel: throughput
@@ -196,6 +197,130 @@ fn draw_throughput(
     Ok(())
 }
 
+/// One bar of a bar panel; None: not measured (no bar, "n/a" over its place).
+#[derive(Debug, Clone)]
+pub struct Bar {
+    pub name: String,
+    pub value: Option<f64>,
+}
+
+/// A panel of bars with labelled horizontal reference lines (limits, targets).
+#[derive(Debug, Clone)]
+pub struct BarPanel {
+    pub caption: String,
+    pub unit: String,
+    pub bars: Vec<Bar>,
+    pub lines: Vec<(String, f64)>,
+}
+
+/// Draws two bar panels side by side to `path` (PNG, 1400x560).
+pub fn draw_bars(path: &Path, title: &str, left: &BarPanel, right: &BarPanel) -> Result<()> {
+    register_font();
+    let root = BitMapBackend::new(path, (1400, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let root = root.titled(title, ("sans-serif", 22)).map_err(err)?;
+    let (l, r) = root.split_horizontally(700);
+    draw_bar_panel(&l, left)?;
+    draw_bar_panel(&r, right)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+fn draw_bar_panel(
+    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    panel: &BarPanel,
+) -> Result<()> {
+    let n = panel.bars.len().max(1);
+    let y_max = panel
+        .bars
+        .iter()
+        .filter_map(|b| b.value)
+        .chain(panel.lines.iter().map(|&(_, v)| v))
+        .filter(|v| v.is_finite())
+        .fold(0f64, f64::max)
+        .max(1e-3)
+        * 1.25;
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..y_max)
+        .map_err(err)?;
+    let names: Vec<String> = panel.bars.iter().map(|b| b.name.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n * 2 + 1)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                names.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc(panel.unit.as_str())
+        .draw()
+        .map_err(err)?;
+    for (i, bar) in panel.bars.iter().enumerate() {
+        let x = i as f64;
+        let color = COLORS[i % COLORS.len()];
+        let text = match bar.value {
+            Some(v) if v.is_finite() => {
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x - 0.3, 0.0), (x + 0.3, v)],
+                        color.filled(),
+                    )))
+                    .map_err(err)?;
+                (format_value(v), v)
+            }
+            _ => ("n/a".to_string(), 0.0),
+        };
+        chart
+            .draw_series(std::iter::once(Text::new(
+                text.0,
+                (x - 0.12, text.1 + y_max * 0.06),
+                ("sans-serif", 15),
+            )))
+            .map_err(err)?;
+    }
+    for (i, (name, v)) in panel.lines.iter().enumerate() {
+        let color = COLORS[(i + 3) % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(
+                vec![(-0.5, *v), (n as f64 - 0.5, *v)],
+                color.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(format!("{name}: {}", format_value(*v)))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
+    if !panel.lines.is_empty() {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+fn format_value(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
 fn format_ms(v: f64) -> String {
     if v >= 10.0 {
         format!("{v:.0}")
@@ -254,6 +379,25 @@ mod tests {
         };
         draw(&path, "test", &[s("a", 1.0), s("b", 2.0)]).unwrap();
         let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        let bars = path.with_file_name("bars.png");
+        let panel = |v: Option<f64>| BarPanel {
+            caption: "c".into(),
+            unit: "s/GiB".into(),
+            bars: vec![
+                Bar {
+                    name: "a".into(),
+                    value: Some(0.5),
+                },
+                Bar {
+                    name: "b".into(),
+                    value: v,
+                },
+            ],
+            lines: vec![("limit".into(), 0.4)],
+        };
+        draw_bars(&bars, "bars", &panel(Some(0.7)), &panel(None)).unwrap();
+        let bytes = std::fs::read(&bars).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -87,7 +87,13 @@ pub async fn serve(
         mut writer,
         peer,
         fd,
+        listener,
+        principal,
     } = transport;
+    let origin = handlers::Origin {
+        listener,
+        principal,
+    };
     let load = ConnectionLoad::new(budget, shard.config.queued_max_requests as usize);
     // An idle bound beyond any deadline an `Instant` can hold (Long.MAX ms) means never.
     let idle = shard
@@ -153,7 +159,7 @@ pub async fn serve(
                     request.advance(frame::FRAME_HEADER_BYTES);
                     let held = Held::new(&load, fetch, buffered.split(frame_bytes));
                     crate::shard::Stats::bump(&shard.stats.requests);
-                    match handlers::dispatch(&shard, request, held, &peer) {
+                    match handlers::dispatch(&shard, request, held, &peer, &origin) {
                         Ok(task) => {
                             if responses.send(task).await.is_err() {
                                 break 'read End::WriterStopped;

@@ -116,6 +116,9 @@ pub enum Request {
     },
     /// A new metadata image: open logs for new partitions, drop deleted ones, then adopt it.
     ImageUpdate(Arc<Image>),
+    /// Close fetch session `session_id`, which this shard holds (a full fetch on another
+    /// shard named it).
+    CloseFetchSession { session_id: i32 },
     /// Work for the coordinator of a group whose `__consumer_offsets` partition this shard
     /// owns (`partition`); `GroupOp::List` asks for every group of the shard.
     Group {
@@ -195,4 +198,6 @@ pub enum Reply {
     EpochEndOffset(i16, i32, i64),
     /// CreatePartitions: per topic in request order, error code and message.
     PartitionsCreated(Vec<(i16, Option<String>)>),
+    /// The fetch session is closed (or was not there).
+    FetchSessionClosed,
 }

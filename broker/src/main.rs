@@ -3,6 +3,7 @@
 //! `broker start [--config server.properties] [--override key=value ...]` loads Kafka-style
 //! configuration, opens the metadata log, and starts one glommio shard per core (see
 //! `server`). Errors at start-up are reported with context and a non-zero exit.
+//! `broker tune check|apply` runs the `tuning` crate's host checks.
 
 use broker::{config, server};
 use std::path::PathBuf;
@@ -32,6 +33,11 @@ enum Command {
         #[arg(long = "override", value_name = "KEY=VALUE")]
         overrides: Vec<String>,
     },
+    /// Checks and tunes this host for the broker (`tune check`, `tune apply [--yes|--script]`).
+    Tune {
+        #[command(subcommand)]
+        command: tuning::cli::TuneCommand,
+    },
 }
 
 /// glibc serves allocations above its mmap threshold (128 KiB by default, adapting upwards)
@@ -60,11 +66,20 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Start { config, overrides } => start(config, overrides),
+        Command::Tune { command } => tune(command),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");
         std::process::exit(1);
     }
+}
+
+fn tune(command: tuning::cli::TuneCommand) -> anyhow::Result<()> {
+    let code = tuning::cli::run(command, &mut std::io::stdout().lock())?;
+    if code != 0 {
+        std::process::exit(code);
+    }
+    Ok(())
 }
 
 fn start(config_path: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {

@@ -1,7 +1,8 @@
 //! Start-up and shutdown: open the metadata log, start one glommio executor per shard pinned
 //! to its core, connect the mesh, open each shard's partitions, and once every shard has
 //! opened its own (Kafka finishes log recovery before its socket server accepts), listen on
-//! the port with SO_REUSEPORT on every shard (the kernel spreads connections); on
+//! every listener's port with SO_REUSEPORT on every shard (the kernel spreads connections;
+//! SSL listeners handshake first, see `tls`); on
 //! SIGTERM/SIGINT close every log cleanly and print each shard's counters.
 
 use std::rc::Rc;
@@ -13,12 +14,13 @@ use anyhow::{anyhow, Context};
 use glommio::net::TcpListener;
 use glommio::{LocalExecutorBuilder, Placement};
 
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, Listener, SecurityProtocol};
 use crate::forward::ShardMsg;
 use crate::limits::{ConnectionLimits, RefusalLog, ShardBudget};
 use crate::metadata::image::Image;
 use crate::metadata::{self, Controller};
 use crate::shard::Shard;
+use crate::transport::Transport;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -72,12 +74,44 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         data_dir = %data_dir.display(),
         "metadata replayed"
     );
-    let listener = config
+    if config.listeners.is_empty() {
+        return Err(anyhow!("no listener configured"));
+    }
+    for listener in &config.listeners {
+        ensure_port_free(&listener.addr())?;
+    }
+    // Read the keystore and truststore (and probe kernel TLS) once, before any shard starts:
+    // a bad file fails start-up with the key and the file named.
+    let acceptor = if config
         .listeners
-        .first()
-        .ok_or_else(|| anyhow!("no listener configured"))?;
-    let address = listener.addr();
-    ensure_port_free(&address)?;
+        .iter()
+        .any(|l| l.protocol == SecurityProtocol::Ssl)
+    {
+        Some(Arc::new(
+            crate::tls::Acceptor::new(&config.ssl).context("SSL listener configuration")?,
+        ))
+    } else {
+        None
+    };
+    for listener in &config.listeners {
+        let path = match (&acceptor, listener.protocol) {
+            (Some(acceptor), SecurityProtocol::Ssl) => acceptor.path_description(),
+            _ => "plaintext (sendfile)".to_string(),
+        };
+        tracing::info!(
+            listener = %listener.name,
+            address = %listener.addr(),
+            protocol = listener.protocol.name(),
+            "listener {} uses {path}",
+            listener.name
+        );
+    }
+    let address = config
+        .listeners
+        .iter()
+        .map(|l| format!("{}://{}", l.name, l.addr()))
+        .collect::<Vec<_>>()
+        .join(",");
     install_signal_handlers();
     let fd_limit = crate::limits::raise_fd_limit();
     let connection_limits = ConnectionLimits::new(&config, fd_limit);
@@ -86,6 +120,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         max_connections = connection_limits.max_connections(),
         "file descriptor limit raised to the hard limit"
     );
+    crate::host_checks::log_shortfalls(&data_dir, shard_count, cpus);
 
     let config = Arc::new(config);
     let opened = Arc::new(StartupBarrier::new(shard_count));
@@ -97,7 +132,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         let config = config.clone();
         let image = image.clone();
         let controller = if id == 0 { controller.take() } else { None };
-        let address = address.clone();
+        let acceptor = acceptor.clone();
         let ready = ready_sender.clone();
         let connection_limits = connection_limits.clone();
         let opened = opened.clone();
@@ -110,7 +145,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
                     image,
                     controller,
                     endpoint,
-                    address,
+                    acceptor,
                     ready,
                     connection_limits,
                     opened,
@@ -165,7 +200,7 @@ async fn run_shard(
     image: Arc<Image>,
     controller: Option<Controller>,
     endpoint: shard::mesh::MeshEndpoint<ShardMsg>,
-    address: String,
+    acceptor: Option<Arc<crate::tls::Acceptor>>,
     ready: mpsc::Sender<Result<usize, String>>,
     connection_limits: Arc<ConnectionLimits>,
     opened: Arc<StartupBarrier>,
@@ -183,18 +218,25 @@ async fn run_shard(
     // A shard listening before the others opened their partitions would answer Metadata for
     // partitions whose owner cannot serve them yet (NOT_LEADER_OR_FOLLOWER after a restart).
     opened.arrive_and_wait(id, shard.partition_count()).await;
-    let listener = match TcpListener::bind(address.as_str()) {
-        Ok(listener) => listener,
-        Err(error) => {
-            let _ = ready.send(Err(format!(
-                "shard {id} cannot listen on {address}: {error}"
-            )));
-            return;
+    // Every listener on every shard (SO_REUSEPORT: the kernel spreads each port's
+    // connections over the shards).
+    let mut sockets = Vec::new();
+    for listener in &shard.config.listeners {
+        match TcpListener::bind(listener.addr().as_str()) {
+            Ok(socket) => sockets.push((socket, listener.clone())),
+            Err(error) => {
+                let _ = ready.send(Err(format!(
+                    "shard {id} cannot listen on {} ({}): {error}",
+                    listener.addr(),
+                    listener.name
+                )));
+                return;
+            }
         }
-    };
+    }
     let _ = ready.send(Ok(id));
     let budget = ShardBudget::new(&shard.config);
-    let refusals = RefusalLog::default();
+    let refusals = Rc::new(RefusalLog::default());
     glommio::spawn_local(crate::group::Coordinator::run_timer(Rc::downgrade(&shard))).detach();
     let retained = Rc::downgrade(&shard);
     let retention_check = Duration::from_millis(shard.config.log_retention_check_interval_ms);
@@ -241,43 +283,23 @@ async fn run_shard(
         }
         Err(error) => tracing::error!(shard = id, %error, "log cleaner not started"),
     }
-    loop {
-        let accept = listener.accept();
-        let stop = async {
-            while !STOP.load(Ordering::SeqCst) {
-                glommio::timer::sleep(STOP_POLL).await;
-            }
-        };
-        futures::pin_mut!(accept, stop);
-        match futures::future::select(accept, stop).await {
-            futures::future::Either::Left((Ok(stream), _)) => {
-                let peer = stream.peer_addr().ok();
-                match connection_limits.admit(peer.map(|addr| addr.ip())) {
-                    Ok(slot) => {
-                        let serve = crate::connection::serve(
-                            shard.clone(),
-                            crate::transport::Transport::plain(stream),
-                            budget.clone(),
-                            slot,
-                        );
-                        glommio::spawn_local(serve).detach();
-                    }
-                    // As Kafka does: accepted, then closed at once (dropping the stream).
-                    Err(refusal) => {
-                        let peer =
-                            peer.map_or_else(|| "unknown".to_string(), |addr| addr.to_string());
-                        refusals.refused(id, &peer, &refusal);
-                    }
-                }
-            }
-            futures::future::Either::Left((Err(error), _)) => {
-                tracing::warn!(shard = id, %error, "accept failed");
-                glommio::timer::sleep(Duration::from_millis(10)).await;
-            }
-            futures::future::Either::Right(_) => break,
-        }
+    let accepting: Vec<_> = sockets
+        .into_iter()
+        .map(|(socket, listener)| {
+            glommio::spawn_local(accept_loop(
+                shard.clone(),
+                socket,
+                listener,
+                acceptor.clone(),
+                budget.clone(),
+                connection_limits.clone(),
+                refusals.clone(),
+            ))
+        })
+        .collect();
+    for task in accepting {
+        task.await;
     }
-    drop(listener);
     let partitions = shard.partition_count();
     shard.close().await;
     let stats = &shard.stats;
@@ -301,6 +323,104 @@ async fn run_shard(
         send.copied_bytes.get(),
         stats.remote_range_bytes.get(),
     );
+}
+
+/// Accepts one listener's connections on this shard until the stop signal: PLAINTEXT ones
+/// are served at once, SSL ones after their handshake (in their own task, bounded by
+/// `tls::HANDSHAKE_TIMEOUT`, holding their place under `max.connections` meanwhile).
+async fn accept_loop(
+    shard: Rc<Shard>,
+    socket: TcpListener,
+    listener: Listener,
+    acceptor: Option<Arc<crate::tls::Acceptor>>,
+    budget: Rc<ShardBudget>,
+    connection_limits: Arc<ConnectionLimits>,
+    refusals: Rc<RefusalLog>,
+) {
+    let id = shard.id;
+    loop {
+        let accept = socket.accept();
+        let stop = async {
+            while !STOP.load(Ordering::SeqCst) {
+                glommio::timer::sleep(STOP_POLL).await;
+            }
+        };
+        futures::pin_mut!(accept, stop);
+        match futures::future::select(accept, stop).await {
+            futures::future::Either::Left((Ok(stream), _)) => {
+                let peer = stream.peer_addr().ok();
+                let slot = match connection_limits.admit(peer.map(|addr| addr.ip())) {
+                    Ok(slot) => slot,
+                    // As Kafka does: accepted, then closed at once (dropping the stream).
+                    Err(refusal) => {
+                        let peer =
+                            peer.map_or_else(|| "unknown".to_string(), |addr| addr.to_string());
+                        refusals.refused(id, &peer, &refusal);
+                        continue;
+                    }
+                };
+                let peer = peer.map_or_else(|| "unknown".to_string(), |addr| addr.to_string());
+                match (&acceptor, listener.protocol) {
+                    (Some(acceptor), SecurityProtocol::Ssl) => {
+                        let shard = shard.clone();
+                        let budget = budget.clone();
+                        let acceptor = acceptor.clone();
+                        let name = listener.name.clone();
+                        glommio::spawn_local(async move {
+                            let _ = stream.set_nodelay(true);
+                            let handshake = acceptor.accept(stream);
+                            let timeout = glommio::timer::sleep(crate::tls::HANDSHAKE_TIMEOUT);
+                            futures::pin_mut!(handshake, timeout);
+                            let accepted = match futures::future::select(handshake, timeout).await {
+                                futures::future::Either::Left((Ok(accepted), _)) => accepted,
+                                futures::future::Either::Left((Err(error), _)) => {
+                                    tracing::info!(
+                                        peer = %peer,
+                                        listener = %name,
+                                        %error,
+                                        "TLS handshake failed; connection closed"
+                                    );
+                                    return;
+                                }
+                                futures::future::Either::Right(_) => {
+                                    tracing::info!(
+                                        peer = %peer,
+                                        listener = %name,
+                                        "TLS handshake timed out; connection closed"
+                                    );
+                                    return;
+                                }
+                            };
+                            let transport = Transport::tls(accepted, peer).on_listener(&name);
+                            tracing::debug!(
+                                peer = %transport.peer,
+                                listener = %name,
+                                principal = %transport.principal,
+                                "TLS connection accepted"
+                            );
+                            crate::connection::serve(shard, transport, budget, slot).await;
+                        })
+                        .detach();
+                    }
+                    _ => {
+                        let transport = Transport::plain(stream).on_listener(&listener.name);
+                        let serve = crate::connection::serve(
+                            shard.clone(),
+                            transport,
+                            budget.clone(),
+                            slot,
+                        );
+                        glommio::spawn_local(serve).detach();
+                    }
+                }
+            }
+            futures::future::Either::Left((Err(error), _)) => {
+                tracing::warn!(shard = id, listener = %listener.name, %error, "accept failed");
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+            }
+            futures::future::Either::Right(_) => break,
+        }
+    }
 }
 
 /// Holds every shard's listener back until all shards have opened the partitions of the

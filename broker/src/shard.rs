@@ -139,6 +139,8 @@ pub struct Shard {
     pub stats: Stats,
     /// The group coordinator of this shard's `__consumer_offsets` partitions.
     pub coordinator: crate::group::Coordinator,
+    /// Fetch sessions (KIP-227) of the connections this shard serves.
+    pub fetch_sessions: crate::handlers::fetch_session::ShardSessions,
 }
 
 impl Shard {
@@ -169,6 +171,7 @@ impl Shard {
             producer_ids: Cell::new((0, 0)),
             stats: Stats::default(),
             coordinator: crate::group::Coordinator::default(),
+            fetch_sessions: Default::default(),
         })
     }
 
@@ -388,6 +391,10 @@ impl Shard {
             Request::ImageUpdate(image) => Reply::ImageApplied(self.apply_image(image).await),
             Request::Group { partition, op } => {
                 Reply::Group(crate::group::Coordinator::execute(self, partition, op).await)
+            }
+            Request::CloseFetchSession { session_id } => {
+                self.fetch_sessions.close(self, session_id);
+                Reply::FetchSessionClosed
             }
         }
     }

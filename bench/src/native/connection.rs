@@ -1,9 +1,12 @@
 //! A blocking Kafka connection: framing, request/response headers and ApiVersions
 //! negotiation. One TCP socket, no runtime; the producer splits it into a writer half and
-//! a reader half, each on its own thread.
+//! a reader half, each on its own thread. A connection may run over TLS (rustls with the
+//! ring provider, [`super::tls`]); a TLS connection cannot be split, so only the
+//! request/response users (metadata, admin, the consumer's fetchers) take one.
 
 use std::io::{self, BufReader, IoSlice, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -185,11 +188,102 @@ pub fn write_all_vectored(w: &mut impl Write, bufs: &[&[u8]]) -> io::Result<()> 
     Ok(())
 }
 
+/// The bytes under a connection: a plain socket (read through a buffer) or a TLS session.
+enum Io {
+    Plain {
+        writer: TcpStream,
+        reader: BufReader<TcpStream>,
+    },
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, BufferedSocket>>),
+}
+
+/// The socket under a TLS session, its reads buffered: rustls pulls ciphertext a few KiB
+/// at a time, which would otherwise be a system call each.
+struct BufferedSocket {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl Read for BufferedSocket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reader.read(buf)
+    }
+}
+
+impl Write for BufferedSocket {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.writer.write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.writer.write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.writer.flush()
+    }
+}
+
+impl Io {
+    fn socket(&self) -> &TcpStream {
+        match self {
+            Io::Plain { writer, .. } => writer,
+            Io::Tls(tls) => &tls.sock.writer,
+        }
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Io::Plain { writer, .. } => writer.write_all(bytes),
+            Io::Tls(tls) => {
+                tls.write_all(bytes)?;
+                tls.flush()
+            }
+        }
+    }
+
+    fn read_frame(&mut self) -> io::Result<Bytes> {
+        match self {
+            Io::Plain { reader, .. } => read_frame(reader),
+            // rustls buffers the decrypted plaintext itself: no BufReader on top.
+            Io::Tls(tls) => read_frame(tls.as_mut()),
+        }
+    }
+}
+
+/// Connects (TCP, then the TLS handshake when `tls` is given, named by the address's host).
+fn open(addr: &str, timeout: Duration, tls: Option<&Arc<rustls::ClientConfig>>) -> io::Result<Io> {
+    let stream = connect_tcp(addr, timeout)?;
+    stream.set_read_timeout(Some(timeout.max(Duration::from_secs(1))))?;
+    match tls {
+        None => Ok(Io::Plain {
+            reader: BufReader::with_capacity(64 * 1024, stream.try_clone()?),
+            writer: stream,
+        }),
+        Some(config) => {
+            let name = super::tls::server_name(addr)?;
+            let session = rustls::ClientConnection::new(config.clone(), name)
+                .map_err(|e| io::Error::other(format!("TLS to {addr}: {e}")))?;
+            let socket = BufferedSocket {
+                reader: BufReader::with_capacity(256 * 1024, stream.try_clone()?),
+                writer: stream,
+            };
+            let mut tls = rustls::StreamOwned::new(session, socket);
+            // Finish the handshake now, so that a refused certificate is an error of connect.
+            while tls.conn.is_handshaking() {
+                tls.conn.complete_io(&mut tls.sock).map_err(|e| {
+                    io::Error::new(e.kind(), format!("TLS handshake with {addr}: {e}"))
+                })?;
+            }
+            Ok(Io::Tls(Box::new(tls)))
+        }
+    }
+}
+
 /// A request/response connection (used for metadata, offsets, topic creation and fetch).
 pub struct Connection {
     pub addr: String,
-    writer: TcpStream,
-    reader: BufReader<TcpStream>,
+    io: Io,
     pub versions: Versions,
     pub client_id: String,
     next_correlation: i32,
@@ -200,13 +294,19 @@ impl Connection {
     /// Connects and negotiates versions with ApiVersions (v3, falling back to v0 when
     /// the broker answers UNSUPPORTED_VERSION, as Kafka clients do).
     pub fn connect(addr: &str, client_id: &str, timeout: Duration) -> io::Result<Connection> {
-        let stream = connect_tcp(addr, timeout)?;
-        stream.set_read_timeout(Some(timeout.max(Duration::from_secs(1))))?;
-        let reader = BufReader::with_capacity(64 * 1024, stream.try_clone()?);
+        Connection::connect_with(addr, client_id, timeout, None)
+    }
+
+    /// [`Connection::connect`], over TLS when `tls` is given.
+    pub fn connect_with(
+        addr: &str,
+        client_id: &str,
+        timeout: Duration,
+        tls: Option<&Arc<rustls::ClientConfig>>,
+    ) -> io::Result<Connection> {
         let mut conn = Connection {
             addr: addr.to_string(),
-            writer: stream,
-            reader,
+            io: open(addr, timeout, tls)?,
             versions: Versions { max: Vec::new() },
             client_id: client_id.to_string(),
             next_correlation: 1,
@@ -228,7 +328,7 @@ impl Connection {
             // UNSUPPORTED_VERSION comes back encoded as v0; retry at v0 on a new socket
             // state-free (the v0 answer above may have failed to decode as v3).
             _ => {
-                let mut again = Connection::connect_raw(addr, client_id, timeout)?;
+                let mut again = Connection::connect_raw(addr, client_id, timeout, tls)?;
                 let r: ApiVersionsResponse = again.request(ApiKey::ApiVersions, 0, &request)?;
                 if r.error_code != 0 {
                     return Err(protocol_error(format!(
@@ -244,14 +344,15 @@ impl Connection {
         Ok(conn)
     }
 
-    fn connect_raw(addr: &str, client_id: &str, timeout: Duration) -> io::Result<Connection> {
-        let stream = connect_tcp(addr, timeout)?;
-        stream.set_read_timeout(Some(timeout.max(Duration::from_secs(1))))?;
-        let reader = BufReader::with_capacity(64 * 1024, stream.try_clone()?);
+    fn connect_raw(
+        addr: &str,
+        client_id: &str,
+        timeout: Duration,
+        tls: Option<&Arc<rustls::ClientConfig>>,
+    ) -> io::Result<Connection> {
         Ok(Connection {
             addr: addr.to_string(),
-            writer: stream,
-            reader,
+            io: open(addr, timeout, tls)?,
             versions: Versions { max: Vec::new() },
             client_id: client_id.to_string(),
             next_correlation: 1,
@@ -261,11 +362,23 @@ impl Connection {
 
     /// Another handle on the socket (to shut it down from another thread).
     pub fn try_clone_stream(&self) -> io::Result<TcpStream> {
-        self.writer.try_clone()
+        self.io.socket().try_clone()
     }
 
     pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.writer.set_read_timeout(timeout)
+        self.io.socket().set_read_timeout(timeout)
+    }
+
+    /// The negotiated TLS version and cipher suite, None on a plain connection.
+    pub fn tls_description(&self) -> Option<String> {
+        match &self.io {
+            Io::Plain { .. } => None,
+            Io::Tls(tls) => Some(format!(
+                "{:?} {:?}",
+                tls.conn.protocol_version()?,
+                tls.conn.negotiated_cipher_suite()?.suite()
+            )),
+        }
     }
 
     /// Sends a request; returns its correlation id.
@@ -273,13 +386,13 @@ impl Connection {
         let corr = self.next_correlation;
         self.next_correlation = self.next_correlation.wrapping_add(1) & 0x7fff_ffff;
         encode_request(&mut self.out, key, version, corr, &self.client_id, body)?;
-        self.writer.write_all(&self.out)?;
+        self.io.write_all(&self.out)?;
         Ok(corr)
     }
 
     /// Reads the response to `corr` (responses come in request order).
     pub fn recv<R: Decodable>(&mut self, key: ApiKey, version: i16, corr: i32) -> io::Result<R> {
-        let frame = read_frame(&mut self.reader)?;
+        let frame = self.io.read_frame()?;
         decode_response(frame, key, version, corr)
     }
 
@@ -293,9 +406,16 @@ impl Connection {
         self.recv(key, version, corr)
     }
 
-    /// Takes the socket apart for the producer's writer and reader threads.
-    pub fn into_parts(self) -> (TcpStream, BufReader<TcpStream>, Versions, String) {
-        (self.writer, self.reader, self.versions, self.client_id)
+    /// Takes the socket apart for the producer's writer and reader threads (plain
+    /// connections only: a TLS session is one state machine for both directions).
+    pub fn into_parts(self) -> io::Result<(TcpStream, BufReader<TcpStream>, Versions, String)> {
+        match self.io {
+            Io::Plain { writer, reader } => Ok((writer, reader, self.versions, self.client_id)),
+            Io::Tls(_) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the native producer runs over plain connections only",
+            )),
+        }
     }
 }
 

@@ -44,6 +44,8 @@ pub struct ConsumerConfig {
     pub retry_backoff: Duration,
     /// Responses buffered ahead of the caller, per consumer.
     pub prefetch: usize,
+    /// TLS (`security.protocol=SSL`, see [`super::tls`]); None: plain.
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl ConsumerConfig {
@@ -68,6 +70,7 @@ impl ConsumerConfig {
             request_timeout: Duration::from_millis(p.num(&["request.timeout.ms"], 30_000)?),
             retry_backoff: Duration::from_millis(p.num(&["retry.backoff.ms"], 100)?),
             prefetch: p.num(&["native.prefetch.responses"], 4)?.max(1),
+            tls: super::tls::client_config(props)?,
         })
     }
 }
@@ -126,7 +129,8 @@ impl NativeConsumer {
             bootstrap,
             &cfg.client_id,
             cfg.request_timeout.min(Duration::from_secs(30)),
-        );
+        )
+        .with_tls(cfg.tls.clone());
         meta.metadata(&[], false)
             .map_err(|e| anyhow::anyhow!("cannot reach {bootstrap}: {e}"))?;
         let (tx, rx) = mpsc::sync_channel(cfg.prefetch);
@@ -384,10 +388,11 @@ fn spawn_fetcher(
     topic: &str,
     out: SyncSender<Msg>,
 ) -> io::Result<FetcherHandle> {
-    let conn = Connection::connect(
+    let conn = Connection::connect_with(
         addr,
         &cfg.client_id,
         cfg.request_timeout.min(Duration::from_secs(10)),
+        cfg.tls.as_ref(),
     )?;
     // v4+ carries record batch v2; v13+ names topics by id, so stay at or below v12.
     let fetch_version = conn.versions.pick(ApiKey::Fetch, 4, 12)?;

@@ -16,6 +16,7 @@ pub mod batch;
 pub mod connection;
 pub mod consumer;
 pub mod producer;
+pub mod tls;
 
 use std::collections::HashMap;
 use std::io;
@@ -140,6 +141,7 @@ pub struct MetaClient {
     conn: Option<Connection>,
     client_id: String,
     timeout: Duration,
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl MetaClient {
@@ -151,7 +153,14 @@ impl MetaClient {
             conn: None,
             client_id: client_id.to_string(),
             timeout,
+            tls: None,
         }
+    }
+
+    /// Connects over TLS with `tls` (None: plain).
+    pub fn with_tls(mut self, tls: Option<std::sync::Arc<rustls::ClientConfig>>) -> MetaClient {
+        self.tls = tls;
+        self
     }
 
     pub fn client_id(&self) -> &str {
@@ -172,7 +181,12 @@ impl MetaClient {
                 .cloned()
                 .collect();
             for addr in candidates {
-                match Connection::connect(&addr, &self.client_id, self.timeout) {
+                match Connection::connect_with(
+                    &addr,
+                    &self.client_id,
+                    self.timeout,
+                    self.tls.as_ref(),
+                ) {
                     Ok(c) => {
                         self.conn = Some(c);
                         break;

@@ -64,6 +64,9 @@ pub fn parse_compression(name: &str) -> anyhow::Result<Compression> {
 impl ProducerConfig {
     pub fn from_props(props: &[(String, String)]) -> anyhow::Result<ProducerConfig> {
         let p = PropView(props);
+        if super::tls::client_config(props)?.is_some() {
+            anyhow::bail!("the native producer speaks PLAINTEXT only (security.protocol=SSL is for the native consumer)");
+        }
         let acks = match p
             .string(&["acks", "request.required.acks"], "all")
             .to_ascii_lowercase()
@@ -608,7 +611,7 @@ fn connect_broker(st: &mut State, shared: &Arc<Shared>, node: i32) -> io::Result
         cfg.request_timeout.min(Duration::from_secs(10)),
     )?;
     let version = conn.versions.pick(ApiKey::Produce, 3, 11)?;
-    let (stream, reader, _, client_id) = conn.into_parts();
+    let (stream, reader, _, client_id) = conn.into_parts()?;
     stream.set_read_timeout(Some(cfg.request_timeout + Duration::from_secs(5)))?;
     let dead = Arc::new(AtomicBool::new(false));
     let queued = Arc::new(AtomicUsize::new(0));

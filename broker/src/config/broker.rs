@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use super::describe::ConfigSource;
 use super::keys::{find, BROKER_KEYS, FAMILIES, IGNORED_KEYS, LONG_MAX};
-use super::listeners::{parse_listeners, Listener};
+use super::listeners::{parse_listeners, Listener, DEFAULT_PROTOCOL_MAP};
 use super::properties::parse_properties;
+use super::ssl::SslConfig;
 use super::topic::FlushPolicy;
 use super::validate::{check_value, list_items};
 use super::ConfigError;
@@ -34,7 +35,10 @@ pub struct GroupConfig {
 pub struct BrokerConfig {
     pub node_id: i32,
     pub listeners: Vec<Listener>,
+    /// Matched to `listeners` by name (see [`BrokerConfig::advertised_for`]).
     pub advertised_listeners: Vec<Listener>,
+    /// The SSL listeners' `ssl.*` settings.
+    pub ssl: SslConfig,
     /// All configured dirs; only `log_dirs[0]` is used (see [`BrokerConfig::data_dir`]).
     pub log_dirs: Vec<PathBuf>,
     pub num_partitions: i32,
@@ -48,6 +52,8 @@ pub struct BrokerConfig {
     pub socket_request_max_bytes: u32,
     /// Caps every Fetch request's `max_bytes` (Kafka's `fetch.max.bytes`).
     pub fetch_max_bytes: u32,
+    /// `max.incremental.fetch.session.cache.slots`: fetch sessions kept, all shards together.
+    pub max_incremental_fetch_session_cache_slots: u32,
     /// -1 = unlimited.
     pub log_retention_ms: i64,
     /// -1 = unlimited.
@@ -184,10 +190,29 @@ impl BrokerConfig {
             Some(v) => num("node.id", Some(v))?,
             None => num("node.id", get("node.id"))?,
         };
-        let listeners = parse_listeners("listeners", get("listeners").unwrap_or_default())?;
+        let protocol_map = get("listener.security.protocol.map").unwrap_or(DEFAULT_PROTOCOL_MAP);
+        let listeners = parse_listeners(
+            "listeners",
+            get("listeners").unwrap_or_default(),
+            protocol_map,
+        )?;
         let advertised_listeners = match set("advertised.listeners") {
             Some(v) => {
-                let l = parse_listeners("advertised.listeners", v)?;
+                let l = parse_listeners("advertised.listeners", v, protocol_map)?;
+                // Kafka: advertised listener names are a subset of the listeners' names.
+                if let Some(stray) = l
+                    .iter()
+                    .find(|a| !listeners.iter().any(|l| l.name == a.name))
+                {
+                    return Err(ConfigError::InvalidValue {
+                        key: "advertised.listeners".into(),
+                        value: v.into(),
+                        expected: format!(
+                            "names of listeners (no listener is named {})",
+                            stray.name
+                        ),
+                    });
+                }
                 if let Some(bad) = l.iter().find(|l| l.host == "0.0.0.0" || l.host == "::") {
                     return Err(ConfigError::InvalidValue {
                         key: "advertised.listeners".into(),
@@ -223,6 +248,7 @@ impl BrokerConfig {
             node_id,
             listeners,
             advertised_listeners,
+            ssl: SslConfig::from_values(get)?,
             log_dirs,
             num_partitions: num("num.partitions", get("num.partitions"))?,
             default_replication_factor: num::<i32>(
@@ -247,6 +273,10 @@ impl BrokerConfig {
                 get("socket.request.max.bytes"),
             )?,
             fetch_max_bytes: num("fetch.max.bytes", get("fetch.max.bytes"))?,
+            max_incremental_fetch_session_cache_slots: num(
+                "max.incremental.fetch.session.cache.slots",
+                get("max.incremental.fetch.session.cache.slots"),
+            )?,
             groups: GroupConfig {
                 offsets_topic_num_partitions: num(
                     "offsets.topic.num.partitions",
@@ -346,6 +376,18 @@ impl BrokerConfig {
             dynamic_node: BTreeMap::new(),
             dynamic_cluster: BTreeMap::new(),
         })
+    }
+
+    /// The address clients are given for brokers on listener `name` (the one a request came
+    /// through): its `advertised.listeners` entry (`listeners` when that is unset), else
+    /// the listener's own address (Kafka would not advertise it; a single node must still
+    /// name itself), else the first advertised listener.
+    pub fn advertised_for(&self, name: &str) -> &Listener {
+        self.advertised_listeners
+            .iter()
+            .find(|l| l.name == name)
+            .or_else(|| self.listeners.iter().find(|l| l.name == name))
+            .unwrap_or(&self.advertised_listeners[0])
     }
 
     /// The data directory in use (first of log.dirs).

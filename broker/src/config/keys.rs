@@ -49,6 +49,8 @@ pub enum Check {
     ListOf(&'static [&'static str]),
     /// Comma list of `NAME://host:port`.
     Listeners,
+    /// Comma list of `NAME:PROTOCOL`.
+    ProtocolMap,
     /// Non-empty comma list.
     NonEmptyList,
     /// A double in [0, 1].
@@ -162,7 +164,89 @@ pub const BROKER_KEYS: &[Spec] = &[
         T::String,
         None,
         Check::Listeners,
-        "Listeners published to clients; defaults to listeners.",
+        "Listeners published to clients, matched to listeners by name (a client gets the \
+         brokers' address on the listener it connected through); defaults to listeners.",
+    ),
+    spec(
+        "listener.security.protocol.map",
+        T::String,
+        Some(super::listeners::DEFAULT_PROTOCOL_MAP),
+        Check::ProtocolMap,
+        "NAME:PROTOCOL pairs giving each listener name its security protocol (PLAINTEXT or \
+         SSL; SASL_PLAINTEXT and SASL_SSL are not served).",
+    ),
+    spec(
+        "ssl.keystore.type",
+        T::String,
+        Some("PEM"),
+        Check::OneOf(&["PEM"]),
+        "Format of ssl.keystore.location: PEM only (Kafka's default JKS and PKCS12 are not \
+         read; convert with openssl).",
+    ),
+    spec(
+        "ssl.keystore.location",
+        T::String,
+        None,
+        Check::None,
+        "PEM file holding the SSL listeners' private key (PKCS#8, PKCS#1 or SEC1, unencrypted) \
+         and certificate chain, leaf first. Required when a listener is SSL.",
+    ),
+    spec(
+        "ssl.key.password",
+        T::Password,
+        None,
+        Check::None,
+        "Password of an encrypted private key: not supported (start-up fails if set); keep \
+         the key unencrypted and the file readable by the broker only.",
+    ),
+    spec(
+        "ssl.truststore.type",
+        T::String,
+        Some("PEM"),
+        Check::OneOf(&["PEM"]),
+        "Format of ssl.truststore.location: PEM only.",
+    ),
+    spec(
+        "ssl.truststore.location",
+        T::String,
+        None,
+        Check::None,
+        "PEM file of the CA certificates client certificates are verified against (needed \
+         when ssl.client.auth is requested or required).",
+    ),
+    spec(
+        "ssl.client.auth",
+        T::String,
+        Some("none"),
+        Check::OneOf(&["none", "requested", "required"]),
+        "Client certificates: none (not asked for), requested (verified when sent), required \
+         (a client without a valid one fails the handshake). The principal is User: and the \
+         certificate's subject DN, else ANONYMOUS.",
+    ),
+    spec(
+        "ssl.enabled.protocols",
+        T::List,
+        Some("TLSv1.2,TLSv1.3"),
+        Check::ListOf(&["TLSv1.2", "TLSv1.3"]),
+        "TLS versions the SSL listeners accept.",
+    ),
+    spec(
+        "ssl.cipher.suites",
+        T::List,
+        None,
+        Check::None,
+        "Cipher suites, IANA names (TLS_AES_128_GCM_SHA256, \
+         TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, ...); empty = every AES-GCM and \
+         ChaCha20-Poly1305 suite of TLS 1.2 (ECDHE) and 1.3.",
+    ),
+    spec(
+        "ssl.ktls.enable",
+        T::Boolean,
+        Some("true"),
+        Check::None,
+        "Ours, not Kafka's: after the handshake, hand the session keys to the kernel (kernel \
+         TLS) so that fetches keep sendfile. Used per connection where the kernel supports it \
+         (tls module loaded); user-space TLS otherwise. false = always user-space TLS.",
     ),
     spec(
         "log.dirs",
@@ -522,6 +606,13 @@ pub const BROKER_KEYS: &[Spec] = &[
         "Broker-side assignors of KIP-848 consumer groups; the first is the default.",
     ),
     spec(
+        "max.incremental.fetch.session.cache.slots",
+        T::Int,
+        Some("1000"),
+        Check::AtLeast(0),
+        "The maximum number of incremental fetch sessions (KIP-227) the broker keeps, all shards together.",
+    ),
+    spec(
         "fetch.path",
         T::String,
         Some("zerocopy"),
@@ -546,7 +637,10 @@ pub const IGNORED_KEYS: &[&str] = &[
     "controller.quorum.voters",
     "controller.listener.names",
     "inter.broker.listener.name",
-    "listener.security.protocol.map",
+    "ssl.protocol",
+    "ssl.keystore.password",
+    "ssl.truststore.password",
+    "ssl.endpoint.identification.algorithm",
 ];
 
 /// Topic keys (Kafka's `TopicConfig` names). Defaults are Kafka's; `broker_key` supplies the

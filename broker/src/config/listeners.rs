@@ -1,16 +1,40 @@
-//! `listeners` / `advertised.listeners`: comma lists of `NAME://host:port`.
+//! `listeners` / `advertised.listeners`: comma lists of `NAME://host:port`, and
+//! `listener.security.protocol.map`, which gives each listener name its security protocol
+//! (Kafka's default map names the protocols after themselves: `SSL://...` is an SSL listener).
 
 use super::validate::list_items;
 use super::ConfigError;
 
+/// Kafka's default `listener.security.protocol.map`.
+pub const DEFAULT_PROTOCOL_MAP: &str =
+    "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL";
+
+/// What a listener speaks (Kafka's `SecurityProtocol`, less the SASL ones we do not serve).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecurityProtocol {
+    Plaintext,
+    Ssl,
+}
+
+impl SecurityProtocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            SecurityProtocol::Plaintext => "PLAINTEXT",
+            SecurityProtocol::Ssl => "SSL",
+        }
+    }
+}
+
 /// A parsed `NAME://host:port` listener.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Listener {
-    /// Listener name (also the security protocol: only PLAINTEXT for now).
+    /// Listener name, upper case (Kafka's `ListenerName.normalised`).
     pub name: String,
     /// Host to bind / advertise; empty in the config means `0.0.0.0`. IPv6 without brackets.
     pub host: String,
     pub port: u16,
+    /// From `listener.security.protocol.map`.
+    pub protocol: SecurityProtocol,
 }
 
 impl Listener {
@@ -24,32 +48,35 @@ impl Listener {
     }
 }
 
-/// Parses a comma list of listeners for `key`.
-pub fn parse_listeners(key: &str, value: &str) -> Result<Vec<Listener>, ConfigError> {
+/// `NAME://host:port` before its name is given a protocol.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+}
+
+/// Parses the syntax of a comma list of listeners for `key`: names unique, ports valid.
+pub fn parse_endpoints(key: &str, value: &str) -> Result<Vec<Endpoint>, ConfigError> {
     let bad = |expected: String| ConfigError::InvalidValue {
         key: key.to_string(),
         value: value.to_string(),
         expected,
     };
-    let mut out: Vec<Listener> = Vec::new();
+    let mut out: Vec<Endpoint> = Vec::new();
     for item in list_items(value) {
         let (name, rest) = item
             .split_once("://")
             .ok_or_else(|| bad("NAME://host:port, e.g. PLAINTEXT://127.0.0.1:9092".into()))?;
         let name = name.trim().to_ascii_uppercase();
-        match name.as_str() {
-            "PLAINTEXT" => {}
-            "SSL" | "SASL_PLAINTEXT" | "SASL_SSL" => {
-                return Err(bad(format!(
-                    "PLAINTEXT listeners (security protocol {name} is not supported yet)"
-                )))
-            }
-            _ => {
-                return Err(bad(format!(
-                    "PLAINTEXT listeners (listener name {name} is not supported: \
-                     listener.security.protocol.map is ignored, name the listener PLAINTEXT)"
-                )))
-            }
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        {
+            return Err(bad(format!(
+                "a listener name of letters, digits, _ - . (not `{name}`)"
+            )));
         }
         let (host, port) = if let Some(r) = rest.strip_prefix('[') {
             let (h, p) = r
@@ -76,10 +103,95 @@ pub fn parse_listeners(key: &str, value: &str) -> Result<Vec<Listener>, ConfigEr
         if out.iter().any(|l| l.name == name) {
             return Err(bad(format!("unique listener names ({name} appears twice)")));
         }
-        out.push(Listener { name, host, port });
+        out.push(Endpoint { name, host, port });
     }
     if out.is_empty() {
         return Err(bad("at least one NAME://host:port".into()));
+    }
+    Ok(out)
+}
+
+/// A listener name's protocol in `listener.security.protocol.map`: one we serve, or the name
+/// of a SASL protocol (valid in Kafka, refused when a listener uses it).
+pub type MappedProtocol = Result<SecurityProtocol, String>;
+
+/// Parses `listener.security.protocol.map` (`NAME:PROTOCOL,...`) into (name, protocol) pairs.
+pub fn parse_protocol_map(
+    key: &str,
+    value: &str,
+) -> Result<Vec<(String, MappedProtocol)>, ConfigError> {
+    let bad = |expected: String| ConfigError::InvalidValue {
+        key: key.to_string(),
+        value: value.to_string(),
+        expected,
+    };
+    let mut out: Vec<(String, MappedProtocol)> = Vec::new();
+    for item in list_items(value) {
+        let (name, protocol) = item
+            .split_once(':')
+            .ok_or_else(|| bad("NAME:PROTOCOL pairs, e.g. PLAINTEXT:PLAINTEXT,SSL:SSL".into()))?;
+        let name = name.trim().to_ascii_uppercase();
+        let protocol = match protocol.trim().to_ascii_uppercase().as_str() {
+            "PLAINTEXT" => Ok(SecurityProtocol::Plaintext),
+            "SSL" => Ok(SecurityProtocol::Ssl),
+            // Valid in Kafka; refused only when a listener uses it.
+            p @ ("SASL_PLAINTEXT" | "SASL_SSL") => Err(p.to_string()),
+            other => {
+                return Err(bad(format!(
+                    "protocols PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (not `{other}`)"
+                )))
+            }
+        };
+        if out.iter().any(|(n, _)| *n == name) {
+            return Err(bad(format!("unique listener names ({name} appears twice)")));
+        }
+        out.push((name, protocol));
+    }
+    Ok(out)
+}
+
+/// Parses a comma list of listeners for `key`, each named in `protocol_map` (the value of
+/// `listener.security.protocol.map`).
+pub fn parse_listeners(
+    key: &str,
+    value: &str,
+    protocol_map: &str,
+) -> Result<Vec<Listener>, ConfigError> {
+    let map = parse_protocol_map("listener.security.protocol.map", protocol_map)?;
+    let endpoints = parse_endpoints(key, value)?;
+    let bad = |expected: String| ConfigError::InvalidValue {
+        key: key.to_string(),
+        value: value.to_string(),
+        expected,
+    };
+    let mut out = Vec::with_capacity(endpoints.len());
+    for Endpoint { name, host, port } in endpoints {
+        let protocol = match map.iter().find(|(n, _)| *n == name) {
+            Some((_, Ok(protocol))) => *protocol,
+            Some((_, Err(sasl))) => {
+                return Err(bad(format!(
+                    "PLAINTEXT or SSL listeners (security protocol {sasl} of listener {name} \
+                     is not supported)"
+                )))
+            }
+            None => {
+                return Err(bad(format!(
+                    "listener names that listener.security.protocol.map gives a protocol \
+                     ({name} is not in it)"
+                )))
+            }
+        };
+        if port != 0 && out.iter().any(|l: &Listener| l.port == port) && key == "listeners" {
+            return Err(bad(format!(
+                "a different port for each listener ({port} is used twice)"
+            )));
+        }
+        out.push(Listener {
+            name,
+            host,
+            port,
+            protocol,
+        });
     }
     Ok(out)
 }

@@ -46,6 +46,7 @@ mod error;
 mod keys;
 mod listeners;
 mod properties;
+mod ssl;
 mod topic;
 mod validate;
 
@@ -63,8 +64,9 @@ pub use error::ConfigError;
 pub use keys::{
     find_broker_key, find_topic_key, Check, ConfigType, Spec, BROKER_KEYS, IGNORED_KEYS, TOPIC_KEYS,
 };
-pub use listeners::{parse_listeners, Listener};
+pub use listeners::{parse_listeners, Listener, SecurityProtocol};
 pub use properties::parse_properties;
+pub use ssl::{ClientAuth, SslConfig, TlsVersion};
 pub use topic::{
     resolve, topic_key_names, validate_topic_overrides, CleanupPolicy, CompressionType,
     FlushPolicy, TimestampType, TopicConfig,

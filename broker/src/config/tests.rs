@@ -22,7 +22,8 @@ fn defaults() {
         vec![Listener {
             name: "PLAINTEXT".into(),
             host: "127.0.0.1".into(),
-            port: 9092
+            port: 9092,
+            protocol: SecurityProtocol::Plaintext,
         }]
     );
     assert_eq!(c.advertised_listeners, c.listeners);
@@ -110,9 +111,9 @@ fn errors_name_the_key() {
     assert!(e.to_string().contains(">= 14"), "{e}");
     let e = load(None, &["num.partitions=abc".into()]).unwrap_err();
     assert!(e.to_string().contains("num.partitions"));
-    let e = load(None, &["listeners=SSL://:9093".into()]).unwrap_err();
+    let e = load(None, &["listeners=SASL_SSL://:9093".into()]).unwrap_err();
     assert_eq!(e.key(), Some("listeners"));
-    assert!(e.to_string().contains("SSL"), "{e}");
+    assert!(e.to_string().contains("SASL_SSL"), "{e}");
     let e = load(None, &["advertised.listeners=PLAINTEXT://:9092".into()]).unwrap_err();
     assert_eq!(e.key(), Some("advertised.listeners"));
     assert!(matches!(
@@ -130,13 +131,114 @@ fn errors_name_the_key() {
 
 #[test]
 fn listeners_parse() {
-    let l = parse_listeners("listeners", "PLAINTEXT://[::1]:9092").unwrap();
+    const MAP: &str = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL";
+    let l = parse_listeners("listeners", "PLAINTEXT://[::1]:9092", MAP).unwrap();
     assert_eq!(l[0].host, "::1");
     assert_eq!(l[0].addr(), "[::1]:9092");
-    assert!(parse_listeners("listeners", "PLAINTEXT://h:99999").is_err());
-    assert!(parse_listeners("listeners", "PLAINTEXT://h:1,PLAINTEXT://h:2").is_err());
-    assert!(parse_listeners("listeners", "EXTERNAL://h:1").is_err());
-    assert!(parse_listeners("listeners", "").is_err());
+    assert!(parse_listeners("listeners", "PLAINTEXT://h:99999", MAP).is_err());
+    assert!(parse_listeners("listeners", "PLAINTEXT://h:1,PLAINTEXT://h:2", MAP).is_err());
+    assert!(parse_listeners("listeners", "PLAINTEXT://h:1,SSL://h:1", MAP).is_err());
+    assert!(parse_listeners("listeners", "EXTERNAL://h:1", MAP).is_err());
+    assert!(parse_listeners("listeners", "SASL_SSL://h:1", MAP).is_err());
+    assert!(parse_listeners("listeners", "", MAP).is_err());
+    let l = parse_listeners("listeners", "PLAINTEXT://:9092,ssl://localhost:9093", MAP).unwrap();
+    assert_eq!(l[1].name, "SSL");
+    assert_eq!(l[1].protocol, SecurityProtocol::Ssl);
+    let custom = parse_listeners("listeners", "EXTERNAL://h:1", "EXTERNAL:SSL").unwrap();
+    assert_eq!(custom[0].protocol, SecurityProtocol::Ssl);
+}
+
+#[test]
+fn listeners_side_by_side_with_advertised_per_name() {
+    let c = load(
+        None,
+        &[
+            "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093".into(),
+            "advertised.listeners=SSL://broker.example.com:19093".into(),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.listeners.len(), 2);
+    assert_eq!(c.listeners[1].protocol, SecurityProtocol::Ssl);
+    let ssl = c.advertised_for("SSL");
+    assert_eq!((ssl.host.as_str(), ssl.port), ("broker.example.com", 19093));
+    // Left out of advertised.listeners: its own address.
+    assert_eq!(c.advertised_for("PLAINTEXT").port, 9092);
+    let c = load(None, &["listeners=PLAINTEXT://h:1,SSL://h:2".into()]).unwrap();
+    assert_eq!(c.advertised_for("SSL").port, 2);
+    assert_eq!(c.advertised_for("PLAINTEXT").port, 1);
+    let e = load(
+        None,
+        &[
+            "listeners=PLAINTEXT://h:1".into(),
+            "advertised.listeners=SSL://h:2".into(),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(e.key(), Some("advertised.listeners"));
+    let c = load(
+        None,
+        &[
+            "listeners=INTERNAL://h:1,EXTERNAL://h:2".into(),
+            "listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:SSL".into(),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.listeners[1].protocol, SecurityProtocol::Ssl);
+    let e = load(None, &["listener.security.protocol.map=A:TLS".into()]).unwrap_err();
+    assert_eq!(e.key(), Some("listener.security.protocol.map"));
+}
+
+#[test]
+fn ssl_keys() {
+    let c = load(None, &[]).unwrap();
+    assert_eq!(c.ssl.client_auth, ClientAuth::None);
+    assert_eq!(
+        c.ssl.enabled_protocols,
+        vec![TlsVersion::Tls12, TlsVersion::Tls13]
+    );
+    assert!(c.ssl.ktls_enable);
+    assert!(c.ssl.keystore_location.is_none());
+    let c = load(
+        None,
+        &[
+            "ssl.keystore.location=/k.pem".into(),
+            "ssl.truststore.location=/t.pem".into(),
+            "ssl.client.auth=required".into(),
+            "ssl.enabled.protocols=TLSv1.3".into(),
+            "ssl.cipher.suites=TLS_AES_128_GCM_SHA256".into(),
+            "ssl.ktls.enable=false".into(),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        c.ssl.keystore_location.as_deref(),
+        Some(Path::new("/k.pem"))
+    );
+    assert_eq!(
+        c.ssl.truststore_location.as_deref(),
+        Some(Path::new("/t.pem"))
+    );
+    assert_eq!(c.ssl.client_auth, ClientAuth::Required);
+    assert_eq!(c.ssl.enabled_protocols, vec![TlsVersion::Tls13]);
+    assert_eq!(
+        c.ssl.cipher_suites,
+        vec!["TLS_AES_128_GCM_SHA256".to_string()]
+    );
+    assert!(!c.ssl.ktls_enable);
+    for bad in [
+        "ssl.client.auth=sometimes",
+        "ssl.enabled.protocols=TLSv1.1",
+        "ssl.keystore.type=JKS",
+        "ssl.truststore.type=PKCS12",
+        "ssl.ktls.enable=maybe",
+    ] {
+        let e = load(None, &[bad.into()]).unwrap_err();
+        assert_eq!(Some(bad.split('=').next().unwrap()), e.key(), "{bad}");
+    }
+    // Kafka keys that mean nothing with PEM files load (ignored).
+    let c = load(None, &["ssl.protocol=TLSv1.3".into()]).unwrap();
+    assert_eq!(c.ignored, vec!["ssl.protocol".to_string()]);
 }
 
 #[test]

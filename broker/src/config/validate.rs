@@ -2,7 +2,7 @@
 //! then the row's `Check`.
 
 use super::keys::{Check, ConfigType as T, Spec};
-use super::listeners::parse_listeners;
+use super::listeners::{parse_endpoints, parse_protocol_map};
 use super::ConfigError;
 
 pub(super) fn invalid(spec: &Spec, value: &str, expected: impl Into<String>) -> ConfigError {
@@ -92,7 +92,8 @@ pub(super) fn check_value(spec: &Spec, value: &str) -> Result<(), ConfigError> {
         (Check::NonEmptyList, _) if list_items(v).is_empty() => {
             Err(invalid(spec, value, "a non-empty comma list"))
         }
-        (Check::Listeners, _) => parse_listeners(spec.name, v).map(|_| ()),
+        (Check::Listeners, _) => parse_endpoints(spec.name, v).map(|_| ()),
+        (Check::ProtocolMap, _) => parse_protocol_map(spec.name, v).map(|_| ()),
         _ => Ok(()),
     }
 }

@@ -1,4 +1,5 @@
-//! Fetch (sessionless: session id 0): read each partition on its owning shard; when the
+//! Fetch: read each partition on its owning shard (with a fetch session, every partition of
+//! the session: see `fetch_session`); when the
 //! answer is smaller than `min_bytes`, park on the owners until one of the partitions grows
 //! or `max_wait_ms` passes (long poll), then read again.
 //!
@@ -18,7 +19,7 @@ use wire::generated::{FetchRequest, FetchResponse};
 use wire::primitives::Uuid;
 use wire::ErrorCode;
 
-use super::{encode_response, RequestContext, Response};
+use super::{encode_response, fetch_session, RequestContext, Response};
 use crate::forward::{FetchResult, Reply, Request};
 use crate::metadata::records::TopicId;
 use crate::shard::Shard;
@@ -257,7 +258,17 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
     // Kafka's fetch map keeps one entry per partition: otherwise every copy would get its
     // own read and one small request could ask for the log many times over.
     let mut seen = HashSet::new();
-    let request = dedupe(request, by_id, &mut seen);
+    let mut request = dedupe(request, by_id, &mut seen);
+    // An incremental fetch names only what changed: from here on `request` names every
+    // partition of its session.
+    let session = fetch_session::open(&shard, &mut request, ctx.api_version).await;
+    if let fetch_session::Context::Error(code) = session {
+        let response = FetchResponse {
+            error_code: code.code(),
+            ..Default::default()
+        };
+        return encode_response(&ctx, ctx.api_version, &response);
+    }
     for topic in &request.topics {
         let topic_image = if by_id {
             image.topic_by_id(&topic.topic_id.0)
@@ -294,24 +305,35 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
         }
     }
     let mut results = read_all(&shard, &wanted, budget).await;
-    let bytes: usize = results.iter().map(|result| result.records.len()).sum();
-    let any_error = results.iter().any(|result| result.error_code != 0);
-    if bytes < request.min_bytes.max(1) as usize
-        && request.max_wait_ms > 0
-        && !any_error
-        && !wanted.is_empty()
-    {
-        let wait_ms = (request.max_wait_ms as u64).min(MAX_WAIT_CAP_MS);
+    // Kafka's DelayedFetch: answer once the partitions together hold `min_bytes` (a wake-up
+    // that brings less parks again for what is left of the wait), on an error, or at
+    // `max_wait_ms`.
+    let wait_ms = (request.max_wait_ms.max(0) as u64).min(MAX_WAIT_CAP_MS);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(wait_ms);
+    loop {
+        let bytes: usize = results.iter().map(|result| result.records.len()).sum();
+        let any_error = results.iter().any(|result| result.error_code != 0);
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if bytes >= request.min_bytes.max(1) as usize
+            || left.is_zero()
+            || any_error
+            || wanted.is_empty()
+        {
+            break;
+        }
+        let left_ms = (left.as_millis() as u64).max(1);
         let waits: Vec<LocalBoxFuture<'static, ()>> = wanted
             .iter()
-            .filter_map(|want| want.target.ok().map(|target| (target, want)))
-            .map(|((target, topic_id), want)| {
+            .zip(&results)
+            .filter_map(|(want, result)| want.target.ok().map(|target| (target, want, result)))
+            .map(|((target, topic_id), want, result)| {
                 let shard = shard.clone();
+                // A partition that already gave what it has waits for more than that.
                 let request = Request::WaitForData {
                     topic_id,
                     partition: want.partition,
-                    offset: want.offset,
-                    wait_ms,
+                    offset: want.offset.max(result.high_watermark),
+                    wait_ms: left_ms,
                 };
                 async move {
                     shard.call(target, request).await;
@@ -319,13 +341,28 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
                 .boxed_local()
             })
             .collect();
-        if !waits.is_empty() {
-            futures::future::select_all(waits).await;
-            results = read_all(&shard, &wanted, budget).await;
+        if waits.is_empty() {
+            break;
         }
+        futures::future::select_all(waits).await;
+        results = read_all(&shard, &wanted, budget).await;
     }
+    let outcomes: Vec<fetch_session::Outcome> = results
+        .iter()
+        .map(|result| fetch_session::Outcome {
+            error_code: result.error_code,
+            high_watermark: result.high_watermark,
+            log_start_offset: result.log_start_offset,
+            has_records: !result.records.is_empty(),
+        })
+        .collect();
+    let answer = fetch_session::complete(&shard, &session, &request, ctx.api_version, &outcomes);
+    let mut request = request;
+    let results = fetch_session::retain(&mut request, results, &answer.send);
     let (results, files) = detach_files(results);
-    let response = build_response(&request, &ctx, results.into_iter());
+    let mut response = build_response(&request, &ctx, results.into_iter());
+    response.session_id = answer.session_id;
+    response.error_code = answer.error_code;
     encode_with_files(&ctx, &response, files)
 }
 

@@ -77,6 +77,8 @@ fn spliced_frame_equals_copied_frame_at_every_version() {
             api_version: version,
             correlation_id: 77,
             client_id: String::new(),
+            listener: "PLAINTEXT".into(),
+            principal: "User:ANONYMOUS".into(),
         };
         let copied: Vec<FetchResult> = copied_records.iter().cloned().map(result).collect();
         let want = encode_response(

@@ -103,7 +103,7 @@ pub async fn find_coordinator(
     } else {
         KEY_TYPE_GROUP
     };
-    let advertised = &shard.config.advertised_listeners[0];
+    let advertised = shard.config.advertised_for(&ctx.listener);
     let (host, port) = (advertised.host.clone(), i32::from(advertised.port));
     let node_id = shard.config.node_id;
     let outcome = if key_type != KEY_TYPE_GROUP {

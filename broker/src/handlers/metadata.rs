@@ -140,7 +140,8 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
             })
             .collect()
     };
-    let advertised = &config.advertised_listeners[0];
+    // Kafka answers with the brokers' endpoints on the listener the request came through.
+    let advertised = config.advertised_for(&ctx.listener);
     let response = MetadataResponse {
         brokers: vec![MetadataResponseBroker {
             node_id,

@@ -13,6 +13,7 @@ mod delete_records;
 mod describe_configs;
 mod describe_producers;
 mod fetch;
+pub(crate) mod fetch_session;
 mod groups;
 mod init_producer_id;
 mod list_offsets;
@@ -95,6 +96,19 @@ pub struct RequestContext {
     pub correlation_id: i32,
     /// The header's client id (moved out of the decoded header, not copied).
     pub client_id: String,
+    /// The listener the request came through (Metadata and FindCoordinator answer with the
+    /// address advertised for it).
+    pub listener: Rc<str>,
+    /// Kafka's principal of the connection (`User:ANONYMOUS`, or `User:` and the client
+    /// certificate's subject DN), for authorization.
+    pub principal: Rc<str>,
+}
+
+/// Where a connection's requests come from: its listener and principal (see
+/// `transport::Transport`).
+pub struct Origin {
+    pub listener: Rc<str>,
+    pub principal: Rc<str>,
 }
 
 /// Routes one request frame (without its size prefix). `Err` carries the reason the
@@ -107,6 +121,7 @@ pub fn dispatch(
     mut frame: Bytes,
     held: Held,
     peer: &str,
+    origin: &Origin,
 ) -> Result<Task<Outcome>, String> {
     if frame.len() < 8 {
         return Err(format!(
@@ -122,6 +137,8 @@ pub fn dispatch(
         api_version,
         correlation_id,
         client_id: String::new(),
+        listener: origin.listener.clone(),
+        principal: origin.principal.clone(),
     };
     let Some((min, max)) = served_range(api_key) else {
         return Err(format!("unsupported API key {api_key}"));

@@ -1,6 +1,6 @@
 //! How a connection's bytes travel: a `Reader` and a `Writer` per connection, so that
-//! `connection` stays the same whatever carries them (plain TCP here; TLS variants are added
-//! beside `Plain`). A response is a [`Frame`]: encoded bytes, and for a fetch the record bytes
+//! `connection` stays the same whatever carries them (plain TCP, user-space TLS, kernel TLS:
+//! see `tls`). A response is a [`Frame`]: encoded bytes, and for a fetch the record bytes
 //! of each partition as [`FileRange`]s that stay in the segment files until they are sent
 //! (sendfile from the page cache on the plain path; see `plain`).
 
@@ -8,10 +8,12 @@ mod pagecache;
 mod plain;
 #[cfg(test)]
 mod tests;
+mod tls;
 
 use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
+use std::rc::Rc;
 
 use bytes::Bytes;
 use glommio::net::TcpStream;
@@ -19,6 +21,7 @@ use glommio::net::TcpStream;
 pub use plain::{PlainReader, PlainWriter};
 pub use shard::storage::FileRange;
 use shard::storage::Piece;
+pub use tls::{KtlsReader, KtlsWriter};
 
 /// What a response is made of, in order: encoded bytes, then for a fetch the record bytes of
 /// each partition either as bytes (copy path, simulated disk) or as file ranges (zero-copy).
@@ -186,12 +189,18 @@ impl SendStats {
 /// Reads a connection's bytes.
 pub enum Reader {
     Plain(PlainReader),
+    /// User-space TLS (rustls opens the records).
+    Tls(crate::tls::TlsReader),
+    /// Kernel TLS: plaintext from the socket.
+    Ktls(KtlsReader),
 }
 
 impl Reader {
     pub async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Reader::Plain(reader) => reader.read(buf).await,
+            Reader::Tls(reader) => reader.read(buf).await,
+            Reader::Ktls(reader) => reader.read(buf).await,
         }
     }
 }
@@ -199,12 +208,18 @@ impl Reader {
 /// Writes a connection's responses.
 pub enum Writer {
     Plain(PlainWriter),
+    /// User-space TLS (rustls seals the records, file ranges from a mapping).
+    Tls(crate::tls::TlsWriter),
+    /// Kernel TLS: the plain writer on a socket the kernel seals (sendfile kept).
+    Ktls(KtlsWriter),
 }
 
 impl Writer {
     pub async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         match self {
             Writer::Plain(writer) => writer.write_all(bytes).await,
+            Writer::Tls(writer) => writer.write_all(bytes).await,
+            Writer::Ktls(writer) => writer.write_all(bytes).await,
         }
     }
     /// Sends `range`'s bytes from the file (sendfile from the page cache on the plain path),
@@ -212,6 +227,8 @@ impl Writer {
     pub async fn send_file(&mut self, range: &FileRange, stats: &SendStats) -> io::Result<()> {
         match self {
             Writer::Plain(writer) => writer.send_file(range, stats).await,
+            Writer::Tls(writer) => tls::send_file_user_space(writer, range, stats).await,
+            Writer::Ktls(writer) => writer.send_file(range, stats).await,
         }
     }
     /// Writes the chunks of `frame` in order.
@@ -220,31 +237,40 @@ impl Writer {
         if ranged {
             self.cork(true);
         }
-        let mut outcome = Ok(());
-        for chunk in frame.chunks() {
-            outcome = match chunk {
-                Chunk::Bytes(bytes) => self.write_all(bytes).await,
-                Chunk::File(range) => self.send_file(range, stats).await,
-            };
-            if outcome.is_err() {
-                break;
-            }
-        }
+        let outcome = self.write_chunks(frame, stats).await;
         if ranged {
             self.cork(false);
         }
         outcome
     }
+    async fn write_chunks(&mut self, frame: &Frame, stats: &SendStats) -> io::Result<()> {
+        for chunk in frame.chunks() {
+            match (chunk, &mut *self) {
+                // User-space TLS seals the small header chunks into records that go out with
+                // the following ones (one sendmsg, not one per chunk); flushed below.
+                (Chunk::Bytes(bytes), Writer::Tls(writer)) => writer.seal(bytes).await?,
+                (Chunk::Bytes(bytes), _) => self.write_all(bytes).await?,
+                (Chunk::File(range), _) => self.send_file(range, stats).await?,
+            }
+        }
+        if let Writer::Tls(writer) = self {
+            writer.flush().await?;
+        }
+        Ok(())
+    }
     /// Holds partial segments while a frame of several chunks is written (TCP_CORK), so the
-    /// header bytes, ranges and tail go out in full segments (see `plain`).
+    /// header bytes, ranges and tail go out in full segments (see `plain`). User-space TLS
+    /// batches its records itself.
     fn cork(&mut self, on: bool) {
-        match self {
-            Writer::Plain(writer) => writer.cork(on),
+        if let Writer::Plain(writer) = self {
+            writer.cork(on);
         }
     }
     pub async fn close(&mut self) {
         match self {
             Writer::Plain(writer) => writer.close().await,
+            Writer::Tls(writer) => writer.close().await,
+            Writer::Ktls(writer) => writer.close().await,
         }
     }
 }
@@ -256,6 +282,10 @@ pub struct Transport {
     pub writer: Writer,
     pub peer: String,
     pub fd: RawFd,
+    /// The listener it came through (upper case name): Metadata answers with its address.
+    pub listener: Rc<str>,
+    /// Kafka's principal: `User:ANONYMOUS`, or `User:<subject DN>` of a client certificate.
+    pub principal: Rc<str>,
 }
 
 impl Transport {
@@ -273,6 +303,47 @@ impl Transport {
             writer: Writer::Plain(writer),
             peer,
             fd,
+            listener: Rc::from("PLAINTEXT"),
+            principal: Rc::from(crate::tls::principal::ANONYMOUS),
         }
+    }
+
+    /// A TLS connection after its handshake (SSL listeners), on the path it was given.
+    pub fn tls(accepted: crate::tls::Accepted, peer: String) -> Transport {
+        use crate::tls::Accepted;
+        match accepted {
+            Accepted::Kernel { stream, principal } => {
+                let _ = stream.set_nodelay(true);
+                let fd = stream.as_raw_fd();
+                let (reader, writer) = plain::split(stream);
+                Transport {
+                    reader: Reader::Ktls(KtlsReader::new(reader, fd)),
+                    writer: Writer::Ktls(KtlsWriter::new(writer, fd)),
+                    peer,
+                    fd,
+                    listener: Rc::from("SSL"),
+                    principal: Rc::from(principal),
+                }
+            }
+            Accepted::UserSpace {
+                reader,
+                writer,
+                principal,
+                fd,
+            } => Transport {
+                reader: Reader::Tls(reader),
+                writer: Writer::Tls(writer),
+                peer,
+                fd,
+                listener: Rc::from("SSL"),
+                principal: Rc::from(principal),
+            },
+        }
+    }
+
+    /// Names the listener the connection came through.
+    pub fn on_listener(mut self, name: &str) -> Transport {
+        self.listener = Rc::from(name);
+        self
     }
 }

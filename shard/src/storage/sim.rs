@@ -218,6 +218,9 @@ impl Inner {
             hit = Some(if enospc { libc::ENOSPC } else { libc::EIO });
         }
         hit.map(|errno| {
+            if self.trace {
+                eprintln!("sim: {op:?} fault errno {errno}");
+            }
             self.faults_injected += 1;
             io::Error::from_raw_os_error(errno)
         })
