@@ -14,26 +14,17 @@ pub fn log_shortfalls(data_dir: &Path, shard_count: usize, cpus: usize) {
         .filter(|f| f.severity.falls_short())
         .collect();
     for finding in &short {
+        let line = format!(
+            "host tuning: {} is {}, wanted {}: {}",
+            finding.check, finding.current, finding.wanted, finding.reason
+        );
+        let severity = finding.severity.as_str();
         // Only what costs throughput or latency is a warning; "info" findings (the last few
         // percent, or only some deployments) stay at info so the first lines are not noise.
         if finding.severity >= tuning::finding::Severity::Warning {
-            tracing::warn!(
-                severity = finding.severity.as_str(),
-                "host tuning: {} is {}, wanted {}: {}",
-                finding.check,
-                finding.current,
-                finding.wanted,
-                finding.reason
-            );
+            tracing::warn!(severity, "{line}");
         } else {
-            tracing::info!(
-                severity = finding.severity.as_str(),
-                "host tuning: {} is {}, wanted {}: {}",
-                finding.check,
-                finding.current,
-                finding.wanted,
-                finding.reason
-            );
+            tracing::info!(severity, "{line}");
         }
     }
     tracing::info!(

@@ -184,6 +184,15 @@ impl SendStats {
     pub fn add(cell: &Cell<u64>, n: u64) {
         cell.set(cell.get() + n);
     }
+    /// Counts one range sent, by whether it had to be read in first.
+    pub fn count_range(&self, cold: bool) {
+        let count = if cold {
+            &self.cold_ranges
+        } else {
+            &self.hot_ranges
+        };
+        SendStats::add(count, 1);
+    }
 }
 
 /// Reads a connection's bytes.
@@ -262,8 +271,10 @@ impl Writer {
     /// header bytes, ranges and tail go out in full segments (see `plain`). User-space TLS
     /// batches its records itself.
     fn cork(&mut self, on: bool) {
-        if let Writer::Plain(writer) = self {
-            writer.cork(on);
+        match self {
+            Writer::Plain(writer) => writer.cork(on),
+            Writer::Ktls(writer) => writer.cork(on),
+            Writer::Tls(_) => {}
         }
     }
     pub async fn close(&mut self) {

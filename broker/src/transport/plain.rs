@@ -149,12 +149,7 @@ impl PlainWriter {
                 }
             }
         }
-        let count = if cold {
-            &stats.cold_ranges
-        } else {
-            &stats.hot_ranges
-        };
-        SendStats::add(count, 1);
+        stats.count_range(cold);
         Ok(())
     }
 

@@ -68,6 +68,10 @@ impl KtlsWriter {
     pub fn new(plain: PlainWriter, fd: RawFd) -> KtlsWriter {
         KtlsWriter { plain, fd }
     }
+    /// TCP_CORK as on the plain path: kernel TLS then also fills whole records.
+    pub fn cork(&self, on: bool) {
+        self.plain.cork(on);
+    }
 
     pub async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.plain.write_all(bytes).await
@@ -109,12 +113,7 @@ pub async fn send_file_user_space(
         SendStats::add(&stats.copied_bytes, len);
         pos = window_end;
     }
-    let count = if cold {
-        &stats.cold_ranges
-    } else {
-        &stats.hot_ranges
-    };
-    SendStats::add(count, 1);
+    stats.count_range(cold);
     Ok(())
 }
 
