@@ -3,9 +3,10 @@
 //! `broker start [--config server.properties] [--override key=value ...]` loads Kafka-style
 //! configuration, opens the metadata log, and starts one glommio shard per core (see
 //! `server`). Errors at start-up are reported with context and a non-zero exit.
-//! `broker tune check|apply` runs the `tuning` crate's host checks.
+//! `broker tune check|apply` runs the `tuning` crate's host checks; `broker dump-log` prints a
+//! log segment (see `admin`).
 
-use broker::{config, server};
+use broker::{admin, config, server};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -38,6 +39,17 @@ enum Command {
         #[command(subcommand)]
         command: tuning::cli::TuneCommand,
     },
+    /// Prints the batches (and with --print-data the records) of a `.log` segment file.
+    DumpLog {
+        /// A segment file, e.g. data/<topic>-<partition>/00000000000000000000.log.
+        file: PathBuf,
+        /// Also print every record: offset, timestamp, key, value and headers.
+        #[arg(long)]
+        print_data: bool,
+        /// One JSON object per line (per batch and per record).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// glibc serves allocations above its mmap threshold (128 KiB by default, adapting upwards)
@@ -67,6 +79,11 @@ fn main() {
     let result = match cli.command {
         Command::Start { config, overrides } => start(config, overrides),
         Command::Tune { command } => tune(command),
+        Command::DumpLog {
+            file,
+            print_data,
+            json,
+        } => dump_log(&file, admin::dump_log::Options { print_data, json }),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");
@@ -79,6 +96,13 @@ fn tune(command: tuning::cli::TuneCommand) -> anyhow::Result<()> {
     if code != 0 {
         std::process::exit(code);
     }
+    Ok(())
+}
+
+fn dump_log(file: &std::path::Path, options: admin::dump_log::Options) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    admin::dump_log::run(file, options, &mut out)?;
+    std::io::Write::flush(&mut out)?;
     Ok(())
 }
 
