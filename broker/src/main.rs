@@ -4,7 +4,7 @@
 //! configuration, opens the metadata log, and starts one glommio shard per core (see
 //! `server`). Errors at start-up are reported with context and a non-zero exit.
 //! `broker tune check|apply` runs the `tuning` crate's host checks; `broker dump-log` prints a
-//! log segment (see `admin`).
+//! log segment and `broker topics` administers topics (see `admin`).
 
 use broker::{admin, config, server};
 use std::path::PathBuf;
@@ -50,6 +50,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Creates, lists, describes and deletes topics over the Kafka protocol (kafka-topics.sh).
+    Topics {
+        #[command(subcommand)]
+        command: admin::topics::TopicsCommand,
+    },
 }
 
 /// glibc serves allocations above its mmap threshold (128 KiB by default, adapting upwards)
@@ -84,6 +89,7 @@ fn main() {
             print_data,
             json,
         } => dump_log(&file, admin::dump_log::Options { print_data, json }),
+        Command::Topics { command } => topics(command),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");
@@ -104,6 +110,13 @@ fn dump_log(file: &std::path::Path, options: admin::dump_log::Options) -> anyhow
     admin::dump_log::run(file, options, &mut out)?;
     std::io::Write::flush(&mut out)?;
     Ok(())
+}
+
+fn topics(command: admin::topics::TopicsCommand) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let result = command.run(&mut out);
+    std::io::Write::flush(&mut out)?;
+    result
 }
 
 fn start(config_path: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {

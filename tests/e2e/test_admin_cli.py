@@ -1,10 +1,19 @@
-"""`broker dump-log`: librdkafka produces keyed records with headers, and the admin command
-prints every one of them from the partition's segment file (text and --json), and reports a
-torn tail instead of crashing."""
+"""Admin commands of the broker binary.
+
+`broker dump-log`: librdkafka produces keyed records with headers, and the command prints every
+one of them from the partition's segment file (text and --json), and reports a torn tail
+instead of crashing. `broker topics`: create/list/describe/delete against our broker (checked
+against librdkafka's metadata) and the bench crate's null broker; Kafka errors by name with a
+non-zero exit status."""
 
 import json
+import os
+import re
 import shutil
 import subprocess
+from pathlib import Path
+
+import pytest
 
 from conftest import BROKER_BIN
 from e2e_helpers import ck_produce, ck_producer, create_topic, unique
@@ -106,3 +115,106 @@ def test_dump_log_reports_torn_tail(broker, tmp_path):
     assert corrupt[0]["position"] + corrupt[0]["bytes"] == size - 5
     res = dump_log(tmp_path / "missing.log")
     assert res.returncode != 0 and "missing.log" in res.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# `broker topics`.
+def topics(bootstrap, *args, check=True):
+    cmd, rest = args[0], args[1:]
+    res = subprocess.run(
+        [BROKER_BIN, "topics", cmd, "--bootstrap-server", bootstrap, *rest],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if check:
+        assert res.returncode == 0, f"topics {args}: rc={res.returncode} {res.stderr}"
+    return res
+
+
+def check_topics_lifecycle(bootstrap, client_metadata=None):
+    """create, list, describe (table and --json), the TOPIC_ALREADY_EXISTS error, delete."""
+    topic = unique("admin-cli")
+    res = topics(bootstrap, "create", "--topic", topic, "--partitions", "3",
+                 "--replication-factor", "1", "--config", "retention.ms=3600000")
+    assert f"Created topic {topic}." in res.stdout
+    assert topic in topics(bootstrap, "list").stdout.split()
+    assert topic in json.loads(topics(bootstrap, "list", "--json").stdout)["topics"]
+
+    res = topics(bootstrap, "describe", "--topic", topic)
+    assert f"Topic: {topic}\t" in res.stdout and "PartitionCount: 3" in res.stdout
+    rows = [ln for ln in res.stdout.splitlines() if ln.startswith("\tTopic:")]
+    assert [r.split("\t")[2] for r in rows] == [f"Partition: {i}" for i in range(3)]
+    (desc,) = json_lines(topics(bootstrap, "describe", "--topic", topic, "--json").stdout)
+    assert desc["topic"] == topic and desc["partition_count"] == 3
+    for p in desc["partitions"]:
+        assert p["leader"] >= 0 and p["leader"] in p["replicas"] and p["isr"]
+    if client_metadata is not None:
+        md = client_metadata(topic)
+        assert sorted(md.partitions) == [0, 1, 2]
+        assert {md.partitions[p["partition"]].leader for p in desc["partitions"]} == {
+            p["leader"] for p in desc["partitions"]
+        }
+
+    again = topics(bootstrap, "create", "--topic", topic, "--partitions", "1", check=False)
+    assert again.returncode != 0
+    assert "TOPIC_ALREADY_EXISTS" in again.stderr
+
+    res = topics(bootstrap, "delete", "--topic", topic)
+    assert f"Deleted topic {topic}." in res.stdout
+    return topic
+
+
+def test_topics_commands_against_our_broker(broker):
+    from e2e_helpers import admin
+
+    a = admin(broker.bootstrap)
+
+    def client_metadata(topic):
+        md = a.list_topics(topic=topic, timeout=10).topics[topic]
+        assert md.error is None, md.error
+        return md
+
+    topic = check_topics_lifecycle(broker.bootstrap, client_metadata)
+    # Deleted: gone from the client's view and from ours, and describing it fails by name.
+    assert topic not in a.list_topics(timeout=10).topics
+    assert topic not in topics(broker.bootstrap, "list").stdout.split()
+    res = topics(broker.bootstrap, "describe", "--topic", topic, check=False)
+    assert res.returncode != 0 and "UNKNOWN_TOPIC_OR_PARTITION" in res.stderr
+    res = topics(broker.bootstrap, "delete", "--topic", topic, check=False)
+    assert res.returncode != 0 and "UNKNOWN_TOPIC_OR_PARTITION" in res.stderr
+    # Broker defaults for partitions and replication factor (CreateTopics v4+, -1).
+    other = unique("admin-default")
+    topics(broker.bootstrap, "create", "--topic", other)
+    (desc,) = json_lines(topics(broker.bootstrap, "describe", "--topic", other, "--json").stdout)
+    assert desc["partition_count"] >= 1 and desc["replication_factor"] == 1
+    # A bad config value is refused with Kafka's code.
+    res = topics(broker.bootstrap, "create", "--topic", unique("bad"), "--config",
+                 "cleanup.policy=nonsense", check=False)
+    assert res.returncode != 0 and "INVALID_CONFIG" in res.stderr
+
+
+def test_topics_commands_against_null_broker(tmp_path):
+    bench = os.environ.get("BENCH_BIN") or str(Path(BROKER_BIN).with_name("bench"))
+    if not os.path.exists(bench):
+        pytest.skip(f"no bench binary at {bench}")
+    proc = subprocess.Popen(
+        [bench, "null-broker", "--listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()
+        m = re.search(r"listening on (\S+)", line)
+        assert m, f"null broker said {line!r}"
+        bootstrap = m.group(1)
+        topic = unique("null")
+        topics(bootstrap, "create", "--topic", topic, "--partitions", "2")
+        (desc,) = json_lines(topics(bootstrap, "describe", "--topic", topic, "--json").stdout)
+        assert desc["partition_count"] == 2
+        topics(bootstrap, "list")
+        topics(bootstrap, "delete", "--topic", topic)
+    finally:
+        proc.kill()
+        proc.wait()

@@ -1,4 +1,6 @@
 //! Admin commands of the `broker` binary, one module per command family, each writing to a
 //! caller-supplied `Write` so that tests can read what a command printed.
 
+pub mod client;
 pub mod dump_log;
+pub mod topics;
