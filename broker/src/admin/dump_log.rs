@@ -382,7 +382,10 @@ mod tests {
             text.contains("baseOffset: 0 lastOffset: 1 count: 2"),
             "{text}"
         );
-        assert!(text.contains(&format!("baseOffset: 2 lastOffset: 2 count: 1")));
+        assert!(
+            text.contains("baseOffset: 2 lastOffset: 2 count: 1"),
+            "{text}"
+        );
         assert!(text.contains(&format!("position: {second_at} ")), "{text}");
         assert!(text.contains("isvalid: true"));
         assert!(text.contains("| offset: 1 CreateTime: 1000 keySize: 2 valueSize: 2"));
