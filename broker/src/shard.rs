@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures::channel::oneshot;
 use futures::StreamExt;
@@ -120,6 +121,8 @@ pub struct Shard {
     topic_defaults: RefCell<Arc<BrokerConfig>>,
     mesh: RefCell<Option<Rc<Mesh<ShardMsg>>>>,
     mesh_ready: event_listener::Event,
+    /// Notified each time this shard adopts a new metadata image.
+    image_adopted: event_listener::Event,
     pending: RefCell<HashMap<u64, oneshot::Sender<Reply>>>,
     /// Long polls parked here for another shard, by (caller shard, request id), so that a
     /// `Cancel` from the caller ends them at once.
@@ -161,6 +164,7 @@ impl Shard {
             group_commit,
             mesh: RefCell::new(None),
             mesh_ready: event_listener::Event::new(),
+            image_adopted: event_listener::Event::new(),
             pending: RefCell::new(HashMap::new()),
             remote_waits: RefCell::new(HashMap::new()),
             next_request_id: Cell::new(0),
@@ -208,6 +212,26 @@ impl Shard {
     /// The metadata image this shard serves from (a cheap `Arc` clone, no lock).
     pub fn image(&self) -> Arc<Image> {
         self.image.borrow().clone()
+    }
+
+    /// Waits until this shard's image satisfies `ready`, or `timeout` passes (false then). A
+    /// topic created through another shard appears here only once this shard has opened its
+    /// partitions and adopted the new image.
+    pub async fn wait_for_image(&self, ready: impl Fn(&Image) -> bool, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let adopted = self.image_adopted.listen();
+            if ready(&self.image()) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            let timer = glommio::timer::sleep(left);
+            futures::pin_mut!(timer);
+            futures::future::select(adopted, timer).await;
+        }
     }
 
     pub fn partition(&self, topic_id: &TopicId, partition: i32) -> Option<Rc<Partition>> {
@@ -834,6 +858,7 @@ impl Shard {
             .collect();
         self.apply_config_changes(&previous, &image).await;
         *self.image.borrow_mut() = image;
+        self.image_adopted.notify(usize::MAX);
         for key in removed {
             let Some(partition) = self.partitions.borrow_mut().remove(&key) else {
                 continue;

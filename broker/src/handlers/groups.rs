@@ -85,8 +85,25 @@ async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
             }
         }
     }
+    // Answer only once this shard routes to the new partitions: the client's next request
+    // (OffsetFetch, JoinGroup) comes on this connection, and librdkafka gives up on a
+    // COORDINATOR_NOT_AVAILABLE there instead of asking again.
+    if !shard
+        .wait_for_image(
+            |image| image.topic(OFFSETS_TOPIC).is_some(),
+            OFFSETS_TOPIC_ADOPT_WAIT,
+        )
+        .await
+    {
+        return Err(ErrorCode::CoordinatorNotAvailable);
+    }
     Ok(())
 }
+
+/// How long FindCoordinator waits for its shard to adopt a `__consumer_offsets` it just had
+/// created (opening 50 partitions; seconds only on a very slow disk). Past it the client gets
+/// the retriable COORDINATOR_NOT_AVAILABLE and asks again.
+const OFFSETS_TOPIC_ADOPT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub async fn find_coordinator(
     shard: Rc<Shard>,
