@@ -14,6 +14,7 @@ Every broker is stopped (SIGTERM, then SIGKILL) at the end of its test; when a t
 tail of each of its brokers' stderr is attached to the failure report.
 """
 
+import contextlib
 import ctypes
 import gc
 import os
@@ -211,6 +212,33 @@ class Broker:
         for m in STATS.finditer(self.output()):
             out[int(m.group(1))] = dict(zip(names, map(int, m.groups()[1:])))
         return out
+
+
+@contextlib.contextmanager
+def broker_as_typed(args, workdir, log_path, ports):
+    """The release binary run with `args` from `workdir`, as a user types it (README tests):
+    yields the process once every port in `ports` listens, then stops it (SIGTERM, then kill)."""
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([BROKER_BIN, *args], cwd=workdir, stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=log, env=broker_env(),
+                                preexec_fn=_die_with_parent)
+    try:
+        deadline = time.monotonic() + 60
+        while not all(port_open(port) for port in ports):
+            assert proc.poll() is None, \
+                f"broker exited with {proc.returncode}:\n{log_path.read_text()}"
+            assert time.monotonic() < deadline, \
+                f"broker not listening on {ports}:\n{log_path.read_text()}"
+            time.sleep(0.05)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -9,11 +9,10 @@ Skipped (with the reason printed) only when something else already listens on 90
 import shutil
 import signal
 import subprocess
-import time
 
 import pytest
 
-from conftest import BROKER_BIN, _die_with_parent, broker_env, port_open
+from conftest import broker_as_typed, port_open
 from e2e_helpers import ck_consume, ck_produce, ck_producer, kp_consume, kp_produce, kp_producer
 
 BOOTSTRAP = "127.0.0.1:9092"
@@ -27,23 +26,8 @@ def readme_broker(tmp_path):
     workdir = tmp_path / "fresh-clone"
     workdir.mkdir()
     log_path = tmp_path / "broker.stderr.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([BROKER_BIN, "start"], cwd=workdir, stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=log, env=broker_env(),
-                                preexec_fn=_die_with_parent)
-    deadline = time.monotonic() + 60
-    while not port_open(9092):
-        assert proc.poll() is None, f"broker exited with {proc.returncode}:\n{log_path.read_text()}"
-        assert time.monotonic() < deadline, f"broker not listening on 9092:\n{log_path.read_text()}"
-        time.sleep(0.05)
-    yield proc, workdir, log_path
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    with broker_as_typed(["start"], workdir, log_path, [9092]) as proc:
+        yield proc, workdir, log_path
 
 
 def kcat(*args, stdin=None, timeout=60):

@@ -10,14 +10,11 @@ Skipped (with the reason printed) only when something else already listens on 90
 
 import re
 import shlex
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import BROKER_BIN, _die_with_parent, broker_env, port_open
+from conftest import broker_as_typed, port_open
 from e2e_helpers import ck_consume, ck_consumer, ck_produce, ck_producer
 from test_tls import api_versions_over, ck_ssl, client_context, pki  # noqa: F401 (fixture)
 
@@ -55,23 +52,8 @@ def readme_tls_broker(tmp_path, pki):  # noqa: F811 (fixture from test_tls)
     (workdir / "server.pem").write_text((pki / "keystore.pem").read_text())
     (workdir / "ca.pem").write_text((pki / "ca.pem").read_text())
     log_path = tmp_path / "broker.stderr.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([BROKER_BIN, *readme_tls_command()], cwd=workdir,
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                env=broker_env(), preexec_fn=_die_with_parent)
-    deadline = time.monotonic() + 60
-    while not (port_open(9092) and port_open(9093)):
-        assert proc.poll() is None, f"broker exited with {proc.returncode}:\n{log_path.read_text()}"
-        assert time.monotonic() < deadline, f"broker not listening:\n{log_path.read_text()}"
-        time.sleep(0.05)
-    yield proc, log_path
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    with broker_as_typed(readme_tls_command(), workdir, log_path, [9092, 9093]) as proc:
+        yield proc, log_path
 
 
 def test_readme_tls_command_serves_ssl_and_plaintext(readme_tls_broker, pki):  # noqa: F811
