@@ -26,18 +26,20 @@
 use std::cell::Cell;
 use std::os::fd::RawFd;
 use std::rc::Rc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 use futures::future::Either;
+use futures::FutureExt;
 use glommio::channels::local_channel;
 use glommio::Task;
 use wire::frame;
 
 use crate::handlers;
-use crate::limits::{ConnectionLoad, ConnectionSlot, Held, Outcome, ShardBudget};
-use crate::shard::Shard;
-use crate::transport::Transport;
+use crate::limits::{ConnectionLoad, ConnectionSlot, Held, HeldResponse, Outcome, ShardBudget};
+use crate::shard::{Shard, Stats};
+use crate::transport::{Frame, Transport};
 
 const FETCH_API_KEY: i16 = wire::generated::api::ApiKey::Fetch as i16;
 
@@ -108,25 +110,49 @@ pub async fn serve(
     let writer_peer = peer.clone();
     let writer_shard = shard.clone();
     let writer_task = glommio::spawn_local(async move {
-        'write: while let Some(task) = pending.recv().await {
-            let response = match task.await {
-                Ok(Some(response)) => response,
-                Ok(None) => continue,
-                Err(reason) => {
-                    tracing::error!(peer = %writer_peer, %reason, "closing connection");
+        let stats = &writer_shard.stats;
+        let mut batch = Batch::default();
+        let mut next: Option<Task<Outcome>> = None;
+        loop {
+            let task = match next.take() {
+                Some(task) => task,
+                None => match pending.recv().await {
+                    Some(task) => task,
+                    None => break,
+                },
+            };
+            let mut stop = batch.take(task.await, &writer_peer);
+            // Responses of this connection that are already computed go out with this one
+            // (in request order: gathering stops at the first one still in process).
+            while !stop && !batch.is_full() {
+                let Some(Some(mut task)) = pending.recv().now_or_never() else {
+                    break;
+                };
+                match futures::poll!(&mut task) {
+                    Poll::Ready(outcome) => stop = batch.take(outcome, &writer_peer),
+                    Poll::Pending => {
+                        next = Some(task);
+                        break;
+                    }
+                }
+            }
+            if !batch.responses.is_empty() {
+                let frames: Vec<&Frame> = batch.responses.iter().map(|r| &r.frame).collect();
+                let sent = writer.write_frames(&frames, &stats.send).await;
+                if let Err(error) = sent {
+                    tracing::debug!(peer = %writer_peer, %error, "write failed; closing connection");
                     break;
                 }
-            };
-            let sent = writer
-                .write_frame(&response.frame, &writer_shard.stats.send)
-                .await;
-            if let Err(error) = sent {
-                tracing::debug!(peer = %writer_peer, %error, "write failed; closing connection");
-                break 'write;
+                Stats::add(&stats.response_writes, 1);
+                Stats::add(&stats.responses_written, frames.len() as u64);
+                written.set(Instant::now());
+                // The responses drop here: their bytes (and file ranges) and their requests'
+                // places are released.
+                batch.responses.clear();
             }
-            written.set(Instant::now());
-            // `response` drops here: its bytes (and file ranges) and its request's place are
-            // released.
+            if stop {
+                break;
+            }
         }
         writer.close().await;
     });
@@ -140,6 +166,7 @@ pub async fn serve(
         activity: &activity,
         idle,
     };
+    let mut idle_timer: Option<glommio::timer::Timer> = None;
     let end: End = 'read: loop {
         // Hand out every whole frame already in the buffer.
         loop {
@@ -198,13 +225,17 @@ pub async fn serve(
         let outcome = match idle {
             None => read.await,
             Some(idle) => {
-                let deadline = activity.get() + idle;
-                let timer =
-                    glommio::timer::sleep(deadline.saturating_duration_since(Instant::now()));
-                futures::pin_mut!(read, timer);
+                // One timer serves many reads: armed for the idle deadline as it stood, and
+                // when it fires the deadline is looked at again (activity since moves it).
+                let timer = idle_timer.get_or_insert_with(|| {
+                    let deadline = activity.get() + idle;
+                    glommio::timer::Timer::new(deadline.saturating_duration_since(Instant::now()))
+                });
+                futures::pin_mut!(read);
                 match futures::future::select(read, timer).await {
                     Either::Left((outcome, _)) => outcome,
                     Either::Right(_) => {
+                        idle_timer = None;
                         if activity.get().elapsed() >= idle {
                             break 'read End::Idle(idle);
                         }
@@ -228,6 +259,7 @@ pub async fn serve(
                 unsafe { buffer.set_len(buffer.len() + read) };
                 buffered.grow(read);
                 activity.set(Instant::now());
+                crate::busy_poll::note_read();
             }
             Err(error) => break 'read End::PeerGone(Some(format!("read failed: {error}"))),
         }
@@ -264,6 +296,39 @@ pub async fn serve(
             // socket; past the timeout they are cancelled.
             let _ = futures::future::select(writer_task, drain).await;
         }
+    }
+}
+
+/// Most responses of one connection written together.
+const MAX_BATCH_RESPONSES: usize = 64;
+/// Most bytes (file ranges included) of responses gathered into one write.
+const MAX_BATCH_BYTES: usize = 1 << 20;
+
+/// Responses of one connection gathered for one write, in request order.
+#[derive(Default)]
+struct Batch {
+    responses: Vec<HeldResponse>,
+    bytes: usize,
+}
+
+impl Batch {
+    /// Adds a request's outcome; true when the connection must close after this batch.
+    fn take(&mut self, outcome: Outcome, peer: &str) -> bool {
+        match outcome {
+            Ok(Some(response)) => {
+                self.bytes += response.frame.len();
+                self.responses.push(response);
+                false
+            }
+            Ok(None) => false,
+            Err(reason) => {
+                tracing::error!(peer = %peer, %reason, "closing connection");
+                true
+            }
+        }
+    }
+    fn is_full(&self) -> bool {
+        self.responses.len() >= MAX_BATCH_RESPONSES || self.bytes >= MAX_BATCH_BYTES
     }
 }
 

@@ -2,6 +2,7 @@
 //! `main.rs` is only the command line; everything else is here so that tests can use it.
 
 pub mod admin;
+pub mod busy_poll;
 pub mod config;
 pub mod connection;
 pub mod forward;

@@ -136,8 +136,13 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         let ready = ready_sender.clone();
         let connection_limits = connection_limits.clone();
         let opened = opened.clone();
-        let executor = LocalExecutorBuilder::new(Placement::Fixed(id % cpus))
-            .name(&format!("shard-{id}"))
+        let mut builder =
+            LocalExecutorBuilder::new(Placement::Fixed(id % cpus)).name(&format!("shard-{id}"));
+        let busy_poll = Duration::from_micros(config.shard_busy_poll_us);
+        if let Some(spin) = crate::busy_poll::executor_spin(busy_poll) {
+            builder = builder.spin_before_park(spin);
+        }
+        let executor = builder
             .spawn(move || async move {
                 run_shard(
                     id,
@@ -235,6 +240,10 @@ async fn run_shard(
         }
     }
     let _ = ready.send(Ok(id));
+    glommio::spawn_local(crate::busy_poll::run(Duration::from_micros(
+        shard.config.shard_busy_poll_us,
+    )))
+    .detach();
     let budget = ShardBudget::new(&shard.config);
     let refusals = Rc::new(RefusalLog::default());
     glommio::spawn_local(crate::group::Coordinator::run_timer(Rc::downgrade(&shard))).detach();
@@ -303,8 +312,9 @@ async fn run_shard(
     let partitions = shard.partition_count();
     shard.close().await;
     let stats = &shard.stats;
+    let (busy_polls, busy_poll_ms) = crate::busy_poll::stats();
     tracing::info!(
-        "shard {id} stats: requests={} produce_batches={} fetches={} forwarded_in={} forwarded_out={} partitions={} cancelled_waits={}",
+        "shard {id} stats: requests={} produce_batches={} fetches={} forwarded_in={} forwarded_out={} partitions={} cancelled_waits={} busy_polls={busy_polls} busy_poll_ms={busy_poll_ms} response_writes={} responses_written={}",
         stats.requests.get(),
         stats.produce_batches.get(),
         stats.fetches.get(),
@@ -312,6 +322,8 @@ async fn run_shard(
         stats.forwarded_out.get(),
         partitions,
         stats.cancelled_waits.get(),
+        stats.response_writes.get(),
+        stats.responses_written.get(),
     );
     let send = &stats.send;
     tracing::info!(

@@ -89,6 +89,10 @@ pub struct Stats {
     /// Fetched record bytes this shard's connections got as file ranges from partitions
     /// owned by another shard (zero-copy across the mesh).
     pub remote_range_bytes: Cell<u64>,
+    /// Socket writes of responses (each of one or more responses of one connection) and the
+    /// responses they carried.
+    pub response_writes: Cell<u64>,
+    pub responses_written: Cell<u64>,
 }
 
 impl Partition {
@@ -108,6 +112,9 @@ impl Partition {
 impl Stats {
     pub fn bump(cell: &Cell<u64>) {
         cell.set(cell.get() + 1);
+    }
+    pub fn add(cell: &Cell<u64>, n: u64) {
+        cell.set(cell.get() + n);
     }
 }
 

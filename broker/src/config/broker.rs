@@ -74,6 +74,8 @@ pub struct BrokerConfig {
     pub cluster_id: Option<String>,
     /// Idle connections are closed after this long; `None` = never.
     pub connections_max_idle_ms: Option<u64>,
+    /// `shard.busy.poll.us` (ours): see `busy_poll`; 0 = a shard parks as soon as it is idle.
+    pub shard_busy_poll_us: u64,
     /// Before the file-descriptor cap (see `limits::ConnectionLimits`).
     pub max_connections: u32,
     pub max_connections_per_ip: u32,
@@ -357,6 +359,7 @@ impl BrokerConfig {
             delete_topic_enable: boolean("delete.topic.enable"),
             num_shards: num("num.shards", get("num.shards"))?,
             cluster_id: set("cluster.id").map(str::to_string),
+            shard_busy_poll_us: num("shard.busy.poll.us", get("shard.busy.poll.us"))?,
             connections_max_idle_ms: Some(num::<i64>(
                 "connections.max.idle.ms",
                 get("connections.max.idle.ms"),

@@ -473,6 +473,16 @@ pub const BROKER_KEYS: &[Spec] = &[
         "Number of shards (cores); 0 = one per CPU core.",
     ),
     spec(
+        "shard.busy.poll.us",
+        T::Long,
+        Some("50"),
+        Check::Between(0, 1_000_000),
+        "Ours, not Kafka's: while requests reach a shard less than this many microseconds apart \
+         on average, it keeps polling its sockets for up to this long after the last one instead \
+         of sleeping (no park and wake-up per request); otherwise it sleeps at once, so an idle \
+         broker uses no CPU. 0 = never poll.",
+    ),
+    spec(
         "cluster.id",
         T::String,
         None,

@@ -137,6 +137,12 @@ impl Frame {
     pub fn chunks(&self) -> &[Chunk] {
         &self.chunks
     }
+    /// Whether every chunk is bytes (no file range to send from a file).
+    pub fn is_bytes_only(&self) -> bool {
+        self.chunks
+            .iter()
+            .all(|chunk| matches!(chunk, Chunk::Bytes(_)))
+    }
     /// The frame's bytes in one buffer (copied from the files if need be): tests only.
     pub fn to_vec(&self) -> io::Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.len);
@@ -264,6 +270,45 @@ impl Writer {
         }
         if let Writer::Tls(writer) = self {
             writer.flush().await?;
+        }
+        Ok(())
+    }
+    /// Writes whole frames in order. Runs of frames made of bytes only go out together: one
+    /// `sendmsg` of all their chunks on plain and kernel TLS sockets, sealed together and
+    /// flushed once on user-space TLS. A frame with file ranges is written as by
+    /// [`Writer::write_frame`] (sendfile kept).
+    pub async fn write_frames(&mut self, frames: &[&Frame], stats: &SendStats) -> io::Result<()> {
+        let mut rest = frames;
+        while let Some(first) = rest.first() {
+            let run = rest
+                .iter()
+                .take_while(|frame| frame.is_bytes_only())
+                .count();
+            let single_piece = run == 1 && first.chunks().len() == 1;
+            if run == 0 || single_piece {
+                self.write_frame(first, stats).await?;
+                rest = &rest[1..];
+                continue;
+            }
+            let pieces: Vec<&[u8]> = rest[..run]
+                .iter()
+                .flat_map(|frame| frame.chunks())
+                .filter_map(|chunk| match chunk {
+                    Chunk::Bytes(bytes) => Some(&bytes[..]),
+                    Chunk::File(_) => None,
+                })
+                .collect();
+            match self {
+                Writer::Plain(writer) => writer.write_all_vectored(&pieces).await?,
+                Writer::Ktls(writer) => writer.write_all_vectored(&pieces).await?,
+                Writer::Tls(writer) => {
+                    for piece in pieces {
+                        writer.seal(piece).await?;
+                    }
+                    writer.flush().await?;
+                }
+            }
+            rest = &rest[run..];
         }
         Ok(())
     }

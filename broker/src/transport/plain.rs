@@ -112,6 +112,28 @@ impl PlainWriter {
         Ok(())
     }
 
+    /// Writes `pieces` back to back with as few `sendmsg` calls as the socket allows (one
+    /// when its buffer has room): the responses of a connection that are ready together. A
+    /// full socket hands the rest of the current piece to glommio's write, which waits until
+    /// the socket is writable, then gathering resumes.
+    pub async fn write_all_vectored(&mut self, pieces: &[&[u8]]) -> io::Result<()> {
+        let mut cursor = Gather::new(pieces);
+        while !cursor.is_done() {
+            match send_gathered(self.fd, &cursor.iovecs()) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(sent) => cursor.advance(sent),
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    let piece = cursor.current();
+                    self.write_all(piece).await?;
+                    cursor.advance(piece.len());
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+
     pub async fn send_file(&mut self, range: &FileRange, stats: &SendStats) -> io::Result<()> {
         let end = range.pos() + range.len();
         let mut pos = range.pos();
@@ -186,5 +208,83 @@ impl PlainWriter {
 
     pub async fn close(&mut self) {
         let _ = self.half.close().await;
+    }
+}
+
+/// Most pieces handed to one `sendmsg` (Linux's IOV_MAX is 1024).
+const MAX_IOVECS: usize = 1024;
+
+/// One non-blocking `sendmsg` of `iovecs` (no SIGPIPE: a peer gone is an error).
+fn send_gathered(fd: RawFd, iovecs: &[libc::iovec]) -> io::Result<usize> {
+    // SAFETY: a zeroed msghdr is valid (no name, no control data).
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_iov = iovecs.as_ptr().cast_mut();
+    message.msg_iovlen = iovecs.len() as _;
+    // SAFETY: sendmsg on a live fd; the iovecs point into buffers borrowed for this call.
+    let sent = unsafe { libc::sendmsg(fd, &message, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(sent as usize)
+}
+
+/// Where a gathered write stands in its pieces: the first piece not wholly sent and how much
+/// of it was.
+pub(super) struct Gather<'a> {
+    pieces: &'a [&'a [u8]],
+    index: usize,
+    offset: usize,
+}
+
+impl<'a> Gather<'a> {
+    pub(super) fn new(pieces: &'a [&'a [u8]]) -> Gather<'a> {
+        let mut gather = Gather {
+            pieces,
+            index: 0,
+            offset: 0,
+        };
+        gather.skip_empty();
+        gather
+    }
+    pub(super) fn is_done(&self) -> bool {
+        self.index >= self.pieces.len()
+    }
+    /// The unsent rest of the current piece.
+    pub(super) fn current(&self) -> &'a [u8] {
+        &self.pieces[self.index][self.offset..]
+    }
+    /// The unsent bytes as iovecs (at most [`MAX_IOVECS`]).
+    pub(super) fn iovecs(&self) -> Vec<libc::iovec> {
+        let first = std::iter::once(self.current());
+        let rest = self.pieces[self.index + 1..].iter().copied();
+        first
+            .chain(rest)
+            .filter(|piece| !piece.is_empty())
+            .take(MAX_IOVECS)
+            .map(|piece| libc::iovec {
+                iov_base: piece.as_ptr().cast_mut().cast(),
+                iov_len: piece.len(),
+            })
+            .collect()
+    }
+    /// Marks `sent` more bytes as sent.
+    pub(super) fn advance(&mut self, mut sent: usize) {
+        while sent > 0 && !self.is_done() {
+            let left = self.pieces[self.index].len() - self.offset;
+            if sent < left {
+                self.offset += sent;
+                return;
+            }
+            sent -= left;
+            self.index += 1;
+            self.offset = 0;
+        }
+        self.skip_empty();
+    }
+    fn skip_empty(&mut self) {
+        while !self.is_done() && self.pieces[self.index].len() == self.offset {
+            self.index += 1;
+            self.offset = 0;
+        }
     }
 }

@@ -81,6 +81,10 @@ impl KtlsWriter {
         self.plain.send_file(range, stats).await
     }
 
+    pub async fn write_all_vectored(&mut self, pieces: &[&[u8]]) -> io::Result<()> {
+        self.plain.write_all_vectored(pieces).await
+    }
+
     pub async fn close(&mut self) {
         // An alert record, sealed by the kernel like the rest.
         if let Err(error) = ktls::send_close_notify(self.fd) {
