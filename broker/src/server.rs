@@ -235,7 +235,7 @@ async fn run_shard(
         }
     }
     let _ = ready.send(Ok(id));
-    let budget = ShardBudget::new(&shard.config);
+    let budget = shard.handoff.budget(&shard.config);
     let refusals = Rc::new(RefusalLog::default());
     glommio::spawn_local(crate::group::Coordinator::run_timer(Rc::downgrade(&shard))).detach();
     let retained = Rc::downgrade(&shard);
@@ -304,7 +304,7 @@ async fn run_shard(
     shard.close().await;
     let stats = &shard.stats;
     tracing::info!(
-        "shard {id} stats: requests={} produce_batches={} fetches={} forwarded_in={} forwarded_out={} partitions={} cancelled_waits={}",
+        "shard {id} stats: requests={} produce_batches={} fetches={} forwarded_in={} forwarded_out={} partitions={} cancelled_waits={} handoffs_out={} handoffs_in={}",
         stats.requests.get(),
         stats.produce_batches.get(),
         stats.fetches.get(),
@@ -312,6 +312,8 @@ async fn run_shard(
         stats.forwarded_out.get(),
         partitions,
         stats.cancelled_waits.get(),
+        stats.handoffs_out.get(),
+        stats.handoffs_in.get(),
     );
     let send = &stats.send;
     tracing::info!(

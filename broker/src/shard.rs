@@ -89,6 +89,9 @@ pub struct Stats {
     /// Fetched record bytes this shard's connections got as file ranges from partitions
     /// owned by another shard (zero-copy across the mesh).
     pub remote_range_bytes: Cell<u64>,
+    /// Connections handed to another shard, and taken over from one (see `handoff`).
+    pub handoffs_out: Cell<u64>,
+    pub handoffs_in: Cell<u64>,
 }
 
 impl Partition {
@@ -144,6 +147,8 @@ pub struct Shard {
     pub coordinator: crate::group::Coordinator,
     /// Fetch sessions (KIP-227) of the connections this shard serves.
     pub fetch_sessions: crate::handlers::fetch_session::ShardSessions,
+    /// What connections moved in need (see `handoff`).
+    pub handoff: crate::handoff::ShardHandoff,
 }
 
 impl Shard {
@@ -176,6 +181,7 @@ impl Shard {
             stats: Stats::default(),
             coordinator: crate::group::Coordinator::default(),
             fetch_sessions: Default::default(),
+            handoff: Default::default(),
         })
     }
 
@@ -282,6 +288,17 @@ impl Shard {
         reply
     }
 
+    /// Hands connection `moved` to shard `target`, which serves it from then on.
+    pub fn hand_off(&self, target: usize, moved: crate::handoff::Moved) {
+        Stats::bump(&self.stats.handoffs_out);
+        let mesh = self
+            .mesh
+            .borrow()
+            .clone()
+            .expect("mesh connected before serving");
+        mesh.send(target, ShardMsg::Adopt(Box::new(moved)));
+    }
+
     /// Delivers a message from shard `source` (called by the mesh's receiver tasks).
     pub fn deliver(self: &Rc<Self>, source: usize, message: ShardMsg) {
         match message {
@@ -319,6 +336,10 @@ impl Shard {
                     mesh.send(source, ShardMsg::Reply { id, body: reply });
                 })
                 .detach();
+            }
+            ShardMsg::Adopt(moved) => {
+                Stats::bump(&self.stats.handoffs_in);
+                glommio::spawn_local(crate::connection::adopt(self.clone(), *moved)).detach();
             }
             ShardMsg::Reply { id, body } => {
                 if let Some(sender) = self.pending.borrow_mut().remove(&id) {
