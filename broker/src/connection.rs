@@ -401,15 +401,14 @@ async fn serve_from(
 }
 
 /// Waits for a quiet point before a move: `Ok(true)` once nothing of the connection is in
-/// process and every response is written. Reading stops meanwhile, for at most
-/// [`crate::handoff::QUIET_WAIT`] (past it the move is dropped: `Ok(false)`), unless a fetch
-/// is in process (a long poll may park for seconds): then `Ok(false)` at once, and the read
-/// races the quiet point instead.
+/// process and every response is written. Reading stops meanwhile, once per move and for at
+/// most [`crate::handoff::QUIET_WAIT`], unless a fetch is in process (a long poll may park
+/// for seconds); otherwise (`Ok(false)`) the read races the quiet point instead.
 async fn quiet_point(watch: &Watch<'_>, load: &ConnectionLoad, tally: &Tally) -> Result<bool, End> {
     if load.requests() == 0 {
         return Ok(true);
     }
-    if load.fetches() > 0 {
+    if load.fetches() > 0 || !tally.may_wait() {
         return Ok(false);
     }
     let quiet = watch.wait_until(|| load.requests() == 0);
@@ -419,7 +418,7 @@ async fn quiet_point(watch: &Watch<'_>, load: &ConnectionLoad, tally: &Tally) ->
         Either::Left((Ok(()), _)) => Ok(true),
         Either::Left((Err(end), _)) => Err(end),
         Either::Right(_) => {
-            tally.drop_move();
+            tally.waited();
             Ok(false)
         }
     }

@@ -39,8 +39,8 @@ pub const MOVE_SHARE_DEN: u64 = 4;
 pub const HANDOFF_COOLDOWN: Duration = Duration::from_secs(10);
 
 /// Longest a connection stops reading to let its requests in process finish before a move.
-/// Past it (a request that takes long: a slow disk, a client not reading its responses) the
-/// move is dropped for a cooldown.
+/// Past it (a request that takes long: a slow disk, a client not reading its responses) it
+/// reads again and moves at the next quiet point it comes to.
 pub const QUIET_WAIT: Duration = Duration::from_millis(100);
 
 /// Which shards own the partitions one connection's requests touch, over the current window.
@@ -57,6 +57,8 @@ pub struct Tally {
     settled_until: Cell<Instant>,
     /// A decided move waiting for a quiet point.
     pending: Cell<Option<usize>>,
+    /// The connection already stopped reading for [`QUIET_WAIT`] for the pending move.
+    waited: Cell<bool>,
 }
 
 impl Tally {
@@ -71,6 +73,7 @@ impl Tally {
             owners: RefCell::new(vec![0; shards]),
             settled_until: Cell::new(if cooled { now } else { now + HANDOFF_COOLDOWN }),
             pending: Cell::new(None),
+            waited: Cell::new(false),
         })
     }
 
@@ -126,11 +129,15 @@ impl Tally {
         self.pending.get()
     }
 
-    /// The decided move could not wait for a quiet point: forget it, and decide nothing for a
-    /// cooldown.
-    pub fn drop_move(&self) {
-        self.pending.set(None);
-        self.settled_until.set(Instant::now() + HANDOFF_COOLDOWN);
+    /// Whether the connection may still stop reading to reach a quiet point (once per move).
+    pub fn may_wait(&self) -> bool {
+        !self.waited.get()
+    }
+
+    /// The connection stopped reading for [`QUIET_WAIT`] without reaching a quiet point: from
+    /// now on it reads, and moves at the first quiet point between reads.
+    pub fn waited(&self) {
+        self.waited.set(true);
     }
 }
 
@@ -227,15 +234,17 @@ mod tests {
             }
             assert_eq!(tally.pending(), None);
         }
-        let dropped = Tally::new(0, 2, true, true);
+        let waited = Tally::new(0, 2, true, true);
         for _ in 0..DECIDE_EVERY_REQUESTS {
-            window(&dropped, &[1]);
+            window(&waited, &[1]);
         }
-        dropped.drop_move();
+        assert!(waited.may_wait());
+        waited.waited();
         for _ in 0..DECIDE_EVERY_REQUESTS * 4 {
-            window(&dropped, &[1]);
+            window(&waited, &[0]);
         }
-        assert_eq!(dropped.pending(), None, "a dropped move cools down");
+        assert_eq!(waited.pending(), Some(1), "a decided move stays decided");
+        assert!(!waited.may_wait(), "reading stops once per move");
     }
 
     #[test]
