@@ -24,7 +24,7 @@
 //! written (for at most [`CLOSE_DRAIN_TIMEOUT`]).
 
 use std::cell::Cell;
-use std::os::fd::RawFd;
+use std::os::fd::{FromRawFd, IntoRawFd, RawFd};
 use std::rc::Rc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -37,11 +37,13 @@ use glommio::Task;
 use wire::frame;
 
 use crate::handlers;
+use crate::handoff::{Moved, Tally};
 use crate::limits::{ConnectionLoad, ConnectionSlot, Held, HeldResponse, Outcome, ShardBudget};
 use crate::shard::{Shard, Stats};
-use crate::transport::{Frame, Transport};
+use crate::transport::{Frame, Reader, Transport};
 
 const FETCH_API_KEY: i16 = wire::generated::api::ApiKey::Fetch as i16;
+const PRODUCE_API_KEY: i16 = wire::generated::api::ApiKey::Produce as i16;
 
 /// Bytes asked of each socket read when no larger frame is pending.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
@@ -70,6 +72,15 @@ enum End {
     WriterStopped,
     /// A request we refuse (Kafka closes on what it cannot parse).
     Refused(String),
+    /// Quiet, and its requests belong to this other shard: hand it over (see `handoff`).
+    Moved(usize),
+}
+
+/// What the read step brought.
+enum ReadOutcome {
+    Read(std::io::Result<usize>),
+    /// A move was pending and the connection became quiet first.
+    Quiet,
 }
 
 /// Serves one connection until the peer closes it, it idles out, or it sends something we
@@ -83,7 +94,45 @@ pub async fn serve(
     budget: Rc<ShardBudget>,
     slot: ConnectionSlot,
 ) {
-    let _slot = slot;
+    serve_from(shard, transport, budget, slot, BytesMut::new(), true).await;
+}
+
+/// Serves a connection another shard handed over (see `handoff`): the socket, and the bytes
+/// that shard had read but not handed out, which come first.
+pub async fn adopt(shard: Rc<Shard>, moved: Moved) {
+    let Moved {
+        fd,
+        unread,
+        peer,
+        listener,
+        principal,
+        slot,
+    } = moved;
+    // SAFETY: `fd` is a connected TCP socket that `moved` owned alone; the stream owns it now.
+    let stream = unsafe { glommio::net::TcpStream::from_raw_fd(fd.into_raw_fd()) };
+    let mut transport = Transport::plain(stream).on_listener(&listener);
+    transport.peer = peer;
+    transport.principal = Rc::from(principal);
+    let budget = shard.handoff.budget(&shard.config);
+    let mut buffer = BytesMut::with_capacity(READ_CHUNK_BYTES.max(unread.len()));
+    buffer.extend_from_slice(&unread);
+    serve_from(shard, transport, budget, slot, buffer, false).await;
+}
+
+/// Serves a connection whose first bytes (already read from its socket) are `buffer`;
+/// `fresh`: just accepted (it may move at once), rather than just moved here.
+async fn serve_from(
+    shard: Rc<Shard>,
+    transport: Transport,
+    budget: Rc<ShardBudget>,
+    slot: ConnectionSlot,
+    mut buffer: BytesMut,
+    fresh: bool,
+) {
+    // Only plaintext connections move: TLS state stays with the shard that holds it.
+    let movable =
+        shard.config.connection_handoff_enable && matches!(transport.reader, Reader::Plain(_));
+    let tally = Tally::new(shard.id, shard.shard_count(), movable, fresh);
     let Transport {
         mut reader,
         mut writer,
@@ -95,6 +144,7 @@ pub async fn serve(
     let origin = handlers::Origin {
         listener,
         principal,
+        tally: tally.clone(),
     };
     let load = ConnectionLoad::new(budget, shard.config.queued_max_requests as usize);
     // An idle bound beyond any deadline an `Instant` can hold (Long.MAX ms) means never.
@@ -109,10 +159,15 @@ pub async fn serve(
     let written = activity.clone();
     let writer_peer = peer.clone();
     let writer_shard = shard.clone();
+    // Set before a move: the socket goes on elsewhere, so the writer must not shut it down.
+    let keep_open = Rc::new(Cell::new(false));
+    let writer_keep_open = keep_open.clone();
     let writer_task = glommio::spawn_local(async move {
         let stats = &writer_shard.stats;
         let mut batch = Batch::default();
         let mut next: Option<Task<Outcome>> = None;
+        // Whether every response was written (the writer ended because the reader did).
+        let mut clean = true;
         loop {
             let task = match next.take() {
                 Some(task) => task,
@@ -141,6 +196,7 @@ pub async fn serve(
                 let sent = writer.write_frames(&frames, &stats.send).await;
                 if let Err(error) = sent {
                     tracing::debug!(peer = %writer_peer, %error, "write failed; closing connection");
+                    clean = false;
                     break;
                 }
                 Stats::add(&stats.response_writes, 1);
@@ -151,15 +207,19 @@ pub async fn serve(
                 batch.responses.clear();
             }
             if stop {
+                clean = false;
                 break;
             }
         }
-        writer.close().await;
+        if !(clean && writer_keep_open.get()) {
+            writer.close().await;
+        }
+        clean
     });
     let max_frame = shard.config.socket_request_max_bytes as usize;
-    let mut buffer = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    buffer.reserve(READ_CHUNK_BYTES);
     // The bytes in `buffer` (a partial frame), held against the connection's and shard's bounds.
-    let mut buffered = load.charge(0);
+    let mut buffered = load.charge(buffer.len());
     let watch = Watch {
         fd,
         load: &load,
@@ -175,8 +235,10 @@ pub async fn serve(
                 Ok(None) => break,
                 Ok(Some(body_len)) => {
                     let header = &buffer[frame::FRAME_HEADER_BYTES..];
-                    let fetch = header.len() >= 2
-                        && i16::from_be_bytes([header[0], header[1]]) == FETCH_API_KEY;
+                    let api_key =
+                        (header.len() >= 2).then(|| i16::from_be_bytes([header[0], header[1]]));
+                    let fetch = api_key == Some(FETCH_API_KEY);
+                    let produce = api_key == Some(PRODUCE_API_KEY);
                     let unread = buffered.bytes();
                     if let Err(end) = watch.wait_until(|| load.may_dispatch(fetch, unread)).await {
                         break 'read end;
@@ -191,10 +253,22 @@ pub async fn serve(
                             if responses.send(task).await.is_err() {
                                 break 'read End::WriterStopped;
                             }
+                            if fetch || produce {
+                                tally.request();
+                            }
                         }
                         Err(reason) => break 'read End::Refused(reason),
                     }
                 }
+            }
+        }
+        // A decided move waits for a quiet point: a frame boundary (here: every whole frame
+        // is handed out), nothing in process, every response written.
+        if let Some(target) = tally.pending() {
+            match quiet_point(&watch, &load, &tally).await {
+                Ok(true) => break 'read End::Moved(target),
+                Ok(false) => {}
+                Err(end) => break 'read end,
             }
         }
         // Back-pressure: hold off reading while this connection or its shard holds too much.
@@ -221,7 +295,24 @@ pub async fn serve(
         // idle timer leaves nothing in flight that could write here later.
         let target =
             unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), spare.len()) };
-        let read = reader.read(target);
+        // With a move pending (a long poll in process), whichever comes first: bytes, or the
+        // quiet point (the read is then dropped; glommio reads on readiness, so nothing of
+        // the socket's is consumed).
+        let move_pending = tally.pending();
+        let reading = &mut reader;
+        let load_ref = &load;
+        let read = async move {
+            let read = reading.read(target);
+            if move_pending.is_none() {
+                return ReadOutcome::Read(read.await);
+            }
+            let quiet = until_quiet(load_ref);
+            futures::pin_mut!(read, quiet);
+            match futures::future::select(read, quiet).await {
+                Either::Left((outcome, _)) => ReadOutcome::Read(outcome),
+                Either::Right(_) => ReadOutcome::Quiet,
+            }
+        };
         let outcome = match idle {
             None => read.await,
             Some(idle) => {
@@ -244,6 +335,13 @@ pub async fn serve(
                 }
             }
         };
+        let outcome = match outcome {
+            ReadOutcome::Read(outcome) => outcome,
+            ReadOutcome::Quiet => match move_pending {
+                Some(target) => break 'read End::Moved(target),
+                None => continue 'read,
+            },
+        };
         match outcome {
             Ok(0) => {
                 if buffer.is_empty() {
@@ -264,6 +362,9 @@ pub async fn serve(
             Err(error) => break 'read End::PeerGone(Some(format!("read failed: {error}"))),
         }
     };
+    if let End::Moved(_) = end {
+        keep_open.set(true);
+    }
     drop(responses);
     match end {
         End::PeerGone(None) => {
@@ -287,6 +388,38 @@ pub async fn serve(
         End::Idle(idle) => {
             tracing::debug!(peer = %peer, idle_ms = idle.as_millis() as u64, "closing idle connection (connections.max.idle.ms)");
             drop(writer_task);
+        }
+        End::Moved(target) => {
+            // Nothing is queued (the connection was quiet): the writer ends at once, without
+            // shutting the socket down unless a response failed.
+            if !writer_task.await {
+                return;
+            }
+            let fd = match crate::handoff::duplicate(fd) {
+                Ok(fd) => fd,
+                Err(error) => {
+                    // Cannot move: close as if idle (the client reconnects).
+                    tracing::warn!(peer = %peer, %error, "connection handoff failed; closing");
+                    return;
+                }
+            };
+            let unread = buffer.split().freeze();
+            drop(buffered);
+            // Closes this shard's fd (the duplicate keeps the socket); nothing of ours is in
+            // flight on it: no read is being awaited and the writer has ended.
+            drop(reader);
+            let (listener, principal) = (origin.listener.to_string(), origin.principal.to_string());
+            shard.hand_off(
+                target,
+                Moved {
+                    fd,
+                    unread,
+                    peer,
+                    listener,
+                    principal,
+                    slot,
+                },
+            );
         }
         End::Refused(reason) => {
             tracing::warn!(peer = %peer, reason = %reason, "closing connection");
@@ -329,6 +462,41 @@ impl Batch {
     }
     fn is_full(&self) -> bool {
         self.responses.len() >= MAX_BATCH_RESPONSES || self.bytes >= MAX_BATCH_BYTES
+    }
+}
+
+/// Waits for a quiet point before a move: `Ok(true)` once nothing of the connection is in
+/// process and every response is written. Reading stops meanwhile, once per move and for at
+/// most [`crate::handoff::QUIET_WAIT`], unless a fetch is in process (a long poll may park
+/// for seconds); otherwise (`Ok(false)`) the read races the quiet point instead.
+async fn quiet_point(watch: &Watch<'_>, load: &ConnectionLoad, tally: &Tally) -> Result<bool, End> {
+    if load.requests() == 0 {
+        return Ok(true);
+    }
+    if load.fetches() > 0 || !tally.may_wait() {
+        return Ok(false);
+    }
+    let quiet = watch.wait_until(|| load.requests() == 0);
+    let timeout = glommio::timer::sleep(crate::handoff::QUIET_WAIT);
+    futures::pin_mut!(quiet, timeout);
+    match futures::future::select(quiet, timeout).await {
+        Either::Left((Ok(()), _)) => Ok(true),
+        Either::Left((Err(end), _)) => Err(end),
+        Either::Right(_) => {
+            tally.waited();
+            Ok(false)
+        }
+    }
+}
+
+/// Resolves once nothing of the connection is in process and every response is written.
+async fn until_quiet(load: &ConnectionLoad) {
+    loop {
+        let released = load.listen();
+        if load.requests() == 0 {
+            return;
+        }
+        released.await;
     }
 }
 

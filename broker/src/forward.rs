@@ -26,6 +26,9 @@ pub enum ShardMsg {
     Cancel {
         id: u64,
     },
+    /// Serve this connection from now on: its requests touch mostly partitions the receiving
+    /// shard owns (see `handoff`). No reply follows.
+    Adopt(Box<crate::handoff::Moved>),
 }
 
 /// A topic to create, as CreateTopics carries it.

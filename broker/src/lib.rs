@@ -8,6 +8,7 @@ pub mod connection;
 pub mod forward;
 pub mod group;
 pub mod handlers;
+pub mod handoff;
 pub mod host_checks;
 pub mod limits;
 pub mod metadata;

@@ -299,6 +299,11 @@ impl ConnectionLoad {
         self.requests.get()
     }
 
+    /// Fetches whose handler runs (a long poll may be parked among them).
+    pub fn fetches(&self) -> usize {
+        self.fetches.get()
+    }
+
     /// Holds `bytes` until the returned guard is dropped.
     pub fn charge(self: &Rc<Self>, bytes: usize) -> Charge {
         self.add(bytes);

@@ -244,7 +244,7 @@ async fn run_shard(
         shard.config.shard_busy_poll_us,
     )))
     .detach();
-    let budget = ShardBudget::new(&shard.config);
+    let budget = shard.handoff.budget(&shard.config);
     let refusals = Rc::new(RefusalLog::default());
     glommio::spawn_local(crate::group::Coordinator::run_timer(Rc::downgrade(&shard))).detach();
     let retained = Rc::downgrade(&shard);
@@ -314,7 +314,7 @@ async fn run_shard(
     let stats = &shard.stats;
     let (busy_polls, busy_poll_ms) = crate::busy_poll::stats();
     tracing::info!(
-        "shard {id} stats: requests={} produce_batches={} fetches={} forwarded_in={} forwarded_out={} partitions={} cancelled_waits={} busy_polls={busy_polls} busy_poll_ms={busy_poll_ms} response_writes={} responses_written={}",
+        "shard {id} stats: requests={} produce_batches={} fetches={} forwarded_in={} forwarded_out={} partitions={} cancelled_waits={} busy_polls={busy_polls} busy_poll_ms={busy_poll_ms} response_writes={} responses_written={} handoffs_out={} handoffs_in={}",
         stats.requests.get(),
         stats.produce_batches.get(),
         stats.fetches.get(),
@@ -324,6 +324,8 @@ async fn run_shard(
         stats.cancelled_waits.get(),
         stats.response_writes.get(),
         stats.responses_written.get(),
+        stats.handoffs_out.get(),
+        stats.handoffs_in.get(),
     );
     let send = &stats.send;
     tracing::info!(

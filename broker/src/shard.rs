@@ -93,6 +93,9 @@ pub struct Stats {
     /// responses they carried.
     pub response_writes: Cell<u64>,
     pub responses_written: Cell<u64>,
+    /// Connections handed to another shard, and taken over from one (see `handoff`).
+    pub handoffs_out: Cell<u64>,
+    pub handoffs_in: Cell<u64>,
 }
 
 impl Partition {
@@ -151,6 +154,8 @@ pub struct Shard {
     pub coordinator: crate::group::Coordinator,
     /// Fetch sessions (KIP-227) of the connections this shard serves.
     pub fetch_sessions: crate::handlers::fetch_session::ShardSessions,
+    /// What connections moved in need (see `handoff`).
+    pub handoff: crate::handoff::ShardHandoff,
 }
 
 impl Shard {
@@ -183,6 +188,7 @@ impl Shard {
             stats: Stats::default(),
             coordinator: crate::group::Coordinator::default(),
             fetch_sessions: Default::default(),
+            handoff: Default::default(),
         })
     }
 
@@ -289,6 +295,17 @@ impl Shard {
         reply
     }
 
+    /// Hands connection `moved` to shard `target`, which serves it from then on.
+    pub fn hand_off(&self, target: usize, moved: crate::handoff::Moved) {
+        Stats::bump(&self.stats.handoffs_out);
+        let mesh = self
+            .mesh
+            .borrow()
+            .clone()
+            .expect("mesh connected before serving");
+        mesh.send(target, ShardMsg::Adopt(Box::new(moved)));
+    }
+
     /// Delivers a message from shard `source` (called by the mesh's receiver tasks).
     pub fn deliver(self: &Rc<Self>, source: usize, message: ShardMsg) {
         match message {
@@ -326,6 +343,10 @@ impl Shard {
                     mesh.send(source, ShardMsg::Reply { id, body: reply });
                 })
                 .detach();
+            }
+            ShardMsg::Adopt(moved) => {
+                Stats::bump(&self.stats.handoffs_in);
+                glommio::spawn_local(crate::connection::adopt(self.clone(), *moved)).detach();
             }
             ShardMsg::Reply { id, body } => {
                 if let Some(sender) = self.pending.borrow_mut().remove(&id) {

@@ -84,6 +84,9 @@ pub struct BrokerConfig {
     /// `fetch.path=copy`: fetched records are read into memory and copied into the response
     /// (the pre-zero-copy path, kept to measure what sendfile buys).
     pub fetch_copy: bool,
+    /// `connection.handoff.enable` (ours): plaintext connections move to the shard owning
+    /// what they touch (see `handoff`).
+    pub connection_handoff_enable: bool,
     /// Per shard; <= 0 = `limits::DEFAULT_SHARD_PENDING_BYTES`.
     pub queued_max_request_bytes: i64,
     /// Group coordinator settings (`offsets.*`, `group.*`).
@@ -370,6 +373,7 @@ impl BrokerConfig {
             max_connections_per_ip: num("max.connections.per.ip", get("max.connections.per.ip"))?,
             queued_max_requests: num("queued.max.requests", get("queued.max.requests"))?,
             fetch_copy: get("fetch.path") == Some("copy"),
+            connection_handoff_enable: !matches!(get("connection.handoff.enable"), Some(v) if v.eq_ignore_ascii_case("false")),
             queued_max_request_bytes: num(
                 "queued.max.request.bytes",
                 get("queued.max.request.bytes"),

@@ -629,6 +629,13 @@ pub const BROKER_KEYS: &[Spec] = &[
         Check::OneOf(&["zerocopy", "copy"]),
         "How fetched records reach the socket: zerocopy (sendfile from the page cache) or copy (read into a buffer, as Kafka does with TLS; kept to measure).",
     ),
+    spec(
+        "connection.handoff.enable",
+        T::Boolean,
+        Some("true"),
+        Check::None,
+        "Ours, not Kafka's: move a plaintext connection whose Produce and Fetch requests mostly touch partitions of another shard to that shard, so they are served without a hop between cores. TLS connections stay where they were accepted. false = every connection stays on the shard that accepted it.",
+    ),
 ];
 
 /// Kafka keys commonly found in `server.properties` that mean nothing to us (thread pools,

@@ -304,6 +304,8 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
             });
         }
     }
+    (wanted.iter().filter_map(|want| want.target.ok()))
+        .for_each(|(owner, _)| ctx.tally.note(owner));
     let mut results = read_all(&shard, &wanted, budget).await;
     // Kafka's DelayedFetch: answer once the partitions together hold `min_bytes` (a wake-up
     // that brings less parks again for what is left of the wait), on an error, or at

@@ -102,6 +102,9 @@ pub struct RequestContext {
     /// Kafka's principal of the connection (`User:ANONYMOUS`, or `User:` and the client
     /// certificate's subject DN), for authorization.
     pub principal: Rc<str>,
+    /// The connection's tally of partition owners: Produce and Fetch note each partition's
+    /// owner shard in it (see `handoff`).
+    pub tally: Rc<crate::handoff::Tally>,
 }
 
 /// Where a connection's requests come from: its listener and principal (see
@@ -109,6 +112,8 @@ pub struct RequestContext {
 pub struct Origin {
     pub listener: Rc<str>,
     pub principal: Rc<str>,
+    /// Owners of the partitions its requests touch (see `handoff`).
+    pub tally: Rc<crate::handoff::Tally>,
 }
 
 /// Routes one request frame (without its size prefix). `Err` carries the reason the
@@ -139,6 +144,7 @@ pub fn dispatch(
         client_id: String::new(),
         listener: origin.listener.clone(),
         principal: origin.principal.clone(),
+        tally: origin.tally.clone(),
     };
     let Some((min, max)) = served_range(api_key) else {
         return Err(format!("unsupported API key {api_key}"));

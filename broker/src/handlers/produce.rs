@@ -99,6 +99,7 @@ pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestConte
                     Some(owner) => {
                         let shard = shard.clone();
                         let target = usize::from(owner.shard) % shard_count;
+                        ctx.tally.note(target);
                         let forwarded = Request::Produce {
                             topic_id: topic_image.topic_id,
                             partition: partition.index,
