@@ -170,7 +170,13 @@ def main():
             for n in args.partitions:
                 m = statistics.median(results[(binary, n)])
                 runs = " ".join(f"{x:.3f}" for x in results[(binary, n)])
-                print(f"{binary}  {n:>6}  {m:8.3f}  [{runs}]  {m / base:.2f}x")
+                # Ratio within each round (points of a round run minutes apart at most, so
+                # a change in machine load between rounds cancels), then the median.
+                per_round = statistics.median(
+                    x / b for x, b in zip(results[(binary, n)],
+                                          results[(binary, args.partitions[0])]))
+                print(f"{binary}  {n:>6}  {m:8.3f}  [{runs}]  {m / base:.2f}x  "
+                      f"median per-round ratio {per_round:.2f}x")
     finally:
         for (binary, n), b in brokers.items():
             for line in b.stop()[-2:]:

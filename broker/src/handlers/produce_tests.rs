@@ -153,7 +153,8 @@ fn plan_groups_partitions_by_shard_in_request_order() {
         codes(&plan.results),
         vec![None, None, None, unknown, unknown, None, None]
     );
-    let shards: Vec<(usize, Vec<usize>, Vec<(TopicId, i32)>)> = plan
+    type Routed = (usize, Vec<usize>, Vec<(TopicId, i32)>);
+    let shards: Vec<Routed> = plan
         .shards
         .iter()
         .map(|s| {
