@@ -111,8 +111,8 @@ def create_and_warm(bootstrap, topic, partitions):
         raise RuntimeError("warm-up records not delivered")
 
 
-def run_perf(bench, broker, topic, records, size, props):
-    argv = [bench, "producer-perf", "--topic", topic, "--num-records", str(records),
+def run_perf(bench, broker, topic, records, size, props, client):
+    argv = [bench, "producer-perf", "--client", client, "--topic", topic, "--num-records", str(records),
             "--record-size", str(size), "--throughput", "-1", "--reporting-interval", "60000",
             "--producer-props", f"bootstrap.servers={broker.bootstrap}", "acks=1",
             "linger.ms=5", *props]
@@ -139,6 +139,8 @@ def main():
     ap.add_argument("--root", default="/tmp")
     ap.add_argument("--override", action="append", default=[], help="broker key=value")
     ap.add_argument("--prop", action="append", default=[], help="extra producer property")
+    ap.add_argument("--client", default="librdkafka", choices=["librdkafka", "native"],
+                    help="bench's client engine (librdkafka sends one partition per request)")
     ap.add_argument("--hold", type=float, default=0,
                     help="seconds to keep the brokers up after warming (to attach perf)")
     args = ap.parse_args()
@@ -160,7 +162,8 @@ def main():
         for r in range(args.rounds):
             for binary, n in points:
                 s_per_gib, rate, summary = run_perf(args.bench, brokers[(binary, n)], "t",
-                                                    args.records, args.size, args.prop)
+                                                    args.records, args.size, args.prop,
+                                                    args.client)
                 results[(binary, n)].append(s_per_gib)
                 print(f"round {r} {binary} partitions {n:>6}: {s_per_gib:.3f} s/GiB  "
                       f"{rate:,.0f} rec/s(wall)  | {summary}", flush=True)
