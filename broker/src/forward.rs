@@ -6,8 +6,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use crate::metadata::image::Image;
 use crate::metadata::records::TopicId;
 
@@ -52,12 +50,12 @@ pub struct PartitionsSpec {
 
 /// Work for another shard.
 pub enum Request {
-    /// Append one batch to a partition this shard owns.
+    /// Append one batch to each of these partitions, all owned by this shard, in order: the
+    /// part of one Produce request that this shard owns (one message per shard, not per
+    /// partition). Answered by `Reply::Produce` with one result per part, in order.
     Produce {
-        topic_id: TopicId,
-        partition: i32,
         acks: i16,
-        records: Bytes,
+        parts: Vec<crate::partition_ops::ProducePart>,
     },
     /// Read whole batches from `offset`, at most `max_bytes` unless `min_one` (then at least
     /// one whole batch).
@@ -183,7 +181,8 @@ pub struct ProducerInfo {
 }
 
 pub enum Reply {
-    Produce(ProduceResult),
+    /// One result per part of `Request::Produce`, in order.
+    Produce(Vec<ProduceResult>),
     /// DescribeProducers of one partition: error code and its producers.
     Producers(i16, Vec<ProducerInfo>),
     /// The first id of a new producer id block, or Kafka's error code.

@@ -112,6 +112,22 @@ fn batch_error_code(error: &BatchError) -> ErrorCode {
     }
 }
 
+/// One partition's part of a Produce request: its batch, for a partition of this shard.
+#[derive(Clone, Debug)]
+pub struct ProducePart {
+    pub topic_id: TopicId,
+    pub partition: i32,
+    pub records: Bytes,
+}
+
+/// What a successful append leaves for the answer: the log to wait on under acks=all, and
+/// the result to give once it is durable.
+struct Appended {
+    target: Rc<crate::shard::Partition>,
+    wait_durable: bool,
+    result: ProduceResult,
+}
+
 /// Appends `records` (one record batch) to a partition of this shard.
 ///
 /// Everything up to and including the append runs without an `.await`, so appends happen in
@@ -123,84 +139,155 @@ pub async fn produce(
     acks: i16,
     records: Bytes,
 ) -> ProduceResult {
+    let part = ProducePart {
+        topic_id: *topic_id,
+        partition,
+        records,
+    };
+    match append(shard, &part, acks, wall_clock_ms()) {
+        Ok(appended) if appended.wait_durable => durable(shard, appended).await,
+        Ok(appended) => appended.result,
+        Err(result) => result,
+    }
+}
+
+/// Appends each part's batch to its partition of this shard, in order, then (acks=all under
+/// the `ack` flush policy) waits for one group commit covering them all; one result per part,
+/// in order. Every append runs before the first `.await`, so two calls made in order append
+/// in order, partition by partition; a part that fails does not stop the others (Kafka
+/// answers each partition on its own).
+pub async fn produce_many(
+    shard: &Rc<Shard>,
+    acks: i16,
+    parts: Vec<ProducePart>,
+) -> Vec<ProduceResult> {
+    // One clock reading for the whole request, as Kafka's validator takes one per batch.
+    let now = wall_clock_ms();
+    let mut results = Vec::with_capacity(parts.len());
+    let mut waits = Vec::new();
+    for (slot, part) in parts.iter().enumerate() {
+        match append(shard, part, acks, now) {
+            Ok(appended) if appended.wait_durable => {
+                results.push(appended.result);
+                waits.push((slot, appended));
+            }
+            Ok(appended) => results.push(appended.result),
+            Err(result) => results.push(result),
+        }
+    }
+    if waits.is_empty() {
+        return results;
+    }
+    // Polled together, so every log asks for the same group commit round.
+    let durable = futures::future::join_all(
+        waits
+            .into_iter()
+            .map(|(slot, appended)| durable(shard, appended).map(move |result| (slot, result))),
+    )
+    .await;
+    for (slot, result) in durable {
+        results[slot] = result;
+    }
+    results
+}
+
+/// Waits until `appended` is on disk: its result then, or KAFKA_STORAGE_ERROR.
+async fn durable(shard: &Rc<Shard>, appended: Appended) -> ProduceResult {
+    // A retry still waits for durability: its original may not be on disk yet.
+    match shard.group_commit.wait_durable(&appended.target.log).await {
+        Ok(()) => appended.result,
+        Err(error) => {
+            tracing::error!(%error, "fdatasync failed; acks=all produce not acknowledged");
+            produce_error(ErrorCode::KafkaStorageError)
+        }
+    }
+}
+
+/// Validates and appends one part (no `.await`): what is left to do, or the error result.
+fn append(
+    shard: &Rc<Shard>,
+    part: &ProducePart,
+    acks: i16,
+    now: i64,
+) -> Result<Appended, ProduceResult> {
     Stats::bump(&shard.stats.produce_batches);
-    let Some(target) = shard.partition(topic_id, partition) else {
-        return produce_error(ErrorCode::NotLeaderOrFollower);
+    let records = &part.records;
+    let Some(target) = shard.partition(&part.topic_id, part.partition) else {
+        return Err(produce_error(ErrorCode::NotLeaderOrFollower));
     };
     // One version of the topic config for the whole request, even if AlterConfigs replaces it
     // while this waits for the disk.
     let config = target.config();
     if records.len() > config.max_message_bytes as usize {
-        return produce_error(ErrorCode::MessageTooLarge);
+        return Err(produce_error(ErrorCode::MessageTooLarge));
     }
-    let mut batches = record_batch::batches(&records);
+    let mut batches = record_batch::batches(records);
     let header = match batches.next() {
         Some(Ok((header, _))) => header,
         Some(Err(error)) => {
             tracing::debug!(%error, "produce batch refused");
-            return produce_error(batch_error_code(&error));
+            return Err(produce_error(batch_error_code(&error)));
         }
-        None => return produce_error(ErrorCode::InvalidRecord),
+        None => return Err(produce_error(ErrorCode::InvalidRecord)),
     };
     // Kafka allows exactly one batch per partition from v3 on, and clients send base offset 0.
     if batches.next().is_some() || header.base_offset != 0 {
-        return produce_error(ErrorCode::InvalidRecord);
+        return Err(produce_error(ErrorCode::InvalidRecord));
     }
     // After this, `records_count` and `last_offset_delta` are facts about the records, so the
     // log's offset arithmetic can use them.
     // One clock reading for the timestamp window and the append time, as Kafka's validator.
-    let now = wall_clock_ms();
-    let stats = match validate_records(&header, &records, &config, now) {
+    let stats = match validate_records(&header, records, &config, now) {
         Ok(stats) => stats,
         Err(error) => {
             tracing::debug!(%error, "produce batch refused");
-            return produce_error(batch_error_code(&error));
+            return Err(produce_error(batch_error_code(&error)));
         }
     };
-    let stamp = match topic_timestamp_type(&config) {
+    let timestamp_type = topic_timestamp_type(&config);
+    let stamp = match timestamp_type {
         TimestampType::LogAppendTime => BatchStamp::LogAppendTime,
         TimestampType::CreateTime => BatchStamp::CreateTime(stats.max_timestamp),
     };
     let append = target
         .log
         .borrow_mut()
-        .append_stamped(&records, &header, 0, stamp, now);
+        .append_stamped(records, &header, 0, stamp, now);
     let info = match append {
         Ok(info) => info,
-        Err(LogError::RecordTooLarge { .. }) => return produce_error(ErrorCode::MessageTooLarge),
+        Err(LogError::RecordTooLarge { .. }) => {
+            return Err(produce_error(ErrorCode::MessageTooLarge))
+        }
         Err(LogError::Producer(error)) => {
             tracing::debug!(%error, "idempotent batch refused");
-            return ProduceResult {
+            return Err(ProduceResult {
                 error_code: error.code(),
                 ..produce_error(ErrorCode::None)
-            };
+            });
         }
         Err(error) => {
             tracing::error!(%error, "append failed");
-            return produce_error(ErrorCode::KafkaStorageError);
+            return Err(produce_error(ErrorCode::KafkaStorageError));
         }
     };
     if !info.duplicate {
         target.appended.notify(usize::MAX);
     }
-    // A retry still waits for durability: its original may not be on disk yet.
-    if acks == -1 && config.flush_policy == FlushPolicy::Ack {
-        if let Err(error) = shard.group_commit.wait_durable(&target.log).await {
-            tracing::error!(%error, "fdatasync failed; acks=all produce not acknowledged");
-            return produce_error(ErrorCode::KafkaStorageError);
-        }
-    }
-    let log_append_time_ms = if topic_timestamp_type(&config) == TimestampType::LogAppendTime {
+    let log_append_time_ms = if timestamp_type == TimestampType::LogAppendTime {
         info.log_append_time_ms
     } else {
         -1
     };
-    ProduceResult {
-        error_code: 0,
-        base_offset: info.base_offset,
-        log_append_time_ms,
-        log_start_offset: info.log_start_offset,
-    }
+    Ok(Appended {
+        wait_durable: acks == -1 && config.flush_policy == FlushPolicy::Ack,
+        target,
+        result: ProduceResult {
+            error_code: 0,
+            base_offset: info.base_offset,
+            log_append_time_ms,
+            log_start_offset: info.log_start_offset,
+        },
+    })
 }
 
 /// DescribeProducers for a partition of this shard: (error code, its producers).

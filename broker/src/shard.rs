@@ -359,14 +359,9 @@ impl Shard {
 
     async fn execute(self: &Rc<Self>, request: Request) -> Reply {
         match request {
-            Request::Produce {
-                topic_id,
-                partition,
-                acks,
-                records,
-            } => Reply::Produce(
-                crate::partition_ops::produce(self, &topic_id, partition, acks, records).await,
-            ),
+            Request::Produce { acks, parts } => {
+                Reply::Produce(crate::partition_ops::produce_many(self, acks, parts).await)
+            }
             Request::Fetch {
                 topic_id,
                 partition,

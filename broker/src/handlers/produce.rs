@@ -1,17 +1,18 @@
-//! Produce: route each partition's batch to the shard that owns the partition (locally or
-//! over the mesh), run them all at once, and answer in request order. acks=0 gets no
-//! response at all (answering would desynchronise the client's correlation ids).
+//! Produce: group the request's partitions by the shard that owns them, hand each shard its
+//! batches in one call (locally or one mesh message), run the shards at once, and answer in
+//! request order. acks=0 gets no response at all (answering would desynchronise the client's
+//! correlation ids).
 
 use std::rc::Rc;
 
-use futures::future::LocalBoxFuture;
-use futures::FutureExt;
 use wire::generated::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use wire::generated::{ProduceRequest, ProduceResponse};
 use wire::ErrorCode;
 
 use super::{encode_response, RequestContext, Response};
 use crate::forward::{ProduceResult, Reply, Request};
+use crate::metadata::image::Image;
+use crate::partition_ops::ProducePart;
 use crate::shard::Shard;
 
 fn failed(code: ErrorCode) -> ProduceResult {
@@ -71,61 +72,128 @@ fn build_response(
     }
 }
 
-pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestContext) -> Response {
-    let acks = request.acks;
-    let valid_acks = matches!(acks, -1..=1);
-    let image = shard.image();
-    let shard_count = shard.shard_count();
-    // Built in request order and all polled at once, so each partition's append (local or
-    // forwarded) starts in the order of the request.
-    let mut results: Vec<LocalBoxFuture<'static, ProduceResult>> = Vec::new();
+/// Where the partitions of one Produce request go: the parts each shard appends (one mesh
+/// message or local call per shard, not per partition) and the request positions their
+/// results fill. Partitions answered without a shard (bad acks, unknown topic or partition,
+/// the internal offsets topic) have their result already.
+struct Plan {
+    /// One per partition, in request order; `None` until its shard answers.
+    results: Vec<Option<ProduceResult>>,
+    /// In order of each shard's first partition in the request.
+    shards: Vec<ShardParts>,
+}
+
+struct ShardParts {
+    target: usize,
+    /// Request positions of `parts`, in the same order.
+    slots: Vec<usize>,
+    parts: Vec<ProducePart>,
+}
+
+fn plan(request: &ProduceRequest, image: &Image, shard_count: usize) -> Plan {
+    let valid_acks = matches!(request.acks, -1..=1);
+    let mut results = Vec::new();
+    let mut shards: Vec<ShardParts> = Vec::new();
     for topic in &request.topic_data {
-        let topic_image = image.topic(&topic.name).cloned();
+        let topic_image = image.topic(&topic.name);
         for partition in &topic.partition_data {
-            let result = match (&topic_image, valid_acks) {
-                (_, false) => {
-                    futures::future::ready(failed(ErrorCode::InvalidRequiredAcks)).boxed_local()
-                }
-                (None, true) => {
-                    futures::future::ready(failed(ErrorCode::UnknownTopicOrPartition)).boxed_local()
-                }
+            let owner = match topic_image {
+                _ if !valid_acks => Err(ErrorCode::InvalidRequiredAcks),
+                None => Err(ErrorCode::UnknownTopicOrPartition),
                 // Kafka: "Cannot append to internal topic" for clients.
-                (Some(_), true) if topic.name == crate::group::OFFSETS_TOPIC => {
-                    futures::future::ready(failed(ErrorCode::InvalidTopicException)).boxed_local()
+                Some(_) if topic.name == crate::group::OFFSETS_TOPIC => {
+                    Err(ErrorCode::InvalidTopicException)
                 }
-                (Some(topic_image), true) => match topic_image.partition(partition.index) {
-                    None => futures::future::ready(failed(ErrorCode::UnknownTopicOrPartition))
-                        .boxed_local(),
-                    Some(owner) => {
-                        let shard = shard.clone();
-                        let target = usize::from(owner.shard) % shard_count;
-                        ctx.tally.note(target);
-                        let forwarded = Request::Produce {
-                            topic_id: topic_image.topic_id,
-                            partition: partition.index,
-                            acks,
-                            records: partition.records.clone().unwrap_or_default(),
-                        };
-                        async move {
-                            match shard.call(target, forwarded).await {
-                                Reply::Produce(result) => result,
-                                _ => failed(ErrorCode::UnknownServerError),
-                            }
-                        }
-                        .boxed_local()
-                    }
-                },
+                Some(topic_image) => topic_image
+                    .partition(partition.index)
+                    .map(|owner| (topic_image.topic_id, usize::from(owner.shard) % shard_count))
+                    .ok_or(ErrorCode::UnknownTopicOrPartition),
             };
-            results.push(result);
+            let (topic_id, target) = match owner {
+                Ok(owner) => owner,
+                Err(code) => {
+                    results.push(Some(failed(code)));
+                    continue;
+                }
+            };
+            let slot = results.len();
+            results.push(None);
+            let part = ProducePart {
+                topic_id,
+                partition: partition.index,
+                records: partition.records.clone().unwrap_or_default(),
+            };
+            match shards.iter_mut().find(|s| s.target == target) {
+                Some(shard) => {
+                    shard.slots.push(slot);
+                    shard.parts.push(part);
+                }
+                None => shards.push(ShardParts {
+                    target,
+                    slots: vec![slot],
+                    parts: vec![part],
+                }),
+            }
         }
     }
-    let results = futures::future::join_all(results).await;
+    Plan { results, shards }
+}
+
+/// Fills `results` from one shard's reply to the parts at `slots`.
+fn fill(results: &mut [Option<ProduceResult>], slots: &[usize], reply: Reply) {
+    match reply {
+        Reply::Produce(answers) if answers.len() == slots.len() => {
+            for (&slot, answer) in slots.iter().zip(answers) {
+                results[slot] = Some(answer);
+            }
+        }
+        _ => {
+            for &slot in slots {
+                results[slot] = Some(failed(ErrorCode::UnknownServerError));
+            }
+        }
+    }
+}
+
+pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestContext) -> Response {
+    let acks = request.acks;
+    let Plan {
+        mut results,
+        mut shards,
+    } = plan(&request, &shard.image(), shard.shard_count());
+    // Which shard owns what this connection touches (connection handoff).
+    for parts in &shards {
+        for _ in &parts.parts {
+            ctx.tally.note(parts.target);
+        }
+    }
+    // Remote shards first, so their messages are on the ring before this shard spends time on
+    // its own appends. Order across partitions does not matter; what does is that every call
+    // starts (remote: pushed on the ring; local: appended) at the first poll, with no
+    // `.await` before it, so two requests of one connection reach each log in order.
+    shards.sort_by_key(|s| s.target == shard.id);
+    let calls = shards.into_iter().map(|s| {
+        let shard = shard.clone();
+        async move {
+            let request = Request::Produce {
+                acks,
+                parts: s.parts,
+            };
+            (s.slots, shard.call(s.target, request).await)
+        }
+    });
+    for (slots, reply) in futures::future::join_all(calls).await {
+        fill(&mut results, &slots, reply);
+    }
     if acks == 0 {
         return Ok(None);
     }
-    encode_response(
-        &ctx,
-        ctx.api_version,
-        &build_response(&request, results.into_iter()),
-    )
+    let results = results
+        .into_iter()
+        .map(|result| result.unwrap_or_else(|| failed(ErrorCode::UnknownServerError)));
+    encode_response(&ctx, ctx.api_version, &build_response(&request, results))
 }
+
+#[cfg(test)]
+#[path = "produce_tests.rs"]
+mod tests;

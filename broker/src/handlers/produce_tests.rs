@@ -1,0 +1,414 @@
+//! One call per shard carrying all that shard's partitions: the plan groups a request's
+//! partitions by owner in request order, each shard appends its parts in order, and the
+//! answer lists every partition in request order with its own error.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use wire::generated::produce_request::{PartitionProduceData, TopicProduceData};
+use wire::generated::{ProduceRequest, ProduceResponse};
+use wire::primitives::Decodable;
+use wire::ErrorCode;
+
+use super::{fill, handle, plan};
+use crate::forward::{ProduceResult, Reply};
+use crate::handlers::RequestContext;
+use crate::metadata::image::Image;
+use crate::metadata::records::{MetadataRecord, TopicId};
+use crate::partition_ops::{produce_many, ProducePart};
+use crate::shard::Shard;
+
+const A: TopicId = [1; 16];
+const B: TopicId = [2; 16];
+const OFFSETS: TopicId = [3; 16];
+
+/// Topic "a": partitions 0..4 on shards 0, 1, 0, 1; "b": partition 0 on shard 1;
+/// `__consumer_offsets`: partition 0 on shard 0.
+fn image() -> Image {
+    let partition = |topic_id: TopicId, partition_id: i32, shard: u16| MetadataRecord::Partition {
+        topic_id,
+        partition_id,
+        replicas: vec![1],
+        leader: 1,
+        leader_epoch: 0,
+        shard,
+    };
+    let mut image = Image::default();
+    image.apply_all(&[
+        MetadataRecord::Topic {
+            name: "a".into(),
+            topic_id: A,
+        },
+        partition(A, 0, 0),
+        partition(A, 1, 1),
+        partition(A, 2, 0),
+        partition(A, 3, 1),
+        MetadataRecord::Topic {
+            name: "b".into(),
+            topic_id: B,
+        },
+        partition(B, 0, 1),
+        MetadataRecord::Topic {
+            name: crate::group::OFFSETS_TOPIC.into(),
+            topic_id: OFFSETS,
+        },
+        partition(OFFSETS, 0, 0),
+    ]);
+    image
+}
+
+fn request(acks: i16, topics: &[(&str, &[(i32, Bytes)])]) -> ProduceRequest {
+    ProduceRequest {
+        acks,
+        timeout_ms: 30_000,
+        topic_data: topics
+            .iter()
+            .map(|(name, partitions)| TopicProduceData {
+                name: name.to_string(),
+                partition_data: partitions
+                    .iter()
+                    .map(|(index, records)| PartitionProduceData {
+                        index: *index,
+                        records: Some(records.clone()),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// One uncompressed v2 batch of `count` records with 1-byte values, stamped now.
+fn batch(count: i32) -> Bytes {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut body = Vec::new();
+    for i in 0..count {
+        // attributes, timestamp delta 0, offset delta i, key null (-1), value length 1, 'v',
+        // no headers; all varints (zigzag).
+        let record = [0u8, 0, (i as u8) << 1, 1, 2, b'v', 0];
+        body.push((record.len() as u8) << 1);
+        body.extend_from_slice(&record);
+    }
+    let mut out = BytesMut::new();
+    out.put_i64(0);
+    out.put_i32((49 + body.len()) as i32);
+    out.put_i32(0);
+    out.put_i8(2);
+    out.put_u32(0);
+    out.put_i16(0);
+    out.put_i32(count - 1);
+    out.put_i64(now);
+    out.put_i64(now);
+    out.put_i64(-1);
+    out.put_i16(-1);
+    out.put_i32(-1);
+    out.put_i32(count);
+    out.put_slice(&body);
+    let crc = crc32c::crc32c(&out[21..]);
+    out[17..21].copy_from_slice(&crc.to_be_bytes());
+    out.freeze()
+}
+
+/// `batch` with its CRC broken.
+fn corrupt() -> Bytes {
+    let mut bad = batch(1).to_vec();
+    let last = bad.len() - 1;
+    bad[last] ^= 0xff;
+    Bytes::from(bad)
+}
+
+fn codes(results: &[Option<ProduceResult>]) -> Vec<Option<i16>> {
+    results.iter().map(|r| r.map(|r| r.error_code)).collect()
+}
+
+#[test]
+fn plan_groups_partitions_by_shard_in_request_order() {
+    let one = batch(1);
+    let request = request(
+        1,
+        &[
+            (
+                "a",
+                &[
+                    (0, one.clone()),
+                    (1, one.clone()),
+                    (2, one.clone()),
+                    (9, one.clone()),
+                ],
+            ),
+            ("nope", &[(0, one.clone())]),
+            ("b", &[(0, one.clone())]),
+            ("a", &[(3, one.clone())]),
+        ],
+    );
+    let plan = plan(&request, &image(), 2);
+    let unknown = Some(ErrorCode::UnknownTopicOrPartition.code());
+    assert_eq!(
+        codes(&plan.results),
+        vec![None, None, None, unknown, unknown, None, None]
+    );
+    type Routed = (usize, Vec<usize>, Vec<(TopicId, i32)>);
+    let shards: Vec<Routed> = plan
+        .shards
+        .iter()
+        .map(|s| {
+            let parts = s.parts.iter().map(|p| (p.topic_id, p.partition)).collect();
+            (s.target, s.slots.clone(), parts)
+        })
+        .collect();
+    assert_eq!(
+        shards,
+        vec![
+            (0, vec![0, 2], vec![(A, 0), (A, 2)]),
+            (1, vec![1, 5, 6], vec![(A, 1), (B, 0), (A, 3)]),
+        ]
+    );
+    // One shard: everything goes to it, still in request order.
+    let plan = super::plan(&request, &image(), 1);
+    assert_eq!(plan.shards.len(), 1);
+    assert_eq!(plan.shards[0].slots, vec![0, 1, 2, 5, 6]);
+}
+
+#[test]
+fn plan_answers_bad_acks_and_internal_topic_without_a_shard() {
+    let one = batch(1);
+    let bad_acks = plan(&request(2, &[("a", &[(0, one.clone())])]), &image(), 2);
+    assert!(bad_acks.shards.is_empty());
+    assert_eq!(
+        codes(&bad_acks.results),
+        vec![Some(ErrorCode::InvalidRequiredAcks.code())]
+    );
+    let internal = plan(
+        &request(
+            -1,
+            &[
+                (crate::group::OFFSETS_TOPIC, &[(0, one.clone())]),
+                ("a", &[(0, one)]),
+            ],
+        ),
+        &image(),
+        2,
+    );
+    assert_eq!(
+        codes(&internal.results),
+        vec![Some(ErrorCode::InvalidTopicException.code()), None]
+    );
+    assert_eq!(internal.shards.len(), 1);
+}
+
+#[test]
+fn fill_puts_each_answer_at_its_request_position() {
+    let ok = |base_offset| ProduceResult {
+        error_code: 0,
+        base_offset,
+        log_append_time_ms: -1,
+        log_start_offset: 0,
+    };
+    let mut results = vec![None; 4];
+    fill(&mut results, &[3, 1], Reply::Produce(vec![ok(30), ok(10)]));
+    assert_eq!(results[3].unwrap().base_offset, 30);
+    assert_eq!(results[1].unwrap().base_offset, 10);
+    assert!(results[0].is_none() && results[2].is_none());
+    // A reply that does not match the parts sent fails each of them, not the request.
+    fill(&mut results, &[0, 2], Reply::Produce(vec![ok(1)]));
+    assert_eq!(
+        codes(&results[..1]),
+        vec![Some(ErrorCode::UnknownServerError.code())]
+    );
+    assert_eq!(
+        results[2].unwrap().error_code,
+        ErrorCode::UnknownServerError.code()
+    );
+}
+
+/// A one-shard broker holding topics "a" and "b" of `image()` under a temporary directory.
+fn with_shard<F, Fut>(test: F)
+where
+    F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let dir = tempfile::tempdir().unwrap();
+    let overrides = vec![format!("log.dirs={}", dir.path().display())];
+    let config = Arc::new(crate::config::load(None, &overrides).unwrap());
+    glommio::LocalExecutorBuilder::default()
+        .spawn(move || async move {
+            let shard = Shard::new(0, config, Arc::new(Image::default()), None);
+            shard.group_commit.spawn();
+            let failures = shard.apply_image(Arc::new(image())).await;
+            assert!(failures.is_empty(), "{failures:?}");
+            test(shard.clone()).await;
+            shard.close().await;
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    drop(dir);
+}
+
+fn part(topic_id: TopicId, partition: i32, records: Bytes) -> ProducePart {
+    ProducePart {
+        topic_id,
+        partition,
+        records,
+    }
+}
+
+#[test]
+fn produce_many_appends_in_order_and_answers_each_partition() {
+    with_shard(|shard| async move {
+        let parts = vec![
+            part(A, 0, batch(2)),
+            part(A, 1, corrupt()),
+            part(A, 0, batch(3)),
+            part(A, 7, batch(1)),
+            part(B, 0, batch(1)),
+        ];
+        let results = produce_many(&shard, 1, parts).await;
+        let summary: Vec<(i16, i64)> = results
+            .iter()
+            .map(|r| (r.error_code, r.base_offset))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                (0, 0),
+                (ErrorCode::CorruptMessage.code(), -1),
+                (0, 2),
+                (ErrorCode::NotLeaderOrFollower.code(), -1),
+                (0, 0),
+            ]
+        );
+        let a0 = shard.partition(&A, 0).unwrap();
+        assert_eq!(a0.log.borrow().log_end_offset(), 5);
+        assert_eq!(
+            shard
+                .partition(&A, 1)
+                .unwrap()
+                .log
+                .borrow()
+                .log_end_offset(),
+            0
+        );
+    });
+}
+
+#[test]
+fn produce_many_acks_all_answers_once_every_part_is_durable() {
+    with_shard(|shard| async move {
+        let parts = vec![
+            part(A, 0, batch(1)),
+            part(B, 0, batch(2)),
+            part(A, 1, corrupt()),
+        ];
+        let results = produce_many(&shard, -1, parts).await;
+        assert_eq!(results[0].error_code, 0);
+        assert_eq!(results[1].error_code, 0);
+        assert_eq!(results[2].error_code, ErrorCode::CorruptMessage.code());
+        for (topic_id, end) in [(A, 1), (B, 2)] {
+            let log = shard.partition(&topic_id, 0).unwrap().log.clone();
+            assert_eq!(log.borrow().log_end_offset(), end);
+            assert!(log.borrow().durable_offset() >= end, "acked before durable");
+        }
+    });
+}
+
+fn context() -> RequestContext {
+    RequestContext {
+        api_key: 0,
+        api_version: 8,
+        correlation_id: 7,
+        client_id: String::new(),
+        listener: Rc::from("PLAINTEXT"),
+        principal: Rc::from("User:ANONYMOUS"),
+        tally: crate::handoff::Tally::off(),
+    }
+}
+
+/// The ProduceResponse (v8, header v0) in `frame`.
+fn decode(frame: crate::transport::Frame) -> ProduceResponse {
+    let bytes = frame.to_vec().unwrap();
+    assert_eq!(&bytes[4..8], &7i32.to_be_bytes(), "correlation id");
+    ProduceResponse::decode(&mut Bytes::from(bytes[8..].to_vec()), 8).unwrap()
+}
+
+#[test]
+fn handle_answers_in_request_order_and_acks_0_answers_nothing() {
+    with_shard(|shard| async move {
+        let one = batch(1);
+        let mixed = request(
+            1,
+            &[
+                ("a", &[(2, one.clone()), (1, corrupt()), (2, one.clone())]),
+                ("nope", &[(4, one.clone())]),
+                ("b", &[(0, batch(4))]),
+            ],
+        );
+        let frame = handle(shard.clone(), mixed, context())
+            .await
+            .unwrap()
+            .unwrap();
+        let response = decode(frame);
+        let answers: Vec<(String, i32, i16, i64)> = response
+            .responses
+            .iter()
+            .flat_map(|t| {
+                t.partition_responses
+                    .iter()
+                    .map(|p| (t.name.clone(), p.index, p.error_code, p.base_offset))
+            })
+            .collect();
+        let corrupt_code = ErrorCode::CorruptMessage.code();
+        let unknown = ErrorCode::UnknownTopicOrPartition.code();
+        assert_eq!(
+            answers,
+            vec![
+                ("a".into(), 2, 0, 0),
+                ("a".into(), 1, corrupt_code, -1),
+                ("a".into(), 2, 0, 1),
+                ("nope".into(), 4, unknown, -1),
+                ("b".into(), 0, 0, 0),
+            ]
+        );
+        // acks=0: appended, and no response at all.
+        let silent = request(0, &[("a", &[(3, batch(2))]), ("b", &[(0, one)])]);
+        assert!(handle(shard.clone(), silent, context())
+            .await
+            .unwrap()
+            .is_none());
+        assert_eq!(
+            shard
+                .partition(&A, 3)
+                .unwrap()
+                .log
+                .borrow()
+                .log_end_offset(),
+            2
+        );
+        assert_eq!(
+            shard
+                .partition(&B, 0)
+                .unwrap()
+                .log
+                .borrow()
+                .log_end_offset(),
+            5
+        );
+        // acks=all: answered once durable.
+        let durable = request(-1, &[("a", &[(0, batch(1))])]);
+        let response = decode(
+            handle(shard.clone(), durable, context())
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+        assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+        let log = shard.partition(&A, 0).unwrap().log.clone();
+        assert!(log.borrow().durable_offset() >= 1);
+    });
+}
