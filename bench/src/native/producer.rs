@@ -32,6 +32,12 @@ use super::connection::{
 use super::{error_name, is_retriable, MetaClient, PropView};
 use crate::engine::{DeliveryCallback, DeliveryInfo, SendError};
 
+/// Produce requests written by every native producer of this process so far: benches read
+/// it before and after a run to report requests/s and records per request for any broker
+/// (the null broker counts what it receives, other brokers do not tell).
+pub static PRODUCE_REQUESTS_SENT: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
 /// Producer settings, from Kafka property names (librdkafka aliases accepted).
 #[derive(Clone, Debug)]
 pub struct ProducerConfig {
@@ -846,6 +852,7 @@ impl Writer {
             drop(slices);
             match written {
                 Ok(()) => {
+                    PRODUCE_REQUESTS_SENT.fetch_add(1, Ordering::Relaxed);
                     if self.cfg.acks == 0 {
                         for job in jobs {
                             let _ = self.events.send(Report::of(job, -1, None));
