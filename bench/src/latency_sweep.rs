@@ -131,8 +131,9 @@ pub struct LatencySweepArgs {
     /// flush.policy=ack, connection.handoff.enable=false.
     #[arg(long = "broker-config")]
     pub broker_config: Vec<String>,
-    /// Another broker of ours to start: NAME:key=value[,key=value...] (repeatable), named
-    /// `ours-NAME`, with --broker-config then its own keys. Without any, one broker `ours`.
+    /// A broker of ours to start: NAME:key=value[,key=value...] (repeatable), named
+    /// `ours-NAME`, with --broker-config then its own keys (later keys win). Without any,
+    /// one broker `ours` with --broker-config.
     #[arg(long = "variant")]
     pub variants: Vec<String>,
     /// Our broker already running at this address (nothing is started).
@@ -495,6 +496,11 @@ fn measure_point(
     let bootstrap = &target.info.bootstrap;
     let topic = unique_topic(&target.info.name, mode, rate);
     create_topic(bootstrap, &topic, args.partitions)?;
+    // The topic's creation (partition opened, segment files made) is not the point's cost.
+    // (Ours only: another broker that never quite idles would cost settle's timeout each time.)
+    if let (Some(pid), TargetKind::Ours) = (target.info.pid, target.info.kind) {
+        settle(pid);
+    }
     let total = ((rate * args.duration).round() as u64).max(1);
     let props = producer_props(args, mode)?;
     let counted = args.client == ClientKind::Native;
@@ -721,9 +727,9 @@ pub fn plot(report: &SweepReport, path: &Path) -> Result<()> {
                     .collect()
             };
             p99.push((name.clone(), line(|p| p.p99_ms)));
-            if mode != SweepMode::E2e {
-                cpu_lines.push((name, line(|p| p.broker_cpu_us_per_request)));
-            }
+            // e2e too (its broker CPU includes the Fetch side), so that a line has the
+            // same colour in both panels.
+            cpu_lines.push((name, line(|p| p.broker_cpu_us_per_request)));
         }
     }
     crate::plot::draw_lines(
@@ -737,7 +743,7 @@ pub fn plot(report: &SweepReport, path: &Path) -> Result<()> {
             lines: p99,
         },
         &crate::plot::LinePanel {
-            caption: "broker CPU per Produce request".into(),
+            caption: "broker CPU per Produce request (e2e: with its Fetch side)".into(),
             x_desc: "offered records/s".into(),
             y_desc: "µs/request".into(),
             log_y: true,
@@ -751,7 +757,7 @@ pub fn run(args: &LatencySweepArgs) -> Result<SweepReport> {
     if args.rates.is_empty() || args.rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
         bail!("--rates: positive records/s expected");
     }
-    if !(args.duration > 0.0) {
+    if !args.duration.is_finite() || args.duration <= 0.0 {
         bail!("--duration must be positive");
     }
     if args.modes.contains(&SweepMode::E2e) && args.record_size < perf::e2e::HEADER_LEN {
