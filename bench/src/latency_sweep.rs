@@ -55,6 +55,8 @@ pub const MIN_SINGLE_RECORD_SIZE: usize = 64;
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long our broker may take to exit after SIGTERM before it is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long an e2e point's consumer waits for records after the producer ends.
+const E2E_CONSUMER_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest a target may take to acknowledge the topic's creation before the point is run.
 const TOPIC_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -97,6 +99,11 @@ pub struct LatencySweepArgs {
     /// Seconds each point runs (records = rate x duration).
     #[arg(long, default_value_t = 3.0)]
     pub duration: f64,
+    /// A point's client stops sending after this many seconds (and waits as long again at
+    /// most for acknowledgements): a broker that stalls or falls far behind ends the point
+    /// with fewer records, noted. Default: 3 x --duration + 5.
+    #[arg(long)]
+    pub point_timeout: Option<f64>,
     /// Modes, comma-separated.
     #[arg(
         long,
@@ -183,6 +190,7 @@ impl Default for LatencySweepArgs {
         LatencySweepArgs {
             rates: vec![1000.0, 10_000.0, 50_000.0, 200_000.0],
             duration: 3.0,
+            point_timeout: None,
             modes: vec![SweepMode::Acks1, SweepMode::AcksAll, SweepMode::E2e],
             record_size: 100,
             partitions: 1,
@@ -505,6 +513,11 @@ fn measure_point(
     let props = producer_props(args, mode)?;
     let counted = args.client == ClientKind::Native;
     let requests0 = PRODUCE_REQUESTS_SENT.load(Ordering::Relaxed);
+    let max_duration = Duration::from_secs_f64(
+        args.point_timeout
+            .unwrap_or(args.duration * 3.0 + 5.0)
+            .max(args.duration),
+    );
     let sampler = CpuSampler::start(target.cpu.clone());
     let (records, errors, elapsed_s, latency) = if mode == SweepMode::E2e {
         let mut opts = perf::E2eOpts::new(bootstrap, &topic, total, args.record_size, rate);
@@ -512,6 +525,8 @@ fn measure_point(
         opts.client = args.client;
         opts.create_topic_partitions = args.partitions;
         opts.quiet = true;
+        opts.max_duration = Some(max_duration);
+        opts.timeout_ms = E2E_CONSUMER_TIMEOUT.as_millis() as u64;
         let report = perf::run_e2e(&opts)?;
         if report.timed_out {
             point.note = "the consumer timed out before receiving every record".into();
@@ -535,6 +550,7 @@ fn measure_point(
             opts.props = props.clone();
             opts.client = args.client;
             opts.quiet = true;
+            opts.max_duration = Some(max_duration);
             opts
         };
         let reports = std::thread::scope(|scope| {
@@ -581,6 +597,14 @@ fn measure_point(
     } else {
         // Requests not counted (librdkafka): per record, the same at one record a request.
         point.broker_cpu_us_per_request = point.broker_cpu_us_per_record;
+    }
+    if records + errors < total {
+        point.note = format!(
+            "the client stopped sending at the point's time limit ({:.0} s): {} of {total} records acknowledged{}",
+            max_duration.as_secs_f64(),
+            records,
+            if point.note.is_empty() { String::new() } else { format!("; {}", point.note) }
+        );
     }
     if errors > 0 && point.note.is_empty() {
         point.note = format!("{errors} records failed");
