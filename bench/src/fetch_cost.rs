@@ -400,7 +400,7 @@ impl Drop for Running {
 /// Two free ports below Linux's default ephemeral range (32768-60999), so that polling
 /// them while nothing listens cannot end in a TCP self-connect (a client whose ephemeral
 /// source port is the port it dials connects to itself).
-fn free_ports() -> Result<(u16, u16)> {
+pub(crate) fn free_ports() -> Result<(u16, u16)> {
     let mut held = Vec::new();
     let offset = (std::process::id() % 12_000) as u16;
     for i in 0..4_000u16 {
@@ -419,7 +419,7 @@ fn free_ports() -> Result<(u16, u16)> {
 }
 
 /// Whether something listens on `addr`: a connection that is not a self-connect.
-fn listening(addr: &str) -> bool {
+pub(crate) fn listening(addr: &str) -> bool {
     TcpStream::connect(addr)
         .ok()
         .and_then(|s| Some(s.local_addr().ok()? != s.peer_addr().ok()?))
@@ -427,7 +427,7 @@ fn listening(addr: &str) -> bool {
 }
 
 /// `broker` beside the running `bench` (both in target/release), else on PATH.
-fn default_broker_bin() -> PathBuf {
+pub(crate) fn default_broker_bin() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|exe| Some(exe.parent()?.join("broker")))
@@ -436,7 +436,7 @@ fn default_broker_bin() -> PathBuf {
 }
 
 /// The broker's reason for exiting: its last error line (or last line).
-fn exit_reason(log: &str) -> String {
+pub(crate) fn exit_reason(log: &str) -> String {
     let lines: Vec<&str> = log
         .lines()
         .map(str::trim)
@@ -714,7 +714,7 @@ fn warm(dir: &Path) -> u64 {
 }
 
 /// Waits until the broker uses (almost) no CPU for a quarter second: start-up work done.
-fn settle(pid: u32) {
+pub(crate) fn settle(pid: u32) {
     let deadline = Instant::now() + SETTLE_TIMEOUT;
     let Ok(mut last) = cpu::process_cpu_seconds(pid) else {
         return;

@@ -9,6 +9,7 @@ pub mod cpu;
 pub mod engine;
 pub mod fetch_cost;
 pub mod groups;
+pub mod latency_sweep;
 pub mod limits;
 pub mod native;
 pub mod null_broker;

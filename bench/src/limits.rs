@@ -4,6 +4,10 @@
 //! - loopback TCP: one sender and one receiver thread moving 1 MiB writes over 127.0.0.1
 //!   (MiB/s; CPU s/GiB of each side: the receiver's is the floor of a broker's produce
 //!   ingest, the sender's of a copying fetch path);
+//! - produce floor: receiving N bytes over loopback TCP into a buffer (receiver CPU) plus
+//!   writing the same bytes to a file in the page cache (pwrite, no fsync; writer CPU),
+//!   reported apart and summed: the least CPU per GiB a broker can spend taking records in,
+//!   to compare with its produce CPU per GiB;
 //! - fdatasync: 4 KiB appends each followed by fdatasync (p50/p99/p99.9, the floor of
 //!   acks=all with a flush before the answer), and large buffered writes + one fdatasync
 //!   (MiB/s);
@@ -90,6 +94,15 @@ pub struct Limits {
     pub tcp_loopback_mib_s: f64,
     pub tcp_send_cpu_s_per_gib: f64,
     pub tcp_recv_cpu_s_per_gib: f64,
+    /// Produce floor: loopback receive into a buffer (receiver CPU s/GiB).
+    #[serde(default)]
+    pub produce_floor_recv_cpu_s_per_gib: f64,
+    /// Produce floor: pwrite of the same bytes into the page cache (CPU s/GiB).
+    #[serde(default)]
+    pub produce_floor_pwrite_cpu_s_per_gib: f64,
+    /// Produce floor: the sum.
+    #[serde(default)]
+    pub produce_floor_cpu_s_per_gib: f64,
     pub fdatasync_4k_p50_ms: f64,
     pub fdatasync_4k_p99_ms: f64,
     pub fdatasync_4k_p99_9_ms: f64,
@@ -191,6 +204,92 @@ pub fn tcp_loopback(budget_bytes: u64, budget_s: f64) -> Result<(f64, f64, f64)>
         send_cpu / gib,
         recv_cpu / gib,
     ))
+}
+
+/// Bytes of each socket read and file write of the produce floor (a broker's read size
+/// under load is of this order).
+const FLOOR_CHUNK: usize = 1 << 20;
+/// File bytes the produce floor writes before wrapping to offset 0 (page-cache pages then
+/// get overwritten rather than the page cache growing by the whole budget).
+const FLOOR_FILE_BYTES: u64 = 256 << 20;
+
+/// The produce floor: (receive CPU s/GiB, pwrite CPU s/GiB), both of the receiving thread,
+/// timed apart (`CLOCK_THREAD_CPUTIME_ID` around each call). A sender thread writes
+/// `budget_bytes` (or `budget_s` worth) over loopback TCP; the receiver reads 1 MiB chunks
+/// into a buffer and pwrites each chunk to a file under `dir` (page cache, no fsync; the
+/// file wraps at [`FLOOR_FILE_BYTES`] and is truncated first so the first pass allocates
+/// pages as a new log segment would).
+pub fn produce_floor(dir: &Path, budget_bytes: u64, budget_s: f64) -> Result<(f64, f64)> {
+    let path = dir.join(format!("bench-limits-floor-{}", std::process::id()));
+    let file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(&path)?;
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    let sender = std::thread::spawn(move || -> Result<()> {
+        let mut stream = TcpStream::connect(addr)?;
+        let buf = vec![0x6bu8; FLOOR_CHUNK];
+        let start = Instant::now();
+        let mut sent = 0u64;
+        while sent < budget_bytes && start.elapsed().as_secs_f64() < budget_s {
+            stream.write_all(&buf)?;
+            sent += buf.len() as u64;
+        }
+        Ok(())
+    });
+    let (mut stream, _) = listener.accept()?;
+    let mut buf = vec![0u8; FLOOR_CHUNK];
+    let (mut recv_cpu, mut write_cpu) = (0.0, 0.0);
+    let mut total = 0u64;
+    let mut offset = 0u64;
+    loop {
+        let c0 = thread_cpu_seconds();
+        // Fill the chunk (the socket hands out what has arrived, often less).
+        let mut filled = 0;
+        while filled < buf.len() {
+            let n = stream.read(&mut buf[filled..])?;
+            if n == 0 {
+                break;
+            }
+            filled += n;
+        }
+        let c1 = thread_cpu_seconds();
+        recv_cpu += c1 - c0;
+        if filled == 0 {
+            break;
+        }
+        let mut done = 0;
+        while done < filled {
+            // SAFETY: pwrite from a live buffer of at least `filled` bytes on an open file.
+            let n = unsafe {
+                libc::pwrite(
+                    file.as_raw_fd(),
+                    buf[done..filled].as_ptr().cast(),
+                    filled - done,
+                    (offset + done as u64) as libc::off_t,
+                )
+            };
+            if n < 0 {
+                let error = std::io::Error::last_os_error();
+                if error.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(error).context("pwrite");
+            }
+            done += n as usize;
+        }
+        write_cpu += thread_cpu_seconds() - c1;
+        total += filled as u64;
+        offset = (offset + filled as u64) % FLOOR_FILE_BYTES;
+    }
+    sender.join().expect("sender panicked")?;
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    anyhow::ensure!(total > 0, "produce floor: nothing received");
+    let gib = total as f64 / GIB;
+    Ok((recv_cpu / gib, write_cpu / gib))
 }
 
 /// 4 KiB appends each followed by fdatasync: (p50, p99, p99.9 in ms, syncs/s).
@@ -596,6 +695,13 @@ pub fn measure(args: &LimitsArgs) -> Result<Limits> {
             l.tcp_send_cpu_s_per_gib,
             l.tcp_recv_cpu_s_per_gib,
         ) = tcp_loopback(budget.bytes, budget.seconds)?;
+        eprintln!("limits: produce floor (loopback receive + page-cache pwrite) ...");
+        (
+            l.produce_floor_recv_cpu_s_per_gib,
+            l.produce_floor_pwrite_cpu_s_per_gib,
+        ) = produce_floor(&dir, budget.bytes, budget.seconds)?;
+        l.produce_floor_cpu_s_per_gib =
+            l.produce_floor_recv_cpu_s_per_gib + l.produce_floor_pwrite_cpu_s_per_gib;
         eprintln!("limits: fdatasync ...");
         let max_syncs = if args.quick { 200 } else { 5000 };
         (
@@ -676,6 +782,24 @@ pub fn rows(l: &Limits) -> Vec<Row> {
             "s/GiB",
         ),
         row(
+            "produce_floor_recv_cpu_s_per_gib",
+            "produce floor: loopback receive into a buffer, receiver CPU",
+            l.produce_floor_recv_cpu_s_per_gib,
+            "s/GiB",
+        ),
+        row(
+            "produce_floor_pwrite_cpu_s_per_gib",
+            "produce floor: pwrite of the same bytes to the page cache (no fsync)",
+            l.produce_floor_pwrite_cpu_s_per_gib,
+            "s/GiB",
+        ),
+        row(
+            "produce_floor_cpu_s_per_gib",
+            "produce floor: receive + page-cache write (compare with produce CPU/GiB)",
+            l.produce_floor_cpu_s_per_gib,
+            "s/GiB",
+        ),
+        row(
             "fdatasync_4k_p50_ms",
             "4 KiB write + fdatasync p50",
             l.fdatasync_4k_p50_ms,
@@ -683,7 +807,7 @@ pub fn rows(l: &Limits) -> Vec<Row> {
         ),
         row(
             "fdatasync_4k_p99_ms",
-            "4 KiB write + fdatasync p99",
+            "4 KiB write + fdatasync p99 (the acks=all target's base)",
             l.fdatasync_4k_p99_ms,
             "ms",
         ),
@@ -894,6 +1018,8 @@ mod tests {
         let (mib, send, recv) = tcp_loopback(8 << 20, 0.2).unwrap();
         assert!(mib > 0.0 && send >= 0.0 && recv >= 0.0);
         let dir = std::env::temp_dir();
+        let (recv, write) = produce_floor(&dir, 8 << 20, 0.2).unwrap();
+        assert!(recv > 0.0 && write > 0.0, "{recv} {write}");
         let (p50, p99, p999, rate) = fdatasync_latency(&dir, 20, 0.2).unwrap();
         assert!(p50 > 0.0 && p99 >= p50 && p999 >= p99 && rate > 0.0);
         assert!(disk_bandwidth(&dir, 2 << 20).unwrap() > 0.0);

@@ -34,6 +34,9 @@ enum Command {
     Groups(bench::groups::GroupsArgs),
     /// Broker CPU per GiB fetched over plaintext zero-copy, copy, TLS and kTLS, with limits.
     FetchCost(bench::fetch_cost::FetchCostArgs),
+    /// Fixed-rate produce (acks=1, acks=all) and e2e latency at several rates, with broker
+    /// CPU per request, for our broker, the null broker and others: table, JSON, PNG.
+    LatencySweep(bench::latency_sweep::LatencySweepArgs),
 }
 
 fn main() {
@@ -49,6 +52,7 @@ fn main() {
         Command::Results(args) => bench::compare::results(&args),
         Command::Groups(args) => bench::groups::run(&args),
         Command::FetchCost(args) => bench::fetch_cost::run(&args).map(drop),
+        Command::LatencySweep(args) => bench::latency_sweep::run(&args).map(drop),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");

@@ -1,4 +1,4 @@
-//! PNG figures for `bench compare` and `bench fetch-cost` (plotters, bitmap backend, no
+//! PNG figures for `bench compare`, `bench fetch-cost` and `bench latency-sweep` (plotters, bitmap backend, no
 //! fontconfig).
 //!
 //! Left panel: latency by percentile on an HdrHistogram-style axis (x = log10(1/(1-p)), so
@@ -311,6 +311,111 @@ fn draw_bar_panel(
     Ok(())
 }
 
+/// A panel of lines over a logarithmic x axis (`bench latency-sweep`: a figure by offered
+/// rate), y logarithmic too when `log_y`.
+#[derive(Debug, Clone)]
+pub struct LinePanel {
+    pub caption: String,
+    pub x_desc: String,
+    pub y_desc: String,
+    pub log_y: bool,
+    /// (name, (x, y) points); points with a non-positive or non-finite value are left out.
+    pub lines: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// Draws two line panels side by side to `path` (PNG, 1400x560).
+pub fn draw_lines(path: &Path, title: &str, left: &LinePanel, right: &LinePanel) -> Result<()> {
+    register_font();
+    let root = BitMapBackend::new(path, (1400, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let root = root.titled(title, ("sans-serif", 22)).map_err(err)?;
+    let (l, r) = root.split_horizontally(700);
+    draw_line_panel(&l, left)?;
+    draw_line_panel(&r, right)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+fn draw_line_panel(
+    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    panel: &LinePanel,
+) -> Result<()> {
+    let usable = |&(x, y): &(f64, f64)| x > 0.0 && y > 0.0 && x.is_finite() && y.is_finite();
+    let points: Vec<(f64, f64)> = panel
+        .lines
+        .iter()
+        .flat_map(|(_, p)| p.iter().copied())
+        .filter(usable)
+        .collect();
+    let (x_lo, x_hi) = points
+        .iter()
+        .fold((f64::MAX, 0f64), |(lo, hi), &(x, _)| (lo.min(x), hi.max(x)));
+    let (y_lo, y_hi) = points
+        .iter()
+        .fold((f64::MAX, 0f64), |(lo, hi), &(_, y)| (lo.min(y), hi.max(y)));
+    let (x_lo, x_hi) = if points.is_empty() {
+        (1.0, 10.0)
+    } else {
+        (x_lo / 1.3, x_hi * 1.3)
+    };
+    let (y_lo, y_hi) = if points.is_empty() {
+        (0.01, 1.0)
+    } else {
+        (y_lo / 1.5, y_hi * 1.5)
+    };
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .caption(&panel.caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70);
+    // Two chart types (log or linear y): the drawing is the same for both.
+    macro_rules! draw {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .x_desc(panel.x_desc.as_str())
+                .y_desc(panel.y_desc.as_str())
+                .x_label_formatter(&|x| format_si(*x))
+                .y_label_formatter(&|y| format_ms(*y))
+                .draw()
+                .map_err(err)?;
+            for (i, (name, line)) in panel.lines.iter().enumerate() {
+                let color = COLORS[i % COLORS.len()];
+                let pts: Vec<(f64, f64)> = line.iter().copied().filter(usable).collect();
+                chart
+                    .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                    .map_err(err)?;
+                chart
+                    .draw_series(LineSeries::new(pts, color.stroke_width(2)))
+                    .map_err(err)?
+                    .label(name.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                    });
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()
+                .map_err(err)?;
+        }};
+    }
+    if panel.log_y {
+        draw!(builder
+            .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
+            .map_err(err)?);
+    } else {
+        draw!(builder
+            .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..y_hi)
+            .map_err(err)?);
+    }
+    Ok(())
+}
+
 fn format_value(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0}")
@@ -398,6 +503,20 @@ mod tests {
         };
         draw_bars(&bars, "bars", &panel(Some(0.7)), &panel(None)).unwrap();
         let bytes = std::fs::read(&bars).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        let lines = path.with_file_name("lines.png");
+        let panel = |log_y| LinePanel {
+            caption: "p99".into(),
+            x_desc: "records/s".into(),
+            y_desc: "ms".into(),
+            log_y,
+            lines: vec![
+                ("a".into(), vec![(1e3, 0.1), (1e4, 0.2), (5e4, f64::NAN)]),
+                ("b".into(), vec![]),
+            ],
+        };
+        draw_lines(&lines, "lines", &panel(true), &panel(false)).unwrap();
+        let bytes = std::fs::read(&lines).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
         std::fs::remove_dir_all(&dir).unwrap();
     }

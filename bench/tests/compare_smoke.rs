@@ -3,8 +3,11 @@
 //! ratio of the medians shown, throughput ratios of two identical brokers are near 1, and
 //! the figure is a PNG.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::process::Command;
+
+use common::NullBrokerProcess as NullBroker;
 
 const LABELS: &[&str] = &[
     "throughput (records/s)",
@@ -16,41 +19,6 @@ const LABELS: &[&str] = &[
     "broker CPU (µs/record)",
     "client CPU (s/GiB)",
 ];
-
-struct NullBroker {
-    child: Child,
-    addr: String,
-}
-
-impl NullBroker {
-    fn start() -> NullBroker {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
-            .args([
-                "null-broker",
-                "--listen",
-                "127.0.0.1:0",
-                "--record-size",
-                "100",
-            ])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line.trim().rsplit(' ').next().unwrap().to_string();
-        assert!(addr.starts_with("127.0.0.1:"), "{line}");
-        NullBroker { child, addr }
-    }
-}
-
-impl Drop for NullBroker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// label -> (a, b, ratio) cells of the compare table.
 fn parse_table(text: &str) -> Vec<(String, String, String, String)> {

@@ -4,7 +4,6 @@
 //! unavailable on kernels without the TLS module), the JSON report carries the same, the
 //! targets are evaluated, and the PNG is written. No timing assertions.
 
-#[allow(dead_code)] // only broker_bin is used here
 mod common;
 
 use std::process::Command;

@@ -7,6 +7,9 @@ const KEYS: &[&str] = &[
     "tcp_loopback_mib_s",
     "tcp_send_cpu_s_per_gib",
     "tcp_recv_cpu_s_per_gib",
+    "produce_floor_recv_cpu_s_per_gib",
+    "produce_floor_pwrite_cpu_s_per_gib",
+    "produce_floor_cpu_s_per_gib",
     "fdatasync_4k_p50_ms",
     "fdatasync_4k_p99_ms",
     "fdatasync_4k_p99_9_ms",
@@ -76,6 +79,12 @@ fn quick_limits_table_parses() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(value["tcp_loopback_mib_s"].as_f64().unwrap() > 0.0);
     assert!(value["fdatasync_4k_p99_ms"].as_f64().unwrap() > 0.0);
+    let floor = |k: &str| value[k].as_f64().unwrap();
+    assert!(floor("produce_floor_recv_cpu_s_per_gib") > 0.0);
+    assert!(floor("produce_floor_pwrite_cpu_s_per_gib") > 0.0);
+    let sum =
+        floor("produce_floor_recv_cpu_s_per_gib") + floor("produce_floor_pwrite_cpu_s_per_gib");
+    assert!((floor("produce_floor_cpu_s_per_gib") - sum).abs() < 1e-9);
     assert!(value["null"]["produce_100b_records_s"].as_f64().unwrap() > 0.0);
     // Nothing is left in the measurement directory.
     let left: Vec<_> = std::fs::read_dir(dir.path())

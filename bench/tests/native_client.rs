@@ -3,15 +3,18 @@
 //! reports are unique, dense per partition and keyed like the Java client, then consume
 //! everything back with the native consumer and check counts, offsets and values.
 //!
-//! The broker is `BROKER_BIN`, else `target/{release,debug}/broker`, else built with
-//! `cargo build -p broker`.
+//! The broker binary is found as in `common/mod.rs` (`BROKER_BIN`, else the newer of
+//! `target/{release,debug}/broker`, else built with `cargo build -p broker`).
 
 use std::collections::HashMap;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+mod common;
+
+use common::broker_bin;
 
 use bench::engine::{ConsumedRecord, DeliveryInfo, Props, SendError};
 use bench::native::batch::partition_for_key;
@@ -30,44 +33,6 @@ impl Drop for Broker {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("bench has a parent")
-        .to_path_buf()
-}
-
-fn broker_bin() -> PathBuf {
-    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Ok(bin) = std::env::var("BROKER_BIN") {
-            return PathBuf::from(bin);
-        }
-        let root = workspace_root();
-        let mut targets: Vec<PathBuf> = std::env::var("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .into_iter()
-            .collect();
-        targets.push(root.join("target"));
-        for target in &targets {
-            for profile in ["release", "debug"] {
-                let bin = target.join(profile).join("broker");
-                if bin.exists() {
-                    return bin;
-                }
-            }
-        }
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "-p", "broker"])
-            .current_dir(&root)
-            .status()
-            .expect("running cargo build -p broker");
-        assert!(status.success(), "cargo build -p broker failed");
-        targets[0].join("debug").join("broker")
-    })
-    .clone()
 }
 
 fn free_port() -> u16 {

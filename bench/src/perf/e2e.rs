@@ -82,6 +82,7 @@ impl E2eArgs {
             create_topic_partitions: self.create_topic_partitions,
             timeout_ms: self.timeout,
             quiet: false,
+            max_duration: None,
         })
     }
 
@@ -108,6 +109,9 @@ pub struct E2eOpts {
     pub create_topic_partitions: i32,
     pub timeout_ms: u64,
     pub quiet: bool,
+    /// Stop sending after this long (see `ProducerOpts::max_duration`); the consumer then
+    /// waits `timeout_ms` for what was sent and reports a time-out.
+    pub max_duration: Option<Duration>,
 }
 
 impl E2eOpts {
@@ -130,6 +134,7 @@ impl E2eOpts {
             create_topic_partitions: 1,
             timeout_ms: 30_000,
             quiet: false,
+            max_duration: None,
         }
     }
 }
@@ -363,6 +368,9 @@ pub fn run_e2e(opts: &E2eOpts) -> anyhow::Result<E2eReport> {
         let pacer = Pacer::new(start, opts.throughput);
         let mut value = vec![b'A'; opts.record_size];
         for i in 0..opts.num_records {
+            if opts.max_duration.is_some_and(|max| start.elapsed() > max) {
+                break;
+            }
             let intended = pacer.intended(i);
             if pacer.throttled() {
                 pacer.wait_until(intended, producer.as_mut());
@@ -393,7 +401,7 @@ pub fn run_e2e(opts: &E2eOpts) -> anyhow::Result<E2eReport> {
             }
             producer.poll(Duration::ZERO);
         }
-        if let Err(e) = producer.flush(Duration::from_secs(600)) {
+        if let Err(e) = producer.flush(super::producer::flush_timeout(opts.max_duration)) {
             eprintln!("flush failed: {e}");
         }
         drop(producer);

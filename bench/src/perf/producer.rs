@@ -118,6 +118,7 @@ impl ProducerArgs {
             create_topic_partitions: self.create_topic_partitions,
             reporting_interval_ms: self.reporting_interval_ms,
             quiet: false,
+            max_duration: None,
         })
     }
 
@@ -150,6 +151,9 @@ pub struct ProducerOpts {
     pub reporting_interval_ms: u64,
     /// Print nothing (the report still has every figure).
     pub quiet: bool,
+    /// Stop sending after this long (and flush for at most as long again): a run against a
+    /// broker that stalls or falls far behind the rate ends anyway, with fewer records.
+    pub max_duration: Option<Duration>,
 }
 
 impl ProducerOpts {
@@ -168,6 +172,7 @@ impl ProducerOpts {
             create_topic_partitions: None,
             reporting_interval_ms: 5000,
             quiet: false,
+            max_duration: None,
         }
     }
 }
@@ -392,6 +397,13 @@ fn payloads(opts: &ProducerOpts) -> anyhow::Result<Vec<Vec<u8>>> {
     }
 }
 
+/// How long a run's final flush may wait: 600 s, or the run's `max_duration` (10 s at least).
+pub fn flush_timeout(max_duration: Option<Duration>) -> Duration {
+    max_duration.map_or(Duration::from_secs(600), |max| {
+        max.max(Duration::from_secs(10))
+    })
+}
+
 /// Runs producer-perf: prints Kafka's lines (unless `quiet`) and returns every figure.
 pub fn run_producer(opts: &ProducerOpts) -> anyhow::Result<ProducerReport> {
     if opts.num_records == 0 {
@@ -416,6 +428,9 @@ pub fn run_producer(opts: &ProducerOpts) -> anyhow::Result<ProducerReport> {
     let mut queue_full = 0u64;
 
     for i in 0..opts.num_records {
+        if opts.max_duration.is_some_and(|max| start.elapsed() > max) {
+            break;
+        }
         let intended = pacer.intended(i);
         if pacer.throttled() {
             pacer.wait_until(intended, producer.as_mut());
@@ -452,7 +467,7 @@ pub fn run_producer(opts: &ProducerOpts) -> anyhow::Result<ProducerReport> {
         }
         producer.poll(Duration::ZERO);
     }
-    if let Err(e) = producer.flush(Duration::from_secs(600)) {
+    if let Err(e) = producer.flush(flush_timeout(opts.max_duration)) {
         eprintln!("flush failed: {e}");
     }
     let end = Instant::now();

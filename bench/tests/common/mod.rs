@@ -1,10 +1,15 @@
-//! The broker the smoke tests start: found and started the same way by each test file.
+//! What the bench tests share: the broker they start (found and started the same way by
+//! each test file) and a `bench null-broker` process.
 //!
 //! The binary: `$BROKER_BIN` if set (relative to the workspace root), else the newer of
 //! `target/release/broker` and `target/debug/broker` (under `$CARGO_TARGET_DIR` or the
 //! workspace's `target/`), else `cargo build -p broker` first. A stale binary tests old broker
 //! code: set BROKER_BIN or rebuild the broker to be sure.
 
+// Each test file uses a part of this module.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -111,5 +116,42 @@ impl Broker {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default()
+    }
+}
+
+/// A `bench null-broker` process on a free port (its address read from the line it prints),
+/// killed when dropped.
+pub struct NullBrokerProcess {
+    pub child: Child,
+    pub addr: String,
+}
+
+impl NullBrokerProcess {
+    pub fn start() -> NullBrokerProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
+            .args([
+                "null-broker",
+                "--listen",
+                "127.0.0.1:0",
+                "--record-size",
+                "100",
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line.trim().rsplit(' ').next().unwrap().to_string();
+        assert!(addr.starts_with("127.0.0.1:"), "{line}");
+        NullBrokerProcess { child, addr }
+    }
+}
+
+impl Drop for NullBrokerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
