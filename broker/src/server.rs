@@ -337,6 +337,10 @@ async fn run_shard(
         send.copied_bytes.get(),
         stats.remote_range_bytes.get(),
     );
+    tracing::info!(
+        "shard {id} group commit: {}",
+        shard.group_commit.stats().summary()
+    );
 }
 
 /// Accepts one listener's connections on this shard until the stop signal: PLAINTEXT ones

@@ -572,9 +572,11 @@ fn simulated_log_survives_crashes_and_power_loss() {
 /// the page cache, and the truncate back failed too; after the restart, recovery kept the
 /// valid batch (as Kafka's would: it was never acknowledged, so either outcome is allowed).
 /// The model used to forget failed appends and called the batch "never written".
+/// Segment preallocation (more size changes drawn at power loss) moved that seed's random
+/// stream; seed 15674577907151808965 exercises the same case since.
 #[test]
 fn failed_append_kept_by_recovery() {
-    let stats = run_seed(9_717_031_627_346_183_530);
+    let stats = run_seed(15_674_577_907_151_808_965);
     assert!(
         stats.failed_appends_kept > 0,
         "the seed no longer exercises a kept failed append: {stats:?}"

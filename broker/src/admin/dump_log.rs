@@ -63,6 +63,11 @@ pub fn dump(buf: &[u8], options: Options, out: &mut dyn Write) -> anyhow::Result
     }
     while pos < buf.len() {
         let rest = &buf[pos..];
+        if rest.iter().all(|&b| b == 0) {
+            // Space the broker preallocated for the active segment (or that a crash left
+            // behind it): the end of the log, not a corrupt batch.
+            break;
+        }
         let header = match BatchHeader::parse(rest) {
             Ok(header) => header,
             Err(error) => {
@@ -414,6 +419,21 @@ mod tests {
         assert_eq!(lines[1]["key"], "a");
         assert_eq!(lines[1]["value"], "b");
         assert_eq!(lines[1]["headers"][0]["key"], "h");
+    }
+
+    #[test]
+    fn preallocated_zero_tail_is_the_end() {
+        let mut seg = batch(0, &[(b"k", b"v")]);
+        seg.extend(batch(1, &[(b"k", b"v")]));
+        seg.resize(seg.len() + (64 << 10), 0);
+        let (text, summary) = dump_text(&seg, Options::default());
+        assert_eq!(summary.batches, 2);
+        assert_eq!(summary.corrupt_at, None, "{text}");
+        // Zeros followed by bytes are not a tail: still reported.
+        let last = seg.len() - 1;
+        seg[last] = 1;
+        let (_, summary) = dump_text(&seg, Options::default());
+        assert!(summary.corrupt_at.is_some());
     }
 
     #[test]

@@ -49,6 +49,10 @@ pub(crate) struct Segment {
     pub(crate) range_fd: RangeFd,
     /// Bytes of valid batches in the `.log`; appends go here.
     pub size: u64,
+    /// Length of the `.log` file as this segment left it: above `size` while the active
+    /// segment holds preallocated space (zeros), trimmed back to `size` when it becomes
+    /// inactive.
+    allocated: u64,
     pub index: OffsetIndex,
     pub time_index: TimeIndex,
     /// One past the last offset in this segment (`base_offset` while empty).
@@ -126,6 +130,7 @@ impl Segment {
             shared: RefCell::new(shared),
             range_fd: RangeFd::default(),
             size,
+            allocated: size,
             index,
             time_index,
             next_offset: base_offset,
@@ -170,6 +175,12 @@ impl Segment {
     /// Writes `prefix` (the patched 16 bytes, or the whole restamped header) + `rest` at the end of the `.log` with pwritev and updates the indexes.
     /// On a write error the file is cut back to its previous size so no partial batch is left
     /// for a reader (or a later append) to trip on.
+    ///
+    /// `preallocate`: when the write would pass the end of the file, first extend the file by
+    /// this many bytes from the write's position (`fallocate`, never past `limit` unless the
+    /// batch itself does), so that most appends do not change the file's size and their
+    /// fdatasync has no size to commit. 0: plain appends.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn append(
         &mut self,
         prefix: &[u8],
@@ -177,6 +188,8 @@ impl Segment {
         last_offset: i64,
         max_timestamp: i64,
         index_interval: u32,
+        preallocate: u64,
+        limit: u64,
     ) -> Result<(), LogError> {
         let position = self.size;
         let total = (prefix.len() + rest.len()) as u64;
@@ -190,11 +203,21 @@ impl Segment {
                 ))
             }
         };
+        let end = position + total;
+        if end > self.allocated && preallocate > 0 {
+            let want = (position + preallocate).min(limit).max(end);
+            // Not supported or no space: plain appends (a real ENOSPC fails the write below).
+            if file.allocate(self.allocated, want - self.allocated).is_ok() {
+                self.allocated = want;
+            }
+        }
         if let Err(e) = file.write_vectored_at(&[prefix, rest], position) {
             // Best effort: if even this fails the log is marked failed by the caller.
             let _ = file.truncate(position);
+            self.allocated = position;
             return Err(LogError::io("write", &self.log_path, e));
         }
+        self.allocated = self.allocated.max(end);
         self.size += total;
         self.next_offset = last_offset + 1;
         self.index_batch(position, last_offset, max_timestamp, total, index_interval);
@@ -231,6 +254,7 @@ impl Segment {
     /// The segment stops being the active one: final time-index entry (so its last entry is
     /// the segment's max timestamp) and both indexes trimmed to their entries.
     pub(crate) fn make_inactive(&mut self) -> Result<(), LogError> {
+        self.trim_preallocated()?;
         // A full time index drops the final entry; offset_for_timestamp then scans a little
         // further, and max_timestamp after a restart may miss the last batches (rare: the
         // index would need 870k entries).
@@ -245,6 +269,20 @@ impl Segment {
             .inner
             .trim(&self.disk)
             .map_err(io_err("write time index", self.time_index.inner.path()))?;
+        Ok(())
+    }
+
+    /// Cuts the preallocated zeros after the last batch (Kafka does the same with
+    /// `file.preallocate` when a segment rolls or closes): an inactive segment's file ends
+    /// where its batches do, which is what a clean reopen, `dump-log` and copies expect.
+    fn trim_preallocated(&mut self) -> Result<(), LogError> {
+        if self.allocated > self.size {
+            if let Some(file) = &self.held {
+                file.truncate(self.size)
+                    .map_err(io_err("truncate", &self.log_path))?;
+            }
+            self.allocated = self.size;
+        }
         Ok(())
     }
 
@@ -349,6 +387,8 @@ impl Segment {
         let mut pos = 0u64;
         let mut next = self.base_offset;
         let mut bad: Option<String> = None;
+        // Where the bytes stop, zeros follow (a zero batch length: preallocated space).
+        let mut zero_tail = false;
         let mut next_progress = RECOVERY_PROGRESS_BYTES;
         while pos < file_len {
             if pos >= next_progress {
@@ -356,6 +396,16 @@ impl Segment {
                 next_progress += RECOVERY_PROGRESS_BYTES;
             }
             let remaining = file_len - pos;
+            let peek = (remaining as usize).min(PEEK_BYTES);
+            let head = walker
+                .bytes(pos, peek)
+                .await
+                .map_err(io_err("read", &path))?
+                .expect("within file");
+            if head[..peek.min(12)].iter().all(|&b| b == 0) {
+                zero_tail = true;
+                break;
+            }
             if remaining < BATCH_HEADER_BYTES as u64 {
                 bad = Some(format!(
                     "{remaining} trailing bytes, less than a batch header"
@@ -412,6 +462,14 @@ impl Segment {
         }
         self.next_offset = next;
         self.size = pos;
+        self.allocated = pos;
+        if zero_tail {
+            // Space preallocated before a crash (or a size change that reached the disk
+            // before its data): the end of the log, cut as Kafka cuts a preallocated tail.
+            tracing::info!(path = %path.display(), position = pos, "cutting zero tail of log segment");
+            file.truncate(pos).map_err(io_err("truncate", &path))?;
+            return Ok(Some(pos));
+        }
         if let Some(reason) = bad {
             tracing::warn!(path = %path.display(), position = pos, %reason, "truncating log segment at first invalid byte");
             file.truncate(pos).map_err(io_err("truncate", &path))?;

@@ -242,6 +242,14 @@ impl File {
             File::Sim(f) => f.truncate(len),
         }
     }
+    /// Reserves `[pos, pos + len)` and extends the file to cover it (`fallocate(2)`, mode 0:
+    /// the new length reads as zeros). Fails with `EOPNOTSUPP` where the file system cannot.
+    pub fn allocate(&self, pos: u64, len: u64) -> io::Result<()> {
+        match self {
+            File::Real(f) => real::fallocate(f, pos, len),
+            File::Sim(f) => f.allocate(pos, len),
+        }
+    }
     pub fn len(&self) -> io::Result<u64> {
         match self {
             File::Real(f) => real::len(f),

@@ -50,6 +50,15 @@ pub(super) fn ftruncate(f: &BufferedFile, len: u64) -> io::Result<()> {
     Ok(())
 }
 
+pub(super) fn fallocate(f: &BufferedFile, pos: u64, len: u64) -> io::Result<()> {
+    // Safety: plain syscall on a live fd.
+    let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, pos as libc::off_t, len as libc::off_t) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 pub(super) fn fdatasync_blocking(f: &BufferedFile) -> io::Result<()> {
     // Safety: plain syscall on a live fd.
     if unsafe { libc::fdatasync(f.as_raw_fd()) } != 0 {

@@ -616,6 +616,23 @@ impl SimFile {
         Ok(())
     }
 
+    /// `fallocate` (mode 0): extends the file with zeros to `pos + len` if shorter. The new
+    /// length is a pending size change like a truncation (a power loss keeps it or not).
+    pub(crate) fn allocate(&self, pos: u64, len: u64) -> io::Result<()> {
+        let mut s = self.disk.inner.borrow_mut();
+        self.live(&s)?;
+        if let Some(e) = s.fault(FaultOp::Truncate) {
+            return Err(e);
+        }
+        let inode = s.inodes.get_mut(&self.ino).expect("open inode");
+        let end = (pos + len) as usize;
+        if inode.cache.len() < end {
+            inode.cache.resize(end, 0);
+            inode.pending.push(DataOp::Truncate(end as u64));
+        }
+        Ok(())
+    }
+
     pub(crate) fn len(&self) -> io::Result<u64> {
         let s = self.disk.inner.borrow();
         self.live(&s)?;
