@@ -135,7 +135,7 @@ pub struct LatencySweepArgs {
     #[arg(long)]
     pub broker_bin: Option<PathBuf>,
     /// A key=value for every broker the sweep starts (repeatable), e.g. num.shards=1,
-    /// flush.policy=ack, connection.handoff.enable=false.
+    /// log.flush.policy=ack, connection.handoff.enable=false.
     #[arg(long = "broker-config")]
     pub broker_config: Vec<String>,
     /// A broker of ours to start: NAME:key=value[,key=value...] (repeatable), named

@@ -215,13 +215,30 @@ pub struct BarPanel {
 
 /// Draws two bar panels side by side to `path` (PNG, 1400x560).
 pub fn draw_bars(path: &Path, title: &str, left: &BarPanel, right: &BarPanel) -> Result<()> {
+    draw_two_panels(
+        path,
+        title,
+        |l| draw_bar_panel(l, left),
+        |r| draw_bar_panel(r, right),
+    )
+}
+
+type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
+
+/// A titled 1400x560 PNG of two panels side by side, each drawn by its function.
+fn draw_two_panels(
+    path: &Path,
+    title: &str,
+    left: impl FnOnce(&Area<'_>) -> Result<()>,
+    right: impl FnOnce(&Area<'_>) -> Result<()>,
+) -> Result<()> {
     register_font();
     let root = BitMapBackend::new(path, (1400, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let root = root.titled(title, ("sans-serif", 22)).map_err(err)?;
     let (l, r) = root.split_horizontally(700);
-    draw_bar_panel(&l, left)?;
-    draw_bar_panel(&r, right)?;
+    left(&l)?;
+    right(&r)?;
     root.present().map_err(err)?;
     Ok(())
 }
@@ -325,15 +342,12 @@ pub struct LinePanel {
 
 /// Draws two line panels side by side to `path` (PNG, 1400x560).
 pub fn draw_lines(path: &Path, title: &str, left: &LinePanel, right: &LinePanel) -> Result<()> {
-    register_font();
-    let root = BitMapBackend::new(path, (1400, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let root = root.titled(title, ("sans-serif", 22)).map_err(err)?;
-    let (l, r) = root.split_horizontally(700);
-    draw_line_panel(&l, left)?;
-    draw_line_panel(&r, right)?;
-    root.present().map_err(err)?;
-    Ok(())
+    draw_two_panels(
+        path,
+        title,
+        |l| draw_line_panel(l, left),
+        |r| draw_line_panel(r, right),
+    )
 }
 
 fn draw_line_panel(

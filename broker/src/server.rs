@@ -24,8 +24,11 @@ use crate::transport::Transport;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
-/// How often shards look at the stop flag (a signal handler may only set an atomic).
-const STOP_POLL: Duration = Duration::from_millis(50);
+/// How often shards look at the stop flag (a signal handler may only set an atomic). Each
+/// look wakes an idle shard (a park and a wake, a membarrier): at 50 ms this was the largest
+/// share of an idle broker's CPU (20 wakes a second per listener and shard); shutdown may
+/// start this much later.
+const STOP_POLL: Duration = Duration::from_millis(250);
 /// The log cleaner's share of a shard's CPU when other work is waiting (the default queue
 /// has 1000): it runs at full speed only on an otherwise idle core.
 const CLEANER_SHARES: usize = 50;
