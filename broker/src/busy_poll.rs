@@ -83,13 +83,13 @@ impl State {
     }
 }
 
-/// Called by a connection after each socket read that brought bytes.
-pub fn note_read() {
+/// Called by a connection after each socket read that brought bytes, with the clock reading
+/// it already took for that read.
+pub fn note_read(now: Instant) {
     STATE.with(|state| {
         if state.window_ns.get() == 0 {
             return;
         }
-        let now = Instant::now();
         state.note_read(now);
         if state.hot(now) {
             if let Some(spinner) = state.spinner.take() {

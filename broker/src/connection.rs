@@ -356,8 +356,9 @@ async fn serve_from(
                 // SAFETY: `read` bytes past the old length were just written by the socket read.
                 unsafe { buffer.set_len(buffer.len() + read) };
                 buffered.grow(read);
-                activity.set(Instant::now());
-                crate::busy_poll::note_read();
+                let now = Instant::now();
+                activity.set(now);
+                crate::busy_poll::note_read(now);
             }
             Err(error) => break 'read End::PeerGone(Some(format!("read failed: {error}"))),
         }
