@@ -4,9 +4,10 @@
 //! configuration, opens the metadata log, and starts one glommio shard per core (see
 //! `server`). Errors at start-up are reported with context and a non-zero exit.
 //! `broker tune check|apply` runs the `tuning` crate's host checks; `broker dump-log` prints a
-//! log segment and `broker topics` administers topics (see `admin`).
+//! log segment and `broker topics` administers topics (see `admin`); `broker log-level` reads
+//! and changes a running broker's log levels (see `logging`).
 
-use broker::{admin, config, server};
+use broker::{admin, config, logging, server};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -55,6 +56,8 @@ enum Command {
         #[command(subcommand)]
         command: admin::topics::TopicsCommand,
     },
+    /// Prints or changes a broker's log levels (kafka-configs.sh --entity-type broker-loggers).
+    LogLevel(admin::log_level::LogLevelArgs),
 }
 
 /// glibc serves allocations above its mmap threshold (128 KiB by default, adapting upwards)
@@ -72,15 +75,12 @@ fn tune_allocator() {
 
 fn main() {
     tune_allocator();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let cli = Cli::parse();
+    // `start` installs its own, from its configuration (format, levels that change at run
+    // time).
+    if !matches!(cli.command, Command::Start { .. }) {
+        logging::init_tool();
+    }
     let result = match cli.command {
         Command::Start { config, overrides } => start(config, overrides),
         Command::Tune { command } => tune(command),
@@ -90,6 +90,7 @@ fn main() {
             json,
         } => dump_log(&file, admin::dump_log::Options { print_data, json }),
         Command::Topics { command } => topics(command),
+        Command::LogLevel(args) => log_level(&args),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");
@@ -119,11 +120,25 @@ fn topics(command: admin::topics::TopicsCommand) -> anyhow::Result<()> {
     result
 }
 
+fn log_level(args: &admin::log_level::LogLevelArgs) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let result = admin::log_level::run(args, &mut out);
+    std::io::Write::flush(&mut out)?;
+    result
+}
+
 fn start(config_path: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {
     let config =
         config::load(config_path.as_deref(), &overrides).context("invalid configuration")?;
+    let levels = logging::starting_levels(&config.log_levels).context("RUST_LOG")?;
+    logging::init_broker(config.log_format, levels)?;
     for key in &config.ignored {
         tracing::info!(key = %key, "configuration key accepted but not used by this broker");
     }
-    server::run(config)
+    if let Err(error) = server::run(config) {
+        // An event like any other (one line, JSON with log.format=json).
+        tracing::error!("{error:#}");
+        std::process::exit(1);
+    }
+    Ok(())
 }

@@ -96,19 +96,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     } else {
         None
     };
-    for listener in &config.listeners {
-        let path = match (&acceptor, listener.protocol) {
-            (Some(acceptor), SecurityProtocol::Ssl) => acceptor.path_description(),
-            _ => "plaintext (sendfile)".to_string(),
-        };
-        tracing::info!(
-            listener = %listener.name,
-            address = %listener.addr(),
-            protocol = listener.protocol.name(),
-            "listener {} uses {path}",
-            listener.name
-        );
-    }
+    crate::startup_log::listeners(&config, acceptor.as_deref());
     let address = config
         .listeners
         .iter()
@@ -123,6 +111,9 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         max_connections = connection_limits.max_connections(),
         "file descriptor limit raised to the hard limit"
     );
+    crate::startup_log::shard_cores(shard_count, cpus, shard_core);
+    crate::startup_log::io_path(&config);
+    crate::startup_log::fetch_path(&config, &_data_dir_lock);
     crate::host_checks::log_shortfalls(&data_dir, shard_count, cpus);
 
     let config = Arc::new(config);
@@ -140,7 +131,8 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         let connection_limits = connection_limits.clone();
         let opened = opened.clone();
         let mut builder =
-            LocalExecutorBuilder::new(Placement::Fixed(id % cpus)).name(&format!("shard-{id}"));
+            LocalExecutorBuilder::new(Placement::Fixed(shard_core(id, cpus)))
+                .name(&format!("shard-{id}"));
         let busy_poll = Duration::from_micros(config.shard_busy_poll_us);
         if let Some(spin) = crate::busy_poll::executor_spin(busy_poll) {
             builder = builder.spin_before_park(spin);
@@ -185,6 +177,11 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The core shard `id` is pinned to (what the start-up log prints).
+fn shard_core(id: usize, cpus: usize) -> usize {
+    id % cpus.max(1)
 }
 
 /// Creates `log.dirs` and replaces it by its absolute, canonical path, once, before any shard
@@ -424,6 +421,12 @@ async fn accept_loop(
                         .detach();
                     }
                     _ => {
+                        tracing::debug!(
+                            peer = %peer,
+                            listener = %listener.name,
+                            shard = id,
+                            "connection accepted"
+                        );
                         let transport = Transport::plain(stream).on_listener(&listener.name);
                         let serve = crate::connection::serve(
                             shard.clone(),

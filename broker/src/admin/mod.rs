@@ -3,4 +3,5 @@
 
 pub mod client;
 pub mod dump_log;
+pub mod log_level;
 pub mod topics;

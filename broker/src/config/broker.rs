@@ -87,6 +87,10 @@ pub struct BrokerConfig {
     /// `connection.handoff.enable` (ours): plaintext connections move to the shard owning
     /// what they touch (see `handoff`).
     pub connection_handoff_enable: bool,
+    /// `log.format`.
+    pub log_format: crate::logging::LogFormat,
+    /// `log.level`, parsed (RUST_LOG may still win at start, see `logging`).
+    pub log_levels: crate::logging::LoggerLevels,
     /// Per shard; <= 0 = `limits::DEFAULT_SHARD_PENDING_BYTES`.
     pub queued_max_request_bytes: i64,
     /// Group coordinator settings (`offsets.*`, `group.*`).
@@ -374,6 +378,18 @@ impl BrokerConfig {
             queued_max_requests: num("queued.max.requests", get("queued.max.requests"))?,
             fetch_copy: get("fetch.path") == Some("copy"),
             connection_handoff_enable: !matches!(get("connection.handoff.enable"), Some(v) if v.eq_ignore_ascii_case("false")),
+            log_format: crate::logging::LogFormat::parse(get("log.format").unwrap_or("text"))
+                .unwrap_or_default(),
+            log_levels: {
+                let value = get("log.level").unwrap_or("INFO");
+                crate::logging::LoggerLevels::parse(value).map_err(|error| {
+                    ConfigError::InvalidValue {
+                        key: "log.level".into(),
+                        value: value.into(),
+                        expected: error.to_string(),
+                    }
+                })?
+            },
             queued_max_request_bytes: num(
                 "queued.max.request.bytes",
                 get("queued.max.request.bytes"),

@@ -636,6 +636,20 @@ pub const BROKER_KEYS: &[Spec] = &[
         Check::None,
         "Ours, not Kafka's: move a plaintext connection whose Produce and Fetch requests mostly touch partitions of another shard to that shard, so they are served without a hop between cores. TLS connections stay where they were accepted. false = every connection stays on the shard that accepted it.",
     ),
+    spec(
+        "log.format",
+        T::String,
+        Some("text"),
+        Check::OneOf(&["text", "json"]),
+        "Ours, not Kafka's: how log events are written to stderr, one line each: text (time, level, target, message, key=value fields) or json (one JSON object per line).",
+    ),
+    spec(
+        "log.level",
+        T::String,
+        Some("INFO"),
+        Check::None,
+        "Ours, not Kafka's: the starting log levels: a level (TRACE, DEBUG, INFO, WARN, ERROR, OFF; FATAL = ERROR) and LOGGER=LEVEL items, comma-separated (INFO,broker::connection=DEBUG), a logger being a module path. RUST_LOG, when set, wins. At run time: SIGUSR1/SIGUSR2 or IncrementalAlterConfigs on BROKER_LOGGER.",
+    ),
 ];
 
 /// Kafka keys commonly found in `server.properties` that mean nothing to us (thread pools,

@@ -5,6 +5,8 @@
 //! Broker resources ("" for the cluster-wide default, or this node's id) take the dynamic
 //! broker keys (those supplying topic defaults); a static key is refused as Kafka refuses it
 //! (INVALID_REQUEST, "Cannot update these configs dynamically").
+//! BROKER_LOGGER resources (IncrementalAlterConfigs only) change this process's log levels
+//! here, on the shard that took the request (`logging::broker_logger`).
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -18,6 +20,7 @@ use wire::ErrorCode;
 use super::{encode_response, RequestContext, Response};
 use crate::config::AlterOp;
 use crate::forward::{Reply, Request};
+use crate::logging::broker_logger::{self, RESOURCE_BROKER_LOGGER};
 use crate::metadata::ConfigChange;
 use crate::shard::Shard;
 
@@ -159,6 +162,14 @@ async fn alter(shard: &Rc<Shard>, resources: &[Resource], validate_only: bool) -
                         None
                     }
                 },
+                (Ok(ConfigChange::Incremental(ops)), RESOURCE_BROKER_LOGGER) => {
+                    Some(alter_loggers(shard, &resource.name, ops, validate_only))
+                }
+                // Kafka's legacy AlterConfigs does not take loggers.
+                (Ok(ConfigChange::Replace(_)), RESOURCE_BROKER_LOGGER) => refuse(
+                    ErrorCode::InvalidRequest,
+                    format!("Unknown resource type {RESOURCE_BROKER_LOGGER}"),
+                ),
                 (Ok(_), other) => refuse(
                     ErrorCode::InvalidRequest,
                     format!("Unsupported resource type {other}"),
@@ -197,6 +208,28 @@ async fn alter(shard: &Rc<Shard>, resources: &[Resource], validate_only: bool) -
             })
         })
         .collect()
+}
+
+/// IncrementalAlterConfigs on BROKER_LOGGER: checked as Kafka checks it, then (unless
+/// validate_only) the process's levels change at once, for every shard.
+fn alter_loggers(
+    shard: &Shard,
+    name: &str,
+    ops: &[(String, AlterOp, Option<String>)],
+    validate_only: bool,
+) -> Outcome {
+    let control = crate::logging::control();
+    let checked = broker_logger::check_alter_name(name, shard.config.node_id)
+        .and_then(|()| broker_logger::alter(&control.levels(), ops));
+    match checked {
+        Ok(levels) => {
+            if !validate_only {
+                control.replace(levels, "IncrementalAlterConfigs");
+            }
+            (ErrorCode::None.code(), None)
+        }
+        Err(error) => (error.error_code(), Some(error.to_string())),
+    }
 }
 
 /// A broker resource must name this node ("" or its id); `Some` refusal otherwise.

@@ -1,7 +1,8 @@
 //! DescribeConfigs for topics (resource type 2) and the broker (resource type 4): every
 //! config of the resource, defaults included, with its value, source, read-only and sensitive
 //! flags, its synonyms (include_synonyms, v1+) and type and documentation (v3+), as Kafka
-//! answers it. The entries come from the key table (`config::describe`).
+//! answers it. The entries come from the key table (`config::describe`). BROKER_LOGGER
+//! (resource type 8) lists this process's loggers and their levels (`logging`).
 
 use std::rc::Rc;
 
@@ -13,6 +14,7 @@ use wire::ErrorCode;
 
 use super::{encode_response, RequestContext, Response};
 use crate::config::{self, ConfigEntry, ConfigSource};
+use crate::logging::broker_logger::{self, RESOURCE_BROKER_LOGGER, SOURCE_DYNAMIC_BROKER_LOGGER};
 use crate::shard::Shard;
 
 const RESOURCE_TOPIC: i8 = 2;
@@ -32,6 +34,9 @@ pub async fn handle(
         .iter()
         .filter(|resource| seen.insert((resource.resource_type, resource.resource_name.as_str())))
         .map(|resource| {
+            if resource.resource_type == RESOURCE_BROKER_LOGGER {
+                return describe_loggers(&shard, resource);
+            }
             let entries: Result<Vec<ConfigEntry>, (ErrorCode, String)> =
                 match resource.resource_type {
                     RESOURCE_TOPIC => match image.topic(&resource.resource_name) {
@@ -103,6 +108,50 @@ pub async fn handle(
         ..Default::default()
     };
     encode_response(&ctx, ctx.api_version, &response)
+}
+
+/// BROKER_LOGGER: every logger with the level in force, as Kafka's `ConfigHelper` answers
+/// (source DYNAMIC_BROKER_LOGGER_CONFIG, not read-only, no synonyms).
+fn describe_loggers(
+    shard: &Shard,
+    resource: &wire::generated::describe_configs_request::DescribeConfigsResource,
+) -> DescribeConfigsResult {
+    if let Err(message) =
+        broker_logger::check_describe_name(&resource.resource_name, shard.config.node_id)
+    {
+        return DescribeConfigsResult {
+            error_code: ErrorCode::InvalidRequest.code(),
+            error_message: Some(message),
+            resource_type: resource.resource_type,
+            resource_name: resource.resource_name.clone(),
+            ..Default::default()
+        };
+    }
+    let configs = broker_logger::describe(&crate::logging::control().levels())
+        .into_iter()
+        .filter(|(name, _)| {
+            resource
+                .configuration_keys
+                .as_ref()
+                .is_none_or(|keys| keys.contains(name))
+        })
+        .map(|(name, level)| DescribeConfigsResourceResult {
+            name,
+            value: Some(level.to_string()),
+            read_only: false,
+            config_source: SOURCE_DYNAMIC_BROKER_LOGGER,
+            is_sensitive: false,
+            ..Default::default()
+        })
+        .collect();
+    DescribeConfigsResult {
+        error_code: 0,
+        error_message: None,
+        resource_type: resource.resource_type,
+        resource_name: resource.resource_name.clone(),
+        configs,
+        ..Default::default()
+    }
 }
 
 fn describe(

@@ -5,6 +5,7 @@
 //! (sendfile from the page cache on the plain path; see `plain`).
 
 mod pagecache;
+pub use pagecache::residency_method;
 mod plain;
 #[cfg(test)]
 mod tests;

@@ -83,6 +83,39 @@ pub fn resident(fd: RawFd, pos: u64, len: u64) -> bool {
     resident_by_mincore(fd, pos, len).unwrap_or(true)
 }
 
+/// Which residency check this kernel gives fetches (start-up log), trying cachestat(2) once on
+/// `fd` (any open regular file).
+pub fn residency_method(fd: RawFd) -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let range = CachestatRange { off: 0, len: PAGE };
+        let mut stat = Cachestat::default();
+        // Safety: cachestat reads `range` and fills `stat`, both locals of the right layout.
+        let rc = unsafe {
+            libc::syscall(
+                SYS_CACHESTAT,
+                fd,
+                &range as *const CachestatRange,
+                &mut stat as *mut Cachestat,
+                0u32,
+            )
+        };
+        if rc == 0 {
+            return "cachestat";
+        }
+        if io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            CACHESTAT.store(false, Ordering::Relaxed);
+            return "mincore (no cachestat(2): kernel before 6.5)";
+        }
+        "cachestat (its probe failed: a range it cannot check counts as resident)"
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = fd;
+        "mincore (cachestat only on x86_64)"
+    }
+}
+
 fn resident_by_mincore(fd: RawFd, pos: u64, len: u64) -> io::Result<bool> {
     let start = pos / PAGE * PAGE;
     let map_len = (pos + len - start) as usize;

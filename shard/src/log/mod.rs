@@ -37,7 +37,9 @@ mod timeadmin_tests;
 
 use std::path::{Path, PathBuf};
 
-pub use partition_log::{BatchStamp, PartitionLog, RecoveryReport, SyncJob};
+pub use partition_log::{
+    BatchStamp, PartitionLog, RecoveryReport, SyncJob, PREALLOCATE_MAX_BYTES, PREALLOCATE_MIN_BYTES,
+};
 
 /// What `PartitionLog::append` assigned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -95,8 +95,8 @@ pub struct RecoveryReport {
 /// Bounds of the space the active segment reserves ahead of its appends (see
 /// `Segment::append`): an fdatasync after an append that extended the file also commits the
 /// new size (a journal commit on ext4 and xfs); inside reserved space it does not.
-const PREALLOCATE_MIN_BYTES: u64 = 64 << 10;
-const PREALLOCATE_MAX_BYTES: u64 = 4 << 20;
+pub const PREALLOCATE_MIN_BYTES: u64 = 64 << 10;
+pub const PREALLOCATE_MAX_BYTES: u64 = 4 << 20;
 
 /// The fdatasyncs that make a log durable up to `target`: cloned fds, no borrow of the log.
 pub struct SyncJob {
