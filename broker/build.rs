@@ -27,7 +27,7 @@ fn main() {
             let Ok(text) = std::fs::read_to_string(&file) else {
                 continue;
             };
-            if !text.contains("tracing::") && !text.contains("use tracing") {
+            if !logs(&text) {
                 continue;
             }
             let Some(path) = module_path(krate, &root, &file) else {
@@ -54,6 +54,15 @@ fn main() {
         ),
     )
     .expect("writing loggers.rs");
+}
+
+/// Whether a source file emits events (a tracing macro call, with or without the path).
+fn logs(text: &str) -> bool {
+    [
+        "trace!(", "debug!(", "info!(", "warn!(", "error!(", "event!(",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
 }
 
 fn walk(dir: &Path, files: &mut Vec<PathBuf>) {

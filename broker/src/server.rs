@@ -130,9 +130,8 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         let ready = ready_sender.clone();
         let connection_limits = connection_limits.clone();
         let opened = opened.clone();
-        let mut builder =
-            LocalExecutorBuilder::new(Placement::Fixed(shard_core(id, cpus)))
-                .name(&format!("shard-{id}"));
+        let mut builder = LocalExecutorBuilder::new(Placement::Fixed(shard_core(id, cpus)))
+            .name(&format!("shard-{id}"));
         let busy_poll = Duration::from_micros(config.shard_busy_poll_us);
         if let Some(spin) = crate::busy_poll::executor_spin(busy_poll) {
             builder = builder.spin_before_park(spin);

@@ -73,8 +73,8 @@ pub fn run(args: &LogLevelArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         (Some(level), _) => {
             // Kafka takes its upper-case names only; any case here. A name that is no
             // level goes as it is: the broker's INVALID_CONFIG says what it takes.
-            let level = Level::parse(level)
-                .map_or_else(|| level.clone(), |l| l.kafka_name().to_string());
+            let level =
+                Level::parse(level).map_or_else(|| level.clone(), |l| l.kafka_name().to_string());
             Some((OP_SET, Some(level)))
         }
         (None, true) => Some((OP_DELETE, Some(String::new()))),

@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(described[0], ("root".to_string(), "WARN"));
         let level_of = |name: &str| described.iter().find(|(n, _)| n == name).unwrap().1;
         assert_eq!(level_of("broker::handlers"), "DEBUG");
-        assert_eq!(level_of("broker::handlers::fetch"), "DEBUG");
+        assert_eq!(level_of("broker::handlers::groups"), "DEBUG");
         assert_eq!(level_of("broker::server"), "WARN");
     }
 
@@ -193,7 +193,11 @@ mod tests {
         assert_eq!(new.summary(), "root=WARN broker::connection=DEBUG");
         let back = alter(
             &new,
-            &[("broker::connection".into(), AlterOp::Delete, Some("".into()))],
+            &[(
+                "broker::connection".into(),
+                AlterOp::Delete,
+                Some("".into()),
+            )],
         )
         .unwrap();
         assert_eq!(back.effective("broker::connection"), Level::Warn);

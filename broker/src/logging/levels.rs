@@ -175,7 +175,9 @@ impl LoggerLevels {
 
     /// The loggers with a level of their own (root not included).
     pub fn set_loggers(&self) -> impl Iterator<Item = (&str, Level)> {
-        self.loggers.iter().map(|(name, level)| (name.as_str(), *level))
+        self.loggers
+            .iter()
+            .map(|(name, level)| (name.as_str(), *level))
     }
 
     /// The level in force for `target`: that of the most specific logger set on it or on a
@@ -296,7 +298,10 @@ mod tests {
         assert_eq!(levels.effective("shard::log::segment"), Level::Trace);
         assert_eq!(levels.effective("broker::server"), Level::Warn);
         assert_eq!(LoggerLevels::parse("").unwrap(), LoggerLevels::default());
-        assert_eq!(LoggerLevels::parse("root=ERROR").unwrap().root(), Level::Error);
+        assert_eq!(
+            LoggerLevels::parse("root=ERROR").unwrap().root(),
+            Level::Error
+        );
         assert_eq!(
             LoggerLevels::parse("INFO,broker=LOUD"),
             Err(LevelsError::BadLevel("LOUD".into()))
@@ -318,7 +323,10 @@ mod tests {
         levels.set("broker::handlers::fetch", Level::Error);
         assert_eq!(levels.effective("broker::handlers::fetch"), Level::Error);
         // A logger covers modules below it, not names that merely start the same way.
-        assert_eq!(levels.effective("broker::handlers::fetch_session"), Level::Debug);
+        assert_eq!(
+            levels.effective("broker::handlers::fetch_session"),
+            Level::Debug
+        );
         assert_eq!(levels.effective("broker::handlers::produce"), Level::Debug);
         assert_eq!(levels.effective("broker::handlersx"), Level::Info);
         assert_eq!(levels.effective("broker"), Level::Info);
