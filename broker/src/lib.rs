@@ -12,6 +12,7 @@ pub mod handoff;
 pub mod host_checks;
 pub mod limits;
 pub mod metadata;
+pub mod metrics;
 pub mod partition_ops;
 pub mod server;
 pub mod shard;

@@ -87,6 +87,8 @@ pub struct BrokerConfig {
     /// `connection.handoff.enable` (ours): plaintext connections move to the shard owning
     /// what they touch (see `handoff`).
     pub connection_handoff_enable: bool,
+    /// `metrics.listener` (ours): `host:port` of the Prometheus endpoint; `None` = off.
+    pub metrics_listener: Option<String>,
     /// Per shard; <= 0 = `limits::DEFAULT_SHARD_PENDING_BYTES`.
     pub queued_max_request_bytes: i64,
     /// Group coordinator settings (`offsets.*`, `group.*`).
@@ -374,6 +376,10 @@ impl BrokerConfig {
             queued_max_requests: num("queued.max.requests", get("queued.max.requests"))?,
             fetch_copy: get("fetch.path") == Some("copy"),
             connection_handoff_enable: !matches!(get("connection.handoff.enable"), Some(v) if v.eq_ignore_ascii_case("false")),
+            metrics_listener: set("metrics.listener")
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .and_then(|v| crate::metrics::parse_listener(v).ok()),
             queued_max_request_bytes: num(
                 "queued.max.request.bytes",
                 get("queued.max.request.bytes"),

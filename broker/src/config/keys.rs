@@ -55,6 +55,8 @@ pub enum Check {
     NonEmptyList,
     /// A double in [0, 1].
     Ratio,
+    /// Empty, or `http://host:port` (see `metrics::parse_listener`).
+    HttpListener,
 }
 
 /// One row of a key table.
@@ -635,6 +637,13 @@ pub const BROKER_KEYS: &[Spec] = &[
         Some("true"),
         Check::None,
         "Ours, not Kafka's: move a plaintext connection whose Produce and Fetch requests mostly touch partitions of another shard to that shard, so they are served without a hop between cores. TLS connections stay where they were accepted. false = every connection stays on the shard that accepted it.",
+    ),
+    spec(
+        "metrics.listener",
+        T::String,
+        None,
+        Check::HttpListener,
+        "Ours, not Kafka's: http://host:port of the Prometheus endpoint (GET /metrics, text format 0.0.4: per shard and API requests, errors, latency, bytes; connections; forwards and handoffs; page cache vs disk fetches; fsyncs; log size per partition; consumer group lag). Unset or empty = no endpoint.",
     ),
 ];
 
