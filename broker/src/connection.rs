@@ -370,9 +370,7 @@ async fn serve_from(
     if let End::Moved(_) = end {
         keep_open.set(true);
     }
-    shard
-        .metrics
-        .connection_ended(matches!(end, End::Moved(_)));
+    shard.metrics.connection_ended(matches!(end, End::Moved(_)));
     drop(responses);
     match end {
         End::PeerGone(None) => {

@@ -252,8 +252,11 @@ async fn run_shard(
     )))
     .detach();
     if let Some(board) = metrics {
-        glommio::spawn_local(crate::metrics::snapshot::publish(Rc::downgrade(&shard), board))
-            .detach();
+        glommio::spawn_local(crate::metrics::snapshot::publish(
+            Rc::downgrade(&shard),
+            board,
+        ))
+        .detach();
     }
     let budget = shard.handoff.budget(&shard.config);
     let refusals = Rc::new(RefusalLog::default());

@@ -169,6 +169,7 @@ impl Shard {
     ) -> Rc<Shard> {
         let group_commit = GroupCommit::new();
         let topic_defaults = RefCell::new(layered_config(&config, &image));
+        let metrics = crate::metrics::ShardRecorder::new(config.metrics_listener.is_some());
         Rc::new(Shard {
             id,
             topic_defaults,
@@ -188,7 +189,7 @@ impl Shard {
             topic_changes: glommio::sync::Semaphore::new(1),
             producer_ids: Cell::new((0, 0)),
             stats: Stats::default(),
-            metrics: crate::metrics::ShardRecorder::new(config.metrics_listener.is_some()),
+            metrics,
             coordinator: crate::group::Coordinator::default(),
             fetch_sessions: Default::default(),
             handoff: Default::default(),

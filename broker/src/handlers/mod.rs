@@ -139,7 +139,12 @@ pub fn dispatch(
     let api_version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
     // From here on the request is counted and, with metrics on, timed until its response.
-    let held = Timed::new(shard, held, api_key, frame.len() + wire::frame::FRAME_HEADER_BYTES);
+    let held = Timed::new(
+        shard,
+        held,
+        api_key,
+        frame.len() + wire::frame::FRAME_HEADER_BYTES,
+    );
     let mut ctx = RequestContext {
         api_key,
         api_version,

@@ -68,7 +68,12 @@ impl Exposition {
 
     /// The `_bucket`, `_sum` and `_count` samples of one histogram of microseconds, exported
     /// in seconds (Prometheus' base unit).
-    pub fn histogram(&mut self, name: &str, labels: &[(&str, &str)], histogram: &HistogramSnapshot) {
+    pub fn histogram(
+        &mut self,
+        name: &str,
+        labels: &[(&str, &str)],
+        histogram: &HistogramSnapshot,
+    ) {
         let bucket_name = format!("{name}_bucket");
         let cumulative = histogram.cumulative();
         for (i, count) in cumulative.iter().enumerate() {
@@ -155,14 +160,14 @@ mod tests {
     fn families_samples_and_escaping() {
         let mut text = Exposition::new();
         text.family("broker_requests_total", Kind::Counter, "Requests.\nread");
-        text.sample("broker_requests_total", &[("shard", "0"), ("api", "Produce")], 7);
+        text.sample(
+            "broker_requests_total",
+            &[("shard", "0"), ("api", "Produce")],
+            7,
+        );
         text.sample("broker_requests_total", &[], 1);
         text.family("broker_log_size_bytes", Kind::Gauge, "Size.");
-        text.sample_i64(
-            "broker_log_size_bytes",
-            &[("topic", "a\"b\\c\nd")],
-            -1,
-        );
+        text.sample_i64("broker_log_size_bytes", &[("topic", "a\"b\\c\nd")], -1);
         let out = text.finish();
         assert_eq!(
             out,
@@ -187,9 +192,18 @@ mod tests {
         text.histogram("lat_seconds", &[("api", "Fetch")], &histogram.snapshot());
         let out = text.finish();
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines[2], "lat_seconds_bucket{api=\"Fetch\",le=\"0.00005\"} 1");
-        assert_eq!(lines[3], "lat_seconds_bucket{api=\"Fetch\",le=\"0.0001\"} 1");
-        assert_eq!(lines[7], "lat_seconds_bucket{api=\"Fetch\",le=\"0.0025\"} 2");
+        assert_eq!(
+            lines[2],
+            "lat_seconds_bucket{api=\"Fetch\",le=\"0.00005\"} 1"
+        );
+        assert_eq!(
+            lines[3],
+            "lat_seconds_bucket{api=\"Fetch\",le=\"0.0001\"} 1"
+        );
+        assert_eq!(
+            lines[7],
+            "lat_seconds_bucket{api=\"Fetch\",le=\"0.0025\"} 2"
+        );
         assert_eq!(lines[18], "lat_seconds_bucket{api=\"Fetch\",le=\"10\"} 2");
         assert_eq!(lines[19], "lat_seconds_bucket{api=\"Fetch\",le=\"+Inf\"} 3");
         assert_eq!(lines[20], "lat_seconds_sum{api=\"Fetch\"} 11.00204");

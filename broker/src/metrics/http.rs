@@ -54,7 +54,14 @@ fn accept_loop(listener: TcpListener, board: Arc<Board>) {
         if active.fetch_add(1, Ordering::AcqRel) >= MAX_SCRAPE_CONNECTIONS {
             active.fetch_sub(1, Ordering::AcqRel);
             let mut stream = stream;
-            let _ = respond(&mut stream, 503, "Service Unavailable", &[], b"too many scrapes at once\n", false);
+            let _ = respond(
+                &mut stream,
+                503,
+                "Service Unavailable",
+                &[],
+                b"too many scrapes at once\n",
+                false,
+            );
             continue;
         }
         let board = board.clone();
@@ -165,7 +172,14 @@ fn serve(mut stream: TcpStream, board: &Board) {
                 head_only,
             )
         }
-        Route::NotFound => respond(&mut stream, 404, "Not Found", &[], b"not found; try /metrics\n", false),
+        Route::NotFound => respond(
+            &mut stream,
+            404,
+            "Not Found",
+            &[],
+            b"not found; try /metrics\n",
+            false,
+        ),
         Route::MethodNotAllowed => respond(
             &mut stream,
             405,
@@ -174,7 +188,14 @@ fn serve(mut stream: TcpStream, board: &Board) {
             b"method not allowed\n",
             false,
         ),
-        Route::BadRequest => respond(&mut stream, 400, "Bad Request", &[], b"bad request\n", false),
+        Route::BadRequest => respond(
+            &mut stream,
+            400,
+            "Bad Request",
+            &[],
+            b"bad request\n",
+            false,
+        ),
     };
 }
 
@@ -231,7 +252,10 @@ mod tests {
         );
         assert_eq!(route(b"GET / HTTP/1.1\r\n\r\n"), Route::NotFound);
         assert_eq!(route(b"GET /metricsx HTTP/1.1\r\n\r\n"), Route::NotFound);
-        assert_eq!(route(b"POST /metrics HTTP/1.1\r\n\r\n"), Route::MethodNotAllowed);
+        assert_eq!(
+            route(b"POST /metrics HTTP/1.1\r\n\r\n"),
+            Route::MethodNotAllowed
+        );
         assert_eq!(route(b"GET /metrics\r\n\r\n"), Route::BadRequest);
         assert_eq!(route(b"GET /metrics SPDY/3\r\n\r\n"), Route::BadRequest);
         assert_eq!(route(b"\xff\xfe\r\n\r\n"), Route::BadRequest);

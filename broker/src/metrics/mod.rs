@@ -69,8 +69,14 @@ mod tests {
 
     #[test]
     fn listener_values() {
-        assert_eq!(parse_listener("http://127.0.0.1:9644").unwrap(), "127.0.0.1:9644");
-        assert_eq!(parse_listener("http://0.0.0.0:9644/").unwrap(), "0.0.0.0:9644");
+        assert_eq!(
+            parse_listener("http://127.0.0.1:9644").unwrap(),
+            "127.0.0.1:9644"
+        );
+        assert_eq!(
+            parse_listener("http://0.0.0.0:9644/").unwrap(),
+            "0.0.0.0:9644"
+        );
         assert_eq!(parse_listener("http://localhost:1").unwrap(), "localhost:1");
         assert_eq!(parse_listener("http://[::1]:9644").unwrap(), "[::1]:9644");
         for bad in [

@@ -203,7 +203,12 @@ mod tests {
         let (key, produce) = &apis[0];
         assert_eq!(*key, 0);
         assert_eq!(
-            (produce.requests, produce.errors, produce.bytes_in, produce.bytes_out),
+            (
+                produce.requests,
+                produce.errors,
+                produce.bytes_in,
+                produce.bytes_out
+            ),
             (2, 1, 160, 40)
         );
         assert_eq!(produce.latency.count(), 2);
@@ -229,9 +234,19 @@ mod tests {
                 recorder.finish(timer, std::hint::black_box(60), false);
             }
             let ns = started.elapsed().as_nanos() as f64 / f64::from(ROUNDS);
-            println!("metrics {}: {ns:.1} ns per request recorded", if enabled { "on" } else { "off" });
+            println!(
+                "metrics {}: {ns:.1} ns per request recorded",
+                if enabled { "on" } else { "off" }
+            );
             if enabled {
-                assert_eq!(recorder.api_snapshots().iter().map(|(_, a)| a.requests).sum::<u64>(), u64::from(ROUNDS));
+                assert_eq!(
+                    recorder
+                        .api_snapshots()
+                        .iter()
+                        .map(|(_, a)| a.requests)
+                        .sum::<u64>(),
+                    u64::from(ROUNDS)
+                );
             }
         }
     }

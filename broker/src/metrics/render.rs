@@ -124,7 +124,11 @@ pub fn render(collected: &Collected) -> String {
     let shards = &collected.snapshots;
     let labels: Vec<String> = shards.iter().map(|s| s.shard.to_string()).collect();
 
-    text.family("broker_shards", Kind::Gauge, "Shards (cores) of the broker.");
+    text.family(
+        "broker_shards",
+        Kind::Gauge,
+        "Shards (cores) of the broker.",
+    );
     text.sample("broker_shards", &[], collected.shards as u64);
     text.family(
         "broker_metrics_stale_shards",
@@ -142,7 +146,11 @@ pub fn render(collected: &Collected) -> String {
     for family in PER_SHARD {
         text.family(family.name, family.kind, family.help);
         for (snapshot, shard) in shards.iter().zip(&labels) {
-            text.sample(family.name, &[("shard", shard.as_str())], (family.value)(snapshot));
+            text.sample(
+                family.name,
+                &[("shard", shard.as_str())],
+                (family.value)(snapshot),
+            );
         }
     }
     text.family(
@@ -152,8 +160,16 @@ pub fn render(collected: &Collected) -> String {
     );
     for (snapshot, shard) in shards.iter().zip(&labels) {
         let name = "broker_fetch_ranges_total";
-        text.sample(name, &[("shard", shard.as_str()), ("cache", "hot")], snapshot.hot_ranges);
-        text.sample(name, &[("shard", shard.as_str()), ("cache", "cold")], snapshot.cold_ranges);
+        text.sample(
+            name,
+            &[("shard", shard.as_str()), ("cache", "hot")],
+            snapshot.hot_ranges,
+        );
+        text.sample(
+            name,
+            &[("shard", shard.as_str()), ("cache", "cold")],
+            snapshot.cold_ranges,
+        );
     }
     text.family(
         "broker_fsync_round_duration_seconds",
@@ -213,7 +229,11 @@ fn api_families(text: &mut Exposition, shards: &[ShardSnapshot], labels: &[Strin
         text.family(name, Kind::Counter, help);
         for (snapshot, shard) in shards.iter().zip(labels) {
             for (key, api) in &snapshot.apis {
-                text.sample(name, &[("shard", shard.as_str()), ("api", api_name(*key).as_str())], field(api));
+                text.sample(
+                    name,
+                    &[("shard", shard.as_str()), ("api", api_name(*key).as_str())],
+                    field(api),
+                );
             }
         }
     }
@@ -225,7 +245,11 @@ fn api_families(text: &mut Exposition, shards: &[ShardSnapshot], labels: &[Strin
     );
     for (snapshot, shard) in shards.iter().zip(labels) {
         for (key, api) in &snapshot.apis {
-            text.histogram(name, &[("shard", shard.as_str()), ("api", api_name(*key).as_str())], &api.latency);
+            text.histogram(
+                name,
+                &[("shard", shard.as_str()), ("api", api_name(*key).as_str())],
+                &api.latency,
+            );
         }
     }
 }
@@ -292,7 +316,11 @@ fn group_families(text: &mut Exposition, shards: &[ShardSnapshot]) {
         let partition = c.partition.to_string();
         text.sample_i64(
             "broker_consumer_group_committed_offset",
-            &[("group", c.group.as_str()), ("topic", c.topic.as_str()), ("partition", partition.as_str())],
+            &[
+                ("group", c.group.as_str()),
+                ("topic", c.topic.as_str()),
+                ("partition", partition.as_str()),
+            ],
             c.offset,
         );
     }
@@ -308,12 +336,15 @@ fn group_families(text: &mut Exposition, shards: &[ShardSnapshot]) {
         let partition = c.partition.to_string();
         text.sample_i64(
             "broker_consumer_group_lag",
-            &[("group", c.group.as_str()), ("topic", c.topic.as_str()), ("partition", partition.as_str())],
+            &[
+                ("group", c.group.as_str()),
+                ("topic", c.topic.as_str()),
+                ("partition", partition.as_str()),
+            ],
             (end - c.offset.max(0)).max(0),
         );
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -371,9 +402,15 @@ mod tests {
         let has = |line: &str| out.lines().any(|l| l == line);
         assert!(has("broker_shards 2"));
         assert!(has("broker_requests_total{shard=\"0\",api=\"Produce\"} 3"));
-        assert!(has("broker_request_errors_total{shard=\"0\",api=\"Produce\"} 1"));
-        assert!(has("broker_request_bytes_total{shard=\"0\",api=\"Produce\"} 300"));
-        assert!(has("broker_response_bytes_total{shard=\"0\",api=\"Produce\"} 90"));
+        assert!(has(
+            "broker_request_errors_total{shard=\"0\",api=\"Produce\"} 1"
+        ));
+        assert!(has(
+            "broker_request_bytes_total{shard=\"0\",api=\"Produce\"} 300"
+        ));
+        assert!(has(
+            "broker_response_bytes_total{shard=\"0\",api=\"Produce\"} 90"
+        ));
         assert!(has(
             "broker_request_duration_seconds_count{shard=\"0\",api=\"Produce\"} 0"
         ));
@@ -387,7 +424,9 @@ mod tests {
         assert!(has(
             "broker_consumer_group_committed_offset{group=\"g\",topic=\"t\",partition=\"1\"} 7"
         ));
-        assert!(has("broker_consumer_group_lag{group=\"g\",topic=\"t\",partition=\"1\"} 3"));
+        assert!(has(
+            "broker_consumer_group_lag{group=\"g\",topic=\"t\",partition=\"1\"} 3"
+        ));
         assert!(!out.contains("broker_consumer_group_lag{group=\"g\",topic=\"gone\""));
         // Each family's TYPE line appears once, before its samples.
         let types = out.lines().filter(|l| l.starts_with("# TYPE ")).count();

@@ -211,7 +211,8 @@ impl Board {
         let deadline = Instant::now() + wait;
         let mut snapshots = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
         loop {
-            let fresh = |s: &Option<ShardSnapshot>| s.as_ref().is_some_and(|s| s.generation >= generation);
+            let fresh =
+                |s: &Option<ShardSnapshot>| s.as_ref().is_some_and(|s| s.generation >= generation);
             if snapshots.iter().all(fresh) {
                 break;
             }
