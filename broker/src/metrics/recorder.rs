@@ -193,7 +193,7 @@ mod tests {
         recorder.finish(timer, 0, true);
         let timer = recorder.start(1, 30);
         recorder.refused(Some(1));
-        drop(timer);
+        let _ = timer; // never finished: the connection closed instead
         recorder.refused(None);
         // Keys outside the table are ignored rather than indexed.
         recorder.refused(Some(-1));

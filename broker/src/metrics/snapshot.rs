@@ -209,10 +209,10 @@ impl Board {
     pub fn collect(&self, wait: Duration) -> Collected {
         let generation = self.wanted.fetch_add(1, Ordering::AcqRel) + 1;
         let deadline = Instant::now() + wait;
+        let fresh =
+            |s: &Option<ShardSnapshot>| s.as_ref().is_some_and(|s| s.generation >= generation);
         let mut snapshots = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
         loop {
-            let fresh =
-                |s: &Option<ShardSnapshot>| s.as_ref().is_some_and(|s| s.generation >= generation);
             if snapshots.iter().all(fresh) {
                 break;
             }
@@ -227,10 +227,7 @@ impl Board {
                 .0;
         }
         let shards = snapshots.len();
-        let stale_shards = snapshots
-            .iter()
-            .filter(|s| !s.as_ref().is_some_and(|s| s.generation >= generation))
-            .count();
+        let stale_shards = snapshots.iter().filter(|s| !fresh(s)).count();
         Collected {
             snapshots: snapshots.iter().flatten().cloned().collect(),
             stale_shards,
