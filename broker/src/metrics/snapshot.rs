@@ -103,6 +103,8 @@ impl ShardSnapshot {
                 log_end_offset: log.log_end_offset(),
             });
         }
+        // Stable order between scrapes (the shard's map has none).
+        partitions.sort_unstable_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
         let mut committed = Vec::new();
         shard
             .coordinator
