@@ -133,6 +133,7 @@ async fn serve_from(
     let movable =
         shard.config.connection_handoff_enable && matches!(transport.reader, Reader::Plain(_));
     let tally = Tally::new(shard.id, shard.shard_count(), movable, fresh);
+    shard.metrics.connection_opened();
     let Transport {
         mut reader,
         mut writer,
@@ -257,7 +258,10 @@ async fn serve_from(
                                 tally.request();
                             }
                         }
-                        Err(reason) => break 'read End::Refused(reason),
+                        Err(reason) => {
+                            shard.metrics.refused(api_key);
+                            break 'read End::Refused(reason);
+                        }
                     }
                 }
             }
@@ -366,6 +370,7 @@ async fn serve_from(
     if let End::Moved(_) = end {
         keep_open.set(true);
     }
+    shard.metrics.connection_ended(matches!(end, End::Moved(_)));
     drop(responses);
     match end {
         End::PeerGone(None) => {

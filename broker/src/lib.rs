@@ -13,6 +13,7 @@ pub mod host_checks;
 pub mod limits;
 pub mod logging;
 pub mod metadata;
+pub mod metrics;
 pub mod partition_ops;
 pub mod server;
 pub mod shard;

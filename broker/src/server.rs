@@ -115,6 +115,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     crate::startup_log::io_path(&config);
     crate::startup_log::fetch_path(&config, &_data_dir_lock);
     crate::host_checks::log_shortfalls(&data_dir, shard_count, cpus);
+    let metrics = crate::metrics::start(config.metrics_listener.as_deref(), shard_count)?;
 
     let config = Arc::new(config);
     let opened = Arc::new(StartupBarrier::new(shard_count));
@@ -130,6 +131,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         let ready = ready_sender.clone();
         let connection_limits = connection_limits.clone();
         let opened = opened.clone();
+        let metrics = metrics.clone();
         let mut builder = LocalExecutorBuilder::new(Placement::Fixed(shard_core(id, cpus)))
             .name(&format!("shard-{id}"));
         let busy_poll = Duration::from_micros(config.shard_busy_poll_us);
@@ -148,6 +150,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
                     ready,
                     connection_limits,
                     opened,
+                    metrics,
                 )
                 .await;
             })
@@ -208,6 +211,7 @@ async fn run_shard(
     ready: mpsc::Sender<Result<usize, String>>,
     connection_limits: Arc<ConnectionLimits>,
     opened: Arc<StartupBarrier>,
+    metrics: Option<Arc<crate::metrics::Board>>,
 ) {
     let shard = Shard::new(id, config, Arc::new(Image::default()), controller);
     shard.group_commit.spawn();
@@ -243,6 +247,13 @@ async fn run_shard(
         shard.config.shard_busy_poll_us,
     )))
     .detach();
+    if let Some(board) = metrics {
+        glommio::spawn_local(crate::metrics::snapshot::publish(
+            Rc::downgrade(&shard),
+            board,
+        ))
+        .detach();
+    }
     let budget = shard.handoff.budget(&shard.config);
     let refusals = Rc::new(RefusalLog::default());
     glommio::spawn_local(crate::group::Coordinator::run_timer(Rc::downgrade(&shard))).detach();
@@ -370,12 +381,14 @@ async fn accept_loop(
                     Ok(slot) => slot,
                     // As Kafka does: accepted, then closed at once (dropping the stream).
                     Err(refusal) => {
+                        shard.metrics.connection_refused();
                         let peer =
                             peer.map_or_else(|| "unknown".to_string(), |addr| addr.to_string());
                         refusals.refused(id, &peer, &refusal);
                         continue;
                     }
                 };
+                shard.metrics.connection_accepted();
                 let peer = peer.map_or_else(|| "unknown".to_string(), |addr| addr.to_string());
                 match (&acceptor, listener.protocol) {
                     (Some(acceptor), SecurityProtocol::Ssl) => {

@@ -150,6 +150,8 @@ pub struct Shard {
     /// This shard's block of producer ids: (next to give, end exclusive).
     producer_ids: Cell<(i64, i64)>,
     pub stats: Stats,
+    /// Per-request figures for the metrics endpoint (see `metrics`).
+    pub metrics: crate::metrics::ShardRecorder,
     /// The group coordinator of this shard's `__consumer_offsets` partitions.
     pub coordinator: crate::group::Coordinator,
     /// Fetch sessions (KIP-227) of the connections this shard serves.
@@ -167,6 +169,7 @@ impl Shard {
     ) -> Rc<Shard> {
         let group_commit = GroupCommit::new();
         let topic_defaults = RefCell::new(layered_config(&config, &image));
+        let metrics = crate::metrics::ShardRecorder::new(config.metrics_listener.is_some());
         Rc::new(Shard {
             id,
             topic_defaults,
@@ -186,6 +189,7 @@ impl Shard {
             topic_changes: glommio::sync::Semaphore::new(1),
             producer_ids: Cell::new((0, 0)),
             stats: Stats::default(),
+            metrics,
             coordinator: crate::group::Coordinator::default(),
             fetch_sessions: Default::default(),
             handoff: Default::default(),
@@ -256,6 +260,15 @@ impl Shard {
 
     pub fn partition_count(&self) -> usize {
         self.partitions.borrow().len()
+    }
+
+    /// Every partition this shard owns, with its key (metrics snapshots).
+    pub fn owned_partitions(&self) -> Vec<((TopicId, i32), Rc<Partition>)> {
+        self.partitions
+            .borrow()
+            .iter()
+            .map(|(key, partition)| (*key, partition.clone()))
+            .collect()
     }
 
     /// Runs `request` on shard `target`: locally when that is this shard, else over the mesh.

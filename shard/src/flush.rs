@@ -177,6 +177,8 @@ pub struct LatencyHist {
     buckets: RefCell<Box<[u64; HIST_BUCKETS]>>,
     count: Cell<u64>,
     max: Cell<u64>,
+    /// Sum of every value recorded (the metrics endpoint exports it as the histogram's sum).
+    sum: Cell<u64>,
 }
 
 impl Default for LatencyHist {
@@ -185,6 +187,7 @@ impl Default for LatencyHist {
             buckets: RefCell::new(Box::new([0; HIST_BUCKETS])),
             count: Cell::new(0),
             max: Cell::new(0),
+            sum: Cell::new(0),
         }
     }
 }
@@ -213,9 +216,25 @@ impl LatencyHist {
         self.buckets.borrow_mut()[Self::bucket(us).min(HIST_BUCKETS - 1)] += 1;
         self.count.set(self.count.get() + 1);
         self.max.set(self.max.get().max(us));
+        self.sum.set(self.sum.get().saturating_add(us));
     }
     pub fn count(&self) -> u64 {
         self.count.get()
+    }
+    /// Sum of the values recorded, in microseconds.
+    pub fn sum_us(&self) -> u64 {
+        self.sum.get()
+    }
+    /// Values recorded in buckets whose upper bound is at most `us` (so the count of values
+    /// at most `us`, to the bucket's 12 % resolution): what a Prometheus bucket `le=us` holds.
+    pub fn count_at_most(&self, us: u64) -> u64 {
+        self.buckets
+            .borrow()
+            .iter()
+            .enumerate()
+            .take_while(|(b, _)| Self::upper(*b) <= us)
+            .map(|(_, &c)| c)
+            .sum()
     }
     /// The value at quantile `q` (bucket upper bound, at most the max seen).
     pub fn quantile(&self, q: f64) -> u64 {
@@ -591,6 +610,22 @@ mod tests {
     fn append(log: &LogHandle, records: usize) -> i64 {
         let (b, h) = batch(records, 10, 1);
         log.borrow_mut().append(&b, &h, 0).unwrap().last_offset
+    }
+
+    #[test]
+    fn latency_hist_sum_and_count_at_most() {
+        let hist = LatencyHist::default();
+        for us in [3, 90, 1_000, 40_000] {
+            hist.record(Duration::from_micros(us));
+        }
+        assert_eq!(hist.sum_us(), 3 + 90 + 1_000 + 40_000);
+        assert_eq!(hist.count_at_most(2), 0);
+        assert_eq!(hist.count_at_most(3), 1);
+        // 90 lands in a bucket [88, 95]: counted at 100, not at 50.
+        assert_eq!(hist.count_at_most(50), 1);
+        assert_eq!(hist.count_at_most(100), 2);
+        assert_eq!(hist.count_at_most(1_100), 3);
+        assert_eq!(hist.count_at_most(10_000_000), 4);
     }
 
     #[test]

@@ -91,6 +91,8 @@ pub struct BrokerConfig {
     pub log_format: crate::logging::LogFormat,
     /// `log.level`, parsed (RUST_LOG may still win at start, see `logging`).
     pub log_levels: crate::logging::LoggerLevels,
+    /// `metrics.listener` (ours): `host:port` of the Prometheus endpoint; `None` = off.
+    pub metrics_listener: Option<String>,
     /// Per shard; <= 0 = `limits::DEFAULT_SHARD_PENDING_BYTES`.
     pub queued_max_request_bytes: i64,
     /// Group coordinator settings (`offsets.*`, `group.*`).
@@ -390,6 +392,10 @@ impl BrokerConfig {
                     }
                 })?
             },
+            metrics_listener: set("metrics.listener")
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .and_then(|v| crate::metrics::parse_listener(v).ok()),
             queued_max_request_bytes: num(
                 "queued.max.request.bytes",
                 get("queued.max.request.bytes"),

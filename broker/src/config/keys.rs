@@ -55,6 +55,8 @@ pub enum Check {
     NonEmptyList,
     /// A double in [0, 1].
     Ratio,
+    /// Empty, or `http://host:port` (see `metrics::parse_listener`).
+    HttpListener,
 }
 
 /// One row of a key table.
@@ -649,6 +651,13 @@ pub const BROKER_KEYS: &[Spec] = &[
         Some("INFO"),
         Check::None,
         "Ours, not Kafka's: the starting log levels: a level (TRACE, DEBUG, INFO, WARN, ERROR, OFF; FATAL = ERROR) and LOGGER=LEVEL items, comma-separated (INFO,broker::connection=DEBUG), a logger being a module path. RUST_LOG, when set, wins. At run time: SIGUSR1/SIGUSR2 or IncrementalAlterConfigs on BROKER_LOGGER.",
+    ),
+    spec(
+        "metrics.listener",
+        T::String,
+        None,
+        Check::HttpListener,
+        "Ours, not Kafka's: http://host:port of the Prometheus endpoint (GET /metrics, text format 0.0.4: per shard and API requests, errors, latency, bytes; connections; forwards and handoffs; page cache vs disk fetches; fsyncs; log size per partition; consumer group lag). Unset or empty = no endpoint.",
     ),
 ];
 

@@ -140,6 +140,22 @@ pub struct Coordinator {
     epoch: Instant,
 }
 
+impl Coordinator {
+    /// Calls `each(group, topic, partition, offset)` for every committed offset of the groups
+    /// this shard coordinates (metrics snapshots).
+    pub fn each_committed_offset(&self, mut each: impl FnMut(&str, &str, i32, i64)) {
+        for state in self.partitions.borrow().values() {
+            if let PartitionState::Loaded { groups, .. } = state {
+                for (group_id, group) in groups {
+                    for ((topic, partition), committed) in &group.offsets {
+                        each(group_id, topic, *partition, committed.offset);
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Default for Coordinator {
     fn default() -> Self {
         Coordinator {
