@@ -4,7 +4,8 @@
 //! configuration, opens the metadata log, and starts one glommio shard per core (see
 //! `server`). Errors at start-up are reported with context and a non-zero exit.
 //! `broker tune check|apply` runs the `tuning` crate's host checks; `broker dump-log` prints a
-//! log segment and `broker topics` administers topics (see `admin`).
+//! log segment, `broker topics` administers topics, `broker get-offsets` and
+//! `broker describe-cluster` ask any Kafka broker (see `admin`).
 
 use broker::{admin, config, server};
 use std::path::PathBuf;
@@ -50,11 +51,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Creates, lists, describes and deletes topics over the Kafka protocol (kafka-topics.sh).
+    /// Creates, lists, describes, alters and deletes topics over the Kafka protocol
+    /// (kafka-topics.sh, kafka-configs.sh).
     Topics {
         #[command(subcommand)]
         command: admin::topics::TopicsCommand,
     },
+    /// Prints partitions' offsets at a time: earliest, latest, ... (kafka-get-offsets.sh).
+    GetOffsets(admin::offsets::GetOffsetsArgs),
+    /// Prints the cluster id, the controller and the brokers.
+    DescribeCluster(admin::cluster::DescribeClusterArgs),
 }
 
 /// glibc serves allocations above its mmap threshold (128 KiB by default, adapting upwards)
@@ -90,6 +96,8 @@ fn main() {
             json,
         } => dump_log(&file, admin::dump_log::Options { print_data, json }),
         Command::Topics { command } => topics(command),
+        Command::GetOffsets(args) => to_stdout(|out| admin::offsets::run(&args, out)),
+        Command::DescribeCluster(args) => to_stdout(|out| admin::cluster::run(&args, out)),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");
@@ -115,6 +123,16 @@ fn dump_log(file: &std::path::Path, options: admin::dump_log::Options) -> anyhow
 fn topics(command: admin::topics::TopicsCommand) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let result = command.run(&mut out);
+    std::io::Write::flush(&mut out)?;
+    result
+}
+
+/// Runs an admin command whose output goes to buffered stdout.
+fn to_stdout(
+    command: impl FnOnce(&mut dyn std::io::Write) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let result = command(&mut out);
     std::io::Write::flush(&mut out)?;
     result
 }
