@@ -40,7 +40,8 @@ def json_lines(stdout):
 
 def topic_configs(bootstrap, topic):
     res = ConfigResource(ResourceType.TOPIC, topic)
-    return admin(bootstrap).describe_configs([res])[res].result(timeout=10)
+    a = admin(bootstrap)  # kept alive until the result is in
+    return a.describe_configs([res])[res].result(timeout=10)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,7 +205,8 @@ def test_get_offsets_against_librdkafka(broker):
 # describe-cluster.
 def test_describe_cluster_against_librdkafka(broker):
     b = broker.bootstrap
-    desc = admin(b).describe_cluster(request_timeout=10).result()
+    a = admin(b)
+    desc = a.describe_cluster(request_timeout=10).result()
     (mine,) = json_lines(cli("describe-cluster", "--bootstrap-server", b, "--json").stdout)
     assert mine["via"] == "DescribeCluster"
     assert mine["cluster_id"] == desc.cluster_id

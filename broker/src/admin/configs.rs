@@ -194,12 +194,13 @@ fn split_outside_brackets(s: &str, sep: char) -> Vec<&str> {
 
 /// Parses kafka-configs.sh's `--delete-config k1,k2` (repeatable).
 pub fn parse_delete_config(spec: &str) -> Result<DeleteConfig, String> {
-    Ok(DeleteConfig(spec
-        .split(',')
-        .map(str::trim)
-        .filter(|k| !k.is_empty())
-        .map(str::to_owned)
-        .collect()))
+    Ok(DeleteConfig(
+        spec.split(',')
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    ))
 }
 
 /// Which request an alter-config used.
@@ -500,7 +501,10 @@ mod tests {
         );
         // A key that is no override is refused before anything is altered.
         let err = alter_topic(&mut client, "t", &[], &["segment.bytes".to_owned()]).unwrap_err();
-        assert!(err.to_string().contains("Invalid config(s): segment.bytes"), "{err}");
+        assert!(
+            err.to_string().contains("Invalid config(s): segment.bytes"),
+            "{err}"
+        );
         assert!(rx.try_recv().is_err());
     }
 
@@ -520,10 +524,7 @@ mod tests {
                 ("x", "")
             ])
         );
-        assert_eq!(
-            parse_add_config(" a = b ").unwrap(),
-            pairs(&[("a", "b")])
-        );
+        assert_eq!(parse_add_config(" a = b ").unwrap(), pairs(&[("a", "b")]));
         assert!(parse_add_config("novalue").is_err());
         assert!(parse_add_config("a=b=c").is_err());
         let err = parse_add_config("bad key=1").unwrap_err();

@@ -163,9 +163,10 @@ fn sort_as_kafka(offsets: &mut [PartitionOffset]) {
 pub fn run(args: &GetOffsetsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let filter = match &args.topic_partitions {
         Some(patterns) => TopicPartitionFilter::from_patterns(patterns),
-        None => {
-            TopicPartitionFilter::from_topic_and_partitions(args.topic.as_deref(), args.partitions.as_deref())
-        }
+        None => TopicPartitionFilter::from_topic_and_partitions(
+            args.topic.as_deref(),
+            args.partitions.as_deref(),
+        ),
     }
     .map_err(anyhow::Error::msg)?;
     let mut bootstrap = Client::connect(&args.bootstrap_server)?;
@@ -327,9 +328,15 @@ mod tests {
         assert_eq!(parse(&[]).unwrap().time, LATEST);
         assert_eq!(parse(&["--time", "earliest"]).unwrap().time, EARLIEST);
         assert_eq!(parse(&["--time", "-2"]).unwrap().time, EARLIEST);
-        assert_eq!(parse(&["--time", "max-timestamp"]).unwrap().time, MAX_TIMESTAMP);
+        assert_eq!(
+            parse(&["--time", "max-timestamp"]).unwrap().time,
+            MAX_TIMESTAMP
+        );
         assert_eq!(parse(&["--time", "-3"]).unwrap().time, MAX_TIMESTAMP);
-        assert_eq!(parse(&["--time", "1700000000000"]).unwrap().time, 1_700_000_000_000);
+        assert_eq!(
+            parse(&["--time", "1700000000000"]).unwrap().time,
+            1_700_000_000_000
+        );
         let err = parse(&["--time", "yesterday"]).unwrap_err().to_string();
         assert!(err.contains("Malformed time argument yesterday"), "{err}");
         assert!(parse(&["--topic", "t", "--topic-partitions", "t:0"]).is_err());
@@ -374,7 +381,10 @@ mod tests {
                 ("__consumer_offsets".to_owned(), 0)
             ]
         );
-        assert_eq!(by_leader[&2], vec![("a".to_owned(), 1), ("b".to_owned(), 0)]);
+        assert_eq!(
+            by_leader[&2],
+            vec![("a".to_owned(), 1), ("b".to_owned(), 0)]
+        );
         assert_eq!(skipped.len(), 1);
         assert_eq!(skipped[0].error, "LEADER_NOT_AVAILABLE");
         let (by_leader, _) = select(&md, &all, true);

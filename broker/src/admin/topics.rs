@@ -13,11 +13,11 @@ use std::io::Write;
 use anyhow::{bail, Context};
 use serde_json::json;
 use wire::generated::api::ApiKey;
+use wire::generated::create_partitions_request::CreatePartitionsTopic;
 use wire::generated::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use wire::generated::delete_topics_request::DeleteTopicState;
 use wire::generated::metadata_request::MetadataRequestTopic;
 use wire::generated::metadata_response::MetadataResponseTopic;
-use wire::generated::create_partitions_request::CreatePartitionsTopic;
 use wire::generated::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
     DeleteTopicsRequest, DeleteTopicsResponse, MetadataRequest, MetadataResponse,
@@ -411,7 +411,12 @@ fn delete_topics(
     };
     let resp: DeleteTopicsResponse = client
         .request(ApiKey::DeleteTopics, version, &request)
-        .with_context(|| format!("deleting {} topic(s) (timeout {IO_TIMEOUT:?})", topics.len()))?;
+        .with_context(|| {
+            format!(
+                "deleting {} topic(s) (timeout {IO_TIMEOUT:?})",
+                topics.len()
+            )
+        })?;
     topics
         .iter()
         .map(|topic| {
@@ -422,9 +427,8 @@ fn delete_topics(
             else {
                 bail!("DeleteTopics response does not mention {topic}");
             };
-            let error = (result.error_code != 0).then(|| {
-                kafka_error(topic, result.error_code, result.error_message.as_deref())
-            });
+            let error = (result.error_code != 0)
+                .then(|| kafka_error(topic, result.error_code, result.error_message.as_deref()));
             Ok(((*topic).to_owned(), error))
         })
         .collect()
@@ -488,7 +492,10 @@ fn delete_matching(
     }
     progress.finish();
     if failed > 0 {
-        bail!("{failed} of {} matching topic(s) could not be deleted", names.len());
+        bail!(
+            "{failed} of {} matching topic(s) could not be deleted",
+            names.len()
+        );
     }
     Ok(())
 }
