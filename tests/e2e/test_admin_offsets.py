@@ -262,3 +262,58 @@ def test_commands_against_null_broker(null_broker):
     assert res.returncode == 1
     assert "supports neither IncrementalAlterConfigs nor AlterConfigs" in res.stderr
     cli("topics", "delete", "--bootstrap-server", b, "--topic", topic)
+
+
+# ---------------------------------------------------------------------------------------------
+# DescribeCluster on the wire: what librdkafka does not ask (endpoint types, authorized ops).
+def test_describe_cluster_raw_requests(broker):
+    import kproto as kp
+
+    def uvarint(r):
+        shift = n = 0
+        while True:
+            b = r.take(1)[0]
+            n |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return n
+
+    def compact_str(r):
+        n = uvarint(r)
+        return None if n == 0 else r.take(n - 1).decode()
+
+    def describe(sock, corr, version, endpoint_type, include_ops=False):
+        body = kp.i8(1 if include_ops else 0)
+        if version >= 1:
+            body += kp.i8(endpoint_type)
+        body += kp.uvarint(0)
+        r = kp.roundtrip(sock, kp.frame(kp.request_header_v2(60, version, corr) + body), corr)
+        uvarint(r)  # response header tagged fields
+        out = {"throttle": r.i32(), "error": r.i16(), "message": compact_str(r)}
+        if version >= 1:
+            out["endpoint_type"] = r.i8()
+        out["cluster_id"] = compact_str(r)
+        out["controller"] = r.i32()
+        out["brokers"] = []
+        for _ in range(uvarint(r) - 1):
+            out["brokers"].append((r.i32(), compact_str(r), r.i32(), compact_str(r)))
+            uvarint(r)
+        out["ops"] = r.i32()
+        return out
+
+    sock = kp.connect(broker.bootstrap)
+    try:
+        _, keys, _ = kp.parse_api_versions_v0(kp.roundtrip(sock, kp.api_versions(1), 1))
+        assert keys[60] == (0, 1)
+        ok = describe(sock, 2, 0, None, include_ops=True)
+        assert ok["error"] == 0 and ok["brokers"][0][2] == int(broker.bootstrap.rsplit(":")[1])
+        # CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS,
+        # IDEMPOTENT_WRITE: what a Kafka broker without ACLs allows on the cluster.
+        assert ok["ops"] == sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+        assert describe(sock, 3, 1, 1)["ops"] == -(1 << 31)
+        controllers = describe(sock, 4, 1, 2)
+        assert controllers["error"] == 114  # MISMATCHED_ENDPOINT_TYPE
+        assert "CONTROLLER" in controllers["message"]
+        assert describe(sock, 5, 1, 9)["error"] == 115  # UNSUPPORTED_ENDPOINT_TYPE
+    finally:
+        sock.close()
