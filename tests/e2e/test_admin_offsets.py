@@ -201,6 +201,25 @@ def test_get_offsets_against_librdkafka(broker):
     assert res.returncode != 0 and "Malformed time argument" in res.stderr
 
 
+def test_get_offsets_over_many_partitions(broker):
+    """More partitions than one ListOffsets batch (1000): every one answered once."""
+    b = broker.bootstrap
+    n = 2100
+    topic = unique("many")
+    cli("topics", "create", "--bootstrap-server", b, "--topic", topic, "--partitions", str(n))
+    producer = ck_producer(b)
+    log = ck_produce(producer, topic, [{"partition": p, "value": b"v"} for p in (0, 1500, 2099)])
+    assert not log.errors
+    res = cli("get-offsets", "--bootstrap-server", b, "--topic", topic, "--progress")
+    assert res.stderr.splitlines()[-1] == f"partitions: {n}/{n}"
+    lines = res.stdout.splitlines()
+    assert len(lines) == n
+    # Kafka's order: by the string "topic-partition".
+    assert lines[:3] == [f"{topic}:0:1", f"{topic}:1:0", f"{topic}:10:0"]
+    offsets = get_offsets(b, "--topic", topic)
+    assert {p for (_, p), o in offsets.items() if o} == {0, 1500, 2099}
+
+
 # ---------------------------------------------------------------------------------------------
 # describe-cluster.
 def test_describe_cluster_against_librdkafka(broker):

@@ -41,8 +41,9 @@ pub struct Progress<W: Write> {
     what: String,
     total: u64,
     done: u64,
-    /// When the last update was drawn; `None` before the first.
+    /// When the last update was drawn and what it showed; `None` before the first.
     drawn_at: Option<Instant>,
+    drawn_done: Option<u64>,
     started: Instant,
 }
 
@@ -62,6 +63,7 @@ impl<W: Write> Progress<W> {
             total,
             done: 0,
             drawn_at: None,
+            drawn_done: None,
             started: Instant::now(),
         }
     }
@@ -89,7 +91,11 @@ impl<W: Write> Progress<W> {
                     let _ = self.out.flush();
                 }
             }
-            Mode::Lines => self.draw(),
+            Mode::Lines => {
+                if self.drawn_done != Some(self.done) {
+                    self.draw();
+                }
+            }
         }
     }
 
@@ -102,6 +108,7 @@ impl<W: Write> Progress<W> {
         };
         let _ = self.out.flush();
         self.drawn_at = Some(Instant::now());
+        self.drawn_done = Some(self.done);
     }
 }
 
@@ -141,6 +148,16 @@ mod tests {
         p.finish();
         let text = String::from_utf8(buf).unwrap();
         assert_eq!(text, "\rtopics deleted: 2/5\x1b[K\r\x1b[K");
+    }
+
+    #[test]
+    fn the_last_line_is_not_repeated() {
+        let mut buf = Vec::new();
+        let mut p = Progress::new(&mut buf, Mode::Lines, "x", 4);
+        std::thread::sleep(REDRAW_INTERVAL);
+        p.advance(4);
+        p.finish();
+        assert_eq!(String::from_utf8(buf).unwrap(), "x: 4/4\n");
     }
 
     #[test]
