@@ -467,6 +467,8 @@ fn delete_matching(
     let mut names: Vec<&str> = metadata
         .topics
         .iter()
+        // Internal topics (__consumer_offsets) are never deleted by a pattern: a broker
+        // refuses it anyway, and `.*` must not try.
         .filter(|t| t.error_code == 0 && !t.is_internal)
         .filter_map(|t| t.name.as_deref())
         .filter(|name| re.is_match(name))
