@@ -4,7 +4,8 @@
 //! configuration, opens the metadata log, and starts one glommio shard per core (see
 //! `server`). Errors at start-up are reported with context and a non-zero exit.
 //! `broker tune check|apply` runs the `tuning` crate's host checks; `broker dump-log` prints a
-//! log segment and `broker topics` administers topics (see `admin`); `broker log-level` reads
+//! log segment, `broker topics` administers topics, `broker get-offsets` and
+//! `broker describe-cluster` ask any Kafka broker (see `admin`); `broker log-level` reads
 //! and changes a running broker's log levels (see `logging`).
 
 use broker::{admin, config, logging, server};
@@ -51,13 +52,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Creates, lists, describes and deletes topics over the Kafka protocol (kafka-topics.sh).
+    /// Creates, lists, describes, alters and deletes topics over the Kafka protocol
+    /// (kafka-topics.sh, kafka-configs.sh).
     Topics {
         #[command(subcommand)]
         command: admin::topics::TopicsCommand,
     },
     /// Prints or changes a broker's log levels (kafka-configs.sh --entity-type broker-loggers).
     LogLevel(admin::log_level::LogLevelArgs),
+    /// Prints partitions' offsets at a time: earliest, latest, ... (kafka-get-offsets.sh).
+    GetOffsets(admin::offsets::GetOffsetsArgs),
+    /// Prints the cluster id, the controller and the brokers.
+    DescribeCluster(admin::cluster::DescribeClusterArgs),
 }
 
 /// glibc serves allocations above its mmap threshold (128 KiB by default, adapting upwards)
@@ -90,7 +96,9 @@ fn main() {
             json,
         } => dump_log(&file, admin::dump_log::Options { print_data, json }),
         Command::Topics { command } => topics(command),
-        Command::LogLevel(args) => log_level(&args),
+        Command::LogLevel(args) => to_stdout(|out| admin::log_level::run(&args, out)),
+        Command::GetOffsets(args) => to_stdout(|out| admin::offsets::run(&args, out)),
+        Command::DescribeCluster(args) => to_stdout(|out| admin::cluster::run(&args, out)),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");
@@ -120,9 +128,12 @@ fn topics(command: admin::topics::TopicsCommand) -> anyhow::Result<()> {
     result
 }
 
-fn log_level(args: &admin::log_level::LogLevelArgs) -> anyhow::Result<()> {
+/// Runs an admin command whose output goes to buffered stdout.
+fn to_stdout(
+    command: impl FnOnce(&mut dyn std::io::Write) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let result = admin::log_level::run(args, &mut out);
+    let result = command(&mut out);
     std::io::Write::flush(&mut out)?;
     result
 }

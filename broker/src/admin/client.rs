@@ -120,6 +120,11 @@ impl Client {
         Ok(v)
     }
 
+    /// Whether the broker answers `key` at any version this client speaks.
+    pub fn supports(&self, key: ApiKey) -> bool {
+        self.versions.get(key as usize).is_some_and(|&v| v >= 0)
+    }
+
     /// Sends one request and reads its response.
     pub fn request<Q: Encodable, R: Decodable>(
         &mut self,

@@ -1,27 +1,42 @@
-//! `broker topics create|list|describe|delete --bootstrap-server HOST:PORT`: what Kafka's
-//! `kafka-topics.sh` does, over the Kafka protocol (Metadata, CreateTopics, DeleteTopics).
+//! `broker topics create|list|describe|delete|alter|alter-config --bootstrap-server HOST:PORT`:
+//! what Kafka's `kafka-topics.sh` (and, for alter-config, `kafka-configs.sh --entity-type
+//! topics`) does, over the Kafka protocol (Metadata, CreateTopics, DeleteTopics,
+//! CreatePartitions, DescribeConfigs, IncrementalAlterConfigs/AlterConfigs).
 //! A Kafka error code is reported by its name and makes the command fail.
+//!
+//! `--topic` of describe and delete is a legal topic name, taken exactly, or else (it has a
+//! character no topic name may have, e.g. `*`) a regular expression matched against every
+//! topic's whole name, as kafka-topics.sh takes it.
 
 use std::io::Write;
 
 use anyhow::{bail, Context};
 use serde_json::json;
 use wire::generated::api::ApiKey;
+use wire::generated::create_partitions_request::CreatePartitionsTopic;
 use wire::generated::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use wire::generated::delete_topics_request::DeleteTopicState;
 use wire::generated::metadata_request::MetadataRequestTopic;
 use wire::generated::metadata_response::MetadataResponseTopic;
 use wire::generated::{
-    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
-    MetadataRequest, MetadataResponse,
+    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse, MetadataRequest, MetadataResponse,
 };
+use wire::primitives::Uuid;
 
 use super::client::{error_message, error_name, Client, IO_TIMEOUT};
+use super::configs::{self, Entry};
+use super::progress::Progress;
+use super::topic_filter::{include_list, is_topic_name};
 
 /// A request's server-side timeout, as kafka-topics.sh's default.
 const REQUEST_TIMEOUT_MS: i32 = 30_000;
 /// The Metadata version at which a null topic list means "all topics" (v0 used empty).
 const METADATA_MIN_VERSION: i16 = 1;
+/// Topics named per DeleteTopics request when a regex selects many: each deletion is a
+/// metadata commit on the broker, and a bounded batch keeps a request within its timeout
+/// (and lets progress move).
+pub const DELETE_BATCH_TOPICS: usize = 100;
 
 /// What one `topics` command does.
 #[derive(Debug, Clone)]
@@ -41,6 +56,17 @@ pub enum Action {
     },
     Delete {
         topic: String,
+    },
+    /// Raises a topic's partition count (CreatePartitions).
+    Alter {
+        topic: String,
+        partitions: i32,
+    },
+    /// Sets and removes per-topic config overrides.
+    AlterConfig {
+        topic: String,
+        adds: Vec<(String, String)>,
+        deletes: Vec<String>,
     },
 }
 
@@ -74,6 +100,7 @@ pub fn run(
     bootstrap: &str,
     action: &Action,
     json: bool,
+    progress: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let mut client = Client::connect(bootstrap)?;
@@ -111,8 +138,25 @@ pub fn run(
             Ok(())
         }
         Action::Describe { topic } => {
-            let metadata = metadata(&mut client, topic.as_deref())?;
-            let mut topics: Vec<&MetadataResponseTopic> = metadata.topics.iter().collect();
+            let metadata = match topic.as_deref() {
+                Some(name) if is_topic_name(name) => metadata(&mut client, Some(name))?,
+                _ => metadata(&mut client, None)?,
+            };
+            let pattern = match topic.as_deref() {
+                Some(name) if !is_topic_name(name) => {
+                    Some(include_list(name).map_err(anyhow::Error::msg)?)
+                }
+                _ => None,
+            };
+            let mut topics: Vec<&MetadataResponseTopic> = metadata
+                .topics
+                .iter()
+                .filter(|t| {
+                    pattern
+                        .as_ref()
+                        .is_none_or(|re| re.is_match(t.name.as_deref().unwrap_or("")))
+                })
+                .collect();
             topics.sort_by(|a, b| a.name.cmp(&b.name));
             for t in &topics {
                 if t.error_code != 0 {
@@ -120,16 +164,71 @@ pub fn run(
                     return Err(kafka_error(&name, t.error_code, None).into());
                 }
             }
+            if let (Some(name), true) = (topic, topics.is_empty()) {
+                return Err(not_found(name).into());
+            }
+            let names: Vec<&str> = topics.iter().filter_map(|t| t.name.as_deref()).collect();
+            let configs = configs::describe_topics(&mut client, &names)?;
             for t in topics {
-                describe_topic(t, json, out)?;
+                let name = t.name.as_deref().unwrap_or("");
+                let entries = configs
+                    .as_ref()
+                    .map(|all| all.get(name).map(Vec::as_slice).unwrap_or_default());
+                describe_topic(t, entries, json, out)?;
             }
             Ok(())
         }
-        Action::Delete { topic } => delete(&mut client, topic, json, out),
+        Action::Delete { topic } if is_topic_name(topic) => delete(&mut client, topic, json, out),
+        Action::Delete { topic } => delete_matching(&mut client, topic, json, progress, out),
+        Action::Alter { topic, partitions } => {
+            create_partitions(&mut client, topic, *partitions, json, out)
+        }
+        Action::AlterConfig {
+            topic,
+            adds,
+            deletes,
+        } => {
+            if adds.is_empty() && deletes.is_empty() {
+                bail!("alter-config needs --add-config or --delete-config");
+            }
+            let api = configs::alter_topic(&mut client, topic, adds, deletes)?;
+            if json {
+                let added: serde_json::Map<String, serde_json::Value> = adds
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone().into()))
+                    .collect();
+                writeln!(
+                    out,
+                    "{}",
+                    json!({
+                        "altered": topic,
+                        "set": added,
+                        "deleted": deletes,
+                        "api": api.name(),
+                    })
+                )?;
+            } else {
+                writeln!(out, "Completed updating config for topic {topic}.")?;
+            }
+            Ok(())
+        }
     }
 }
 
-fn metadata(client: &mut Client, topic: Option<&str>) -> anyhow::Result<MetadataResponse> {
+/// kafka-topics.sh's error for a `--topic` that names or matches no topic.
+fn not_found(topic: &str) -> KafkaError {
+    KafkaError {
+        topic: topic.to_owned(),
+        name: error_name(wire::ErrorCode::UnknownTopicOrPartition.code()),
+        message: format!("Topic '{topic}' does not exist as expected"),
+    }
+}
+
+/// Metadata of one topic, or of every topic.
+pub(crate) fn metadata(
+    client: &mut Client,
+    topic: Option<&str>,
+) -> anyhow::Result<MetadataResponse> {
     let version = client.version(ApiKey::Metadata, METADATA_MIN_VERSION, i16::MAX)?;
     let request = MetadataRequest {
         topics: topic.map(|name| {
@@ -144,8 +243,11 @@ fn metadata(client: &mut Client, topic: Option<&str>) -> anyhow::Result<Metadata
     client.request(ApiKey::Metadata, version, &request)
 }
 
+/// Prints one topic; `configs` is `None` when the broker has no DescribeConfigs (the
+/// `Configs:` column is then left out).
 fn describe_topic(
     t: &MetadataResponseTopic,
+    configs: Option<&[Entry]>,
     json: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
@@ -175,17 +277,32 @@ fn describe_topic(
             "partition_count": partitions.len(),
             "replication_factor": replication_factor,
             "partitions": parts,
+            "configs": configs.map(|entries| {
+                entries
+                    .iter()
+                    .filter(|e| e.non_default)
+                    .map(|e| (e.name.clone(), e.value.clone().into()))
+                    .collect::<serde_json::Map<String, serde_json::Value>>()
+            }),
         });
         writeln!(out, "{line}")?;
         return Ok(());
     }
     let ids = |ids: &[i32]| ids.iter().map(i32::to_string).collect::<Vec<_>>().join(",");
-    writeln!(
+    // kafka-topics.sh's line: the id only when there is one, then the non-default configs.
+    write!(out, "Topic: {name}")?;
+    if t.topic_id != Uuid::ZERO {
+        write!(out, "\tTopicId: {}", t.topic_id)?;
+    }
+    write!(
         out,
-        "Topic: {name}\tTopicId: {}\tPartitionCount: {}\tReplicationFactor: {replication_factor}",
-        t.topic_id,
-        partitions.len(),
+        "\tPartitionCount: {}\tReplicationFactor: {replication_factor}",
+        partitions.len()
     )?;
+    if let Some(entries) = configs {
+        write!(out, "\tConfigs: {}", configs::configs_column(entries))?;
+    }
+    writeln!(out)?;
     for p in partitions {
         write!(
             out,
@@ -266,42 +383,157 @@ fn create(
     Ok(())
 }
 
-fn delete(client: &mut Client, topic: &str, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+/// One DeleteTopics request for `topics`: each topic's error, if any.
+fn delete_topics(
+    client: &mut Client,
+    topics: &[&str],
+) -> anyhow::Result<Vec<(String, Option<KafkaError>)>> {
     let version = client.version(ApiKey::DeleteTopics, 0, i16::MAX)?;
     // v6 (KIP-516) names topics in `topics`; earlier versions in `topic_names`.
     let request = if version >= 6 {
         DeleteTopicsRequest {
-            topics: vec![DeleteTopicState {
-                name: Some(topic.to_owned()),
-                ..Default::default()
-            }],
+            topics: topics
+                .iter()
+                .map(|name| DeleteTopicState {
+                    name: Some((*name).to_owned()),
+                    ..Default::default()
+                })
+                .collect(),
             timeout_ms: REQUEST_TIMEOUT_MS,
             ..Default::default()
         }
     } else {
         DeleteTopicsRequest {
-            topic_names: vec![topic.to_owned()],
+            topic_names: topics.iter().map(|name| (*name).to_owned()).collect(),
             timeout_ms: REQUEST_TIMEOUT_MS,
             ..Default::default()
         }
     };
     let resp: DeleteTopicsResponse = client
         .request(ApiKey::DeleteTopics, version, &request)
-        .with_context(|| format!("deleting {topic} (timeout {IO_TIMEOUT:?})"))?;
-    let Some(result) = resp
-        .responses
+        .with_context(|| {
+            format!(
+                "deleting {} topic(s) (timeout {IO_TIMEOUT:?})",
+                topics.len()
+            )
+        })?;
+    topics
         .iter()
-        .find(|r| r.name.as_deref() == Some(topic))
-    else {
-        bail!("DeleteTopics response does not mention {topic}");
+        .map(|topic| {
+            let Some(result) = resp
+                .responses
+                .iter()
+                .find(|r| r.name.as_deref() == Some(*topic))
+            else {
+                bail!("DeleteTopics response does not mention {topic}");
+            };
+            let error = (result.error_code != 0)
+                .then(|| kafka_error(topic, result.error_code, result.error_message.as_deref()));
+            Ok(((*topic).to_owned(), error))
+        })
+        .collect()
+}
+
+fn print_deleted(topic: &str, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    if json {
+        writeln!(out, "{}", json!({ "deleted": topic }))?;
+    } else {
+        writeln!(out, "Deleted topic {topic}.")?;
+    }
+    Ok(())
+}
+
+fn delete(client: &mut Client, topic: &str, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    for (name, error) in delete_topics(client, &[topic])? {
+        if let Some(error) = error {
+            return Err(error.into());
+        }
+        print_deleted(&name, json, out)?;
+    }
+    Ok(())
+}
+
+/// Deletes every topic whose name `pattern` matches, `DELETE_BATCH_TOPICS` per request, with
+/// progress; goes on past a topic's error and fails at the end if there was one.
+fn delete_matching(
+    client: &mut Client,
+    pattern: &str,
+    json: bool,
+    progress: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let re = include_list(pattern).map_err(anyhow::Error::msg)?;
+    let metadata = metadata(client, None)?;
+    let mut names: Vec<&str> = metadata
+        .topics
+        .iter()
+        // Internal topics (__consumer_offsets) are never deleted by a pattern: a broker
+        // refuses it anyway, and `.*` must not try.
+        .filter(|t| t.error_code == 0 && !t.is_internal)
+        .filter_map(|t| t.name.as_deref())
+        .filter(|name| re.is_match(name))
+        .collect();
+    names.sort_unstable();
+    if names.is_empty() {
+        return Err(not_found(pattern).into());
+    }
+    let mut progress = Progress::stderr("topics deleted", names.len() as u64, progress);
+    let mut failed = 0usize;
+    for chunk in names.chunks(DELETE_BATCH_TOPICS) {
+        for (name, error) in delete_topics(client, chunk)? {
+            match error {
+                None => print_deleted(&name, json, out)?,
+                Some(error) => {
+                    failed += 1;
+                    eprintln!("error: {error}");
+                }
+            }
+        }
+        out.flush()?;
+        progress.advance(chunk.len() as u64);
+    }
+    progress.finish();
+    if failed > 0 {
+        bail!(
+            "{failed} of {} matching topic(s) could not be deleted",
+            names.len()
+        );
+    }
+    Ok(())
+}
+
+/// kafka-topics.sh `--alter --partitions N`: raises the topic's partition count to `count`.
+fn create_partitions(
+    client: &mut Client,
+    topic: &str,
+    count: i32,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let version = client.version(ApiKey::CreatePartitions, 0, i16::MAX)?;
+    let request = CreatePartitionsRequest {
+        topics: vec![CreatePartitionsTopic {
+            name: topic.to_owned(),
+            count,
+            assignments: None,
+            ..Default::default()
+        }],
+        timeout_ms: REQUEST_TIMEOUT_MS,
+        validate_only: false,
+        ..Default::default()
+    };
+    let resp: CreatePartitionsResponse =
+        client.request(ApiKey::CreatePartitions, version, &request)?;
+    let Some(result) = resp.results.iter().find(|r| r.name == topic) else {
+        bail!("CreatePartitions response does not mention {topic}");
     };
     if result.error_code != 0 {
         return Err(kafka_error(topic, result.error_code, result.error_message.as_deref()).into());
     }
     if json {
-        writeln!(out, "{}", json!({ "deleted": topic }))?;
+        writeln!(out, "{}", json!({ "altered": topic, "partitions": count }))?;
     } else {
-        writeln!(out, "Deleted topic {topic}.")?;
+        writeln!(out, "Altered topic {topic}: {count} partitions.")?;
     }
     Ok(())
 }
@@ -315,6 +547,9 @@ pub struct Common {
     /// One JSON object per line instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Show progress of long work on stderr even when it is not a terminal.
+    #[arg(long)]
+    pub progress: bool,
 }
 
 /// `broker topics ...`, with kafka-topics.sh's flags.
@@ -341,19 +576,45 @@ pub enum TopicsCommand {
         #[command(flatten)]
         common: Common,
     },
-    /// Prints partitions, leaders, replicas and ISR of one topic (or of every topic).
+    /// Prints partitions, leaders, replicas, ISR and non-default configs of one topic, of the
+    /// topics a regular expression matches, or of every topic.
     Describe {
         #[command(flatten)]
         common: Common,
+        /// A topic name, or a regular expression over whole names.
         #[arg(long)]
         topic: Option<String>,
     },
-    /// Deletes a topic.
+    /// Deletes a topic, or every topic a regular expression matches.
     Delete {
+        #[command(flatten)]
+        common: Common,
+        /// A topic name, or a regular expression over whole names.
+        #[arg(long)]
+        topic: String,
+    },
+    /// Raises a topic's partition count (kafka-topics.sh --alter --partitions).
+    Alter {
         #[command(flatten)]
         common: Common,
         #[arg(long)]
         topic: String,
+        /// The new partition count.
+        #[arg(long)]
+        partitions: i32,
+    },
+    /// Sets and removes a topic's config overrides (kafka-configs.sh --alter).
+    AlterConfig {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long)]
+        topic: String,
+        /// `k1=v1,k2=[v1,v2]`: overrides to set; repeatable.
+        #[arg(long = "add-config", value_name = "K=V,...", value_parser = configs::AddConfig::parse)]
+        add_config: Vec<configs::AddConfig>,
+        /// `k1,k2`: overrides to remove; repeatable.
+        #[arg(long = "delete-config", value_name = "K,...", value_parser = configs::parse_delete_config)]
+        delete_config: Vec<configs::DeleteConfig>,
     },
 }
 
@@ -379,7 +640,31 @@ impl TopicsCommand {
             TopicsCommand::List { common } => (common, Action::List),
             TopicsCommand::Describe { common, topic } => (common, Action::Describe { topic }),
             TopicsCommand::Delete { common, topic } => (common, Action::Delete { topic }),
+            TopicsCommand::Alter {
+                common,
+                topic,
+                partitions,
+            } => (common, Action::Alter { topic, partitions }),
+            TopicsCommand::AlterConfig {
+                common,
+                topic,
+                add_config,
+                delete_config,
+            } => (
+                common,
+                Action::AlterConfig {
+                    topic,
+                    adds: add_config.into_iter().flat_map(|a| a.0).collect(),
+                    deletes: delete_config.into_iter().flat_map(|d| d.0).collect(),
+                },
+            ),
         };
-        run(&common.bootstrap_server, &action, common.json, out)
+        run(
+            &common.bootstrap_server,
+            &action,
+            common.json,
+            common.progress,
+            out,
+        )
     }
 }

@@ -24,6 +24,14 @@ const MAX_AUTO_CREATE_TOPICS_PER_REQUEST: u64 = 1_000;
 /// Cluster id reported when none is configured.
 const DEFAULT_CLUSTER_ID: &str = "kafka-tpc-single-node";
 
+/// The cluster id Metadata and DescribeCluster report.
+pub(super) fn cluster_id(config: &crate::config::BrokerConfig) -> String {
+    config
+        .cluster_id
+        .clone()
+        .unwrap_or_else(|| DEFAULT_CLUSTER_ID.to_string())
+}
+
 pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestContext) -> Response {
     let config = &shard.config;
     // v0: an empty list means every topic; v1+: null means every topic.
@@ -150,12 +158,7 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
             rack: None,
             ..Default::default()
         }],
-        cluster_id: Some(
-            config
-                .cluster_id
-                .clone()
-                .unwrap_or_else(|| DEFAULT_CLUSTER_ID.to_string()),
-        ),
+        cluster_id: Some(cluster_id(config)),
         controller_id: node_id,
         topics,
         ..Default::default()

@@ -10,6 +10,7 @@ mod alter_configs;
 mod api_versions;
 mod create_partitions;
 mod delete_records;
+mod describe_cluster;
 mod describe_configs;
 mod describe_producers;
 mod fetch;
@@ -65,6 +66,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::DescribeCluster, 0, 1),
 ];
 
 /// Versions advertised in ApiVersions below the served range, answered with
@@ -277,6 +279,10 @@ pub fn dispatch(
         ),
         ApiKey::IncrementalAlterConfigs => spawn(
             alter_configs::handle_incremental_alter_configs(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::DescribeCluster => spawn(
+            describe_cluster::handle(shard, decode(&ctx, body)?, ctx),
             held,
         ),
         _ => unreachable!("SUPPORTED lists only handled keys"),

@@ -1,0 +1,80 @@
+//! DescribeCluster (API 60, KIP-700): the cluster id, the controller and the brokers, as
+//! Metadata reports them but without topics, answered by a broker as Kafka's brokers answer it
+//! (endpoint type 1; a request for controllers (2) is told MISMATCHED_ENDPOINT_TYPE, an
+//! unknown type UNSUPPORTED_ENDPOINT_TYPE, both INVALID_REQUEST at v0).
+
+use std::rc::Rc;
+
+use wire::generated::describe_cluster_response::DescribeClusterBroker;
+use wire::generated::{DescribeClusterRequest, DescribeClusterResponse};
+use wire::ErrorCode;
+
+use super::{encode_response, RequestContext, Response};
+use crate::shard::Shard;
+
+/// KIP-919's endpoint types.
+const ENDPOINT_BROKERS: i8 = 1;
+const ENDPOINT_CONTROLLERS: i8 = 2;
+
+/// Kafka's AclOperation codes allowed on the CLUSTER resource (CREATE 5, ALTER 7, DESCRIBE 8,
+/// CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12) as
+/// DescribeCluster's bit field: with no ACLs every one of them is allowed.
+const CLUSTER_OPERATIONS: i32 =
+    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
+
+pub async fn handle(
+    shard: Rc<Shard>,
+    request: DescribeClusterRequest,
+    ctx: RequestContext,
+) -> Response {
+    let version = ctx.api_version;
+    let refused = |code: ErrorCode, message: String| DescribeClusterResponse {
+        // v0 has neither code, so Kafka answers INVALID_REQUEST there.
+        error_code: if version == 0 {
+            ErrorCode::InvalidRequest.code()
+        } else {
+            code.code()
+        },
+        error_message: Some(message),
+        endpoint_type: request.endpoint_type,
+        ..Default::default()
+    };
+    let response = match request.endpoint_type {
+        ENDPOINT_BROKERS => {
+            let config = &shard.config;
+            // The endpoint advertised on the listener the request came through, as Metadata.
+            let advertised = config.advertised_for(&ctx.listener);
+            DescribeClusterResponse {
+                error_code: 0,
+                error_message: None,
+                endpoint_type: ENDPOINT_BROKERS,
+                cluster_id: super::metadata::cluster_id(config),
+                controller_id: config.node_id,
+                brokers: vec![DescribeClusterBroker {
+                    broker_id: config.node_id,
+                    host: advertised.host.clone(),
+                    port: i32::from(advertised.port),
+                    rack: None,
+                    ..Default::default()
+                }],
+                cluster_authorized_operations: if request.include_cluster_authorized_operations {
+                    CLUSTER_OPERATIONS
+                } else {
+                    i32::MIN
+                },
+                ..Default::default()
+            }
+        }
+        ENDPOINT_CONTROLLERS => refused(
+            ErrorCode::MismatchedEndpointType,
+            "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of \
+             type CONTROLLER"
+                .to_owned(),
+        ),
+        other => refused(
+            ErrorCode::UnsupportedEndpointType,
+            format!("Unsupported endpoint type {other}"),
+        ),
+    };
+    encode_response(&ctx, version, &response)
+}
