@@ -4,7 +4,9 @@
 //! configuration, opens the metadata log, and starts one glommio shard per core (see
 //! `server`). Errors at start-up are reported with context and a non-zero exit.
 //! `broker tune check|apply` runs the `tuning` crate's host checks; `broker dump-log` prints a
-//! log segment and `broker topics` administers topics (see `admin`).
+//! log segment and `broker topics` administers topics; `broker groups`, `broker produce` and
+//! `broker consume` are kafka-consumer-groups.sh and the console producer and consumer (see
+//! `admin`).
 
 use broker::{admin, config, server};
 use std::path::PathBuf;
@@ -55,6 +57,15 @@ enum Command {
         #[command(subcommand)]
         command: admin::topics::TopicsCommand,
     },
+    /// Lists, describes and resets consumer groups (kafka-consumer-groups.sh).
+    Groups {
+        #[command(subcommand)]
+        command: admin::groups::GroupsCommand,
+    },
+    /// Produces the lines of stdin as records (kafka-console-producer.sh).
+    Produce(admin::produce::ProduceArgs),
+    /// Prints a topic's records without a consumer group (kafka-console-consumer.sh).
+    Consume(admin::consume::ConsumeArgs),
 }
 
 /// glibc serves allocations above its mmap threshold (128 KiB by default, adapting upwards)
@@ -90,6 +101,9 @@ fn main() {
             json,
         } => dump_log(&file, admin::dump_log::Options { print_data, json }),
         Command::Topics { command } => topics(command),
+        Command::Groups { command } => groups(command),
+        Command::Produce(args) => produce(&args),
+        Command::Consume(args) => consume(&args),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");
@@ -117,6 +131,31 @@ fn topics(command: admin::topics::TopicsCommand) -> anyhow::Result<()> {
     let result = command.run(&mut out);
     std::io::Write::flush(&mut out)?;
     result
+}
+
+fn groups(command: admin::groups::GroupsCommand) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let result = command.run(&mut out, &mut std::io::stderr());
+    std::io::Write::flush(&mut out)?;
+    result
+}
+
+fn produce(args: &admin::produce::ProduceArgs) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    admin::produce::run_stdin(args, &mut out)?;
+    Ok(())
+}
+
+fn consume(args: &admin::consume::ConsumeArgs) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut progress = admin::progress::Progress::new("consumed", args.progress);
+    let result = admin::consume::run(args, &mut out, &mut progress);
+    std::io::Write::flush(&mut out)?;
+    // kafka-console-consumer.sh's last line, on stderr so stdout holds only records.
+    if let Ok(n) = result {
+        eprintln!("Processed a total of {n} messages");
+    }
+    result.map(|_| ())
 }
 
 fn start(config_path: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {

@@ -2,5 +2,11 @@
 //! caller-supplied `Write` so that tests can read what a command printed.
 
 pub mod client;
+pub mod consume;
 pub mod dump_log;
+pub mod group_time;
+pub mod groups;
+pub mod produce;
+pub mod progress;
+pub mod routing;
 pub mod topics;
