@@ -705,7 +705,7 @@ pub fn print_offsets(
     writeln!(out)?;
     writeln!(
         out,
-        "{:<gw$} {:<tw$} {:<10} {:<15} {:<15} {:<15} {:<cw$} {:<hw$} {}",
+        "{:<gw$} {:<tw$} {:<10} {:<15} {:<15} {:<15} {:<cw$} {:<hw$} CLIENT-ID",
         "GROUP",
         "TOPIC",
         "PARTITION",
@@ -714,7 +714,6 @@ pub fn print_offsets(
         "LAG",
         "CONSUMER-ID",
         "HOST",
-        "CLIENT-ID"
     )?;
     for r in rows {
         let m = r.member.as_ref();
@@ -843,8 +842,8 @@ pub fn print_state(info: &GroupInfo, json: bool, out: &mut dyn Write) -> anyhow:
     writeln!(out)?;
     writeln!(
         out,
-        "{:<gw$} {:<cw$} {:<20} {:<20} {}",
-        "GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"
+        "{:<gw$} {:<cw$} {:<20} {:<20} #MEMBERS",
+        "GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE"
     )?;
     writeln!(
         out,
@@ -933,8 +932,11 @@ fn reset_offsets(args: &ResetArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     if !args.execute && !args.dry_run {
         writeln!(
             err,
-            "WARN: No action will be performed as the --execute option is missing. \
-             Add --dry-run to keep this behaviour without the warning."
+            "WARN: No action will be performed as the --execute option is missing. In a \
+             future major release, the default behavior of this command will be to prompt the \
+             user before executing the reset rather than doing a dry run. You should add the \
+             --dry-run option explicitly if you are scripting this command and want to keep the \
+             current default behavior without prompting."
         )?;
     }
     let mut cluster = Cluster::connect(&args.common.bootstrap_server)?;
@@ -1077,8 +1079,8 @@ pub fn print_plan(
     writeln!(out)?;
     writeln!(
         out,
-        "{:<gw$} {:<tw$} {:<10} {}",
-        "GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"
+        "{:<gw$} {:<tw$} {:<10} NEW-OFFSET",
+        "GROUP", "TOPIC", "PARTITION"
     )?;
     for (topic, p, offset) in plan {
         writeln!(out, "{:<gw$} {:<tw$} {:<10} {}", group, topic, p, offset)?;
