@@ -230,3 +230,15 @@ def test_describe_a_kip848_group(broker):
         assert res.returncode != 0 and "inactive" in res.stderr
     finally:
         c.close()
+    # Once the member left, an admin commit moves the KIP-848 group's offsets too, and a new
+    # member starts there.
+    wait_state(b, group, "Empty")
+    res = groups(b, "reset-offsets", "--group", group, "--all-topics", "--to-offset", "8",
+                 "--execute", "--json")
+    assert {r["partition"]: r["new_offset"] for r in json_lines(res.stdout)} == {0: 8, 1: 8}
+    assert {p: v[0] for p, v in offsets(b, group).items()} == {0: 8, 1: 8}
+    c2 = group_consumer(b, group, **{"group.protocol": "consumer"})
+    c2.subscribe([topic])
+    got = read_all(c2, 2 * (PER_PARTITION - 8))
+    c2.close()
+    assert sorted((p, o) for p, o, _ in got) == [(0, 8), (0, 9), (1, 8), (1, 9)]

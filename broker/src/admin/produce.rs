@@ -18,6 +18,7 @@ use wire::generated::api::ApiKey;
 use wire::generated::produce_request::{PartitionProduceData, TopicProduceData};
 use wire::generated::{ProduceRequest, ProduceResponse};
 use wire::record_batch::{BatchBuilder, Compression};
+use wire::ErrorCode;
 
 use super::progress::Progress;
 use super::routing::{kafka_error, Cluster, REQUEST_TIMEOUT_MS};
@@ -33,6 +34,13 @@ const STDIN_BUFFER_BYTES: usize = 1 << 20;
 /// Produce v3 is the first to carry v2 record batches; v12 and later name topics by id.
 const PRODUCE_MIN_VERSION: i16 = 3;
 const PRODUCE_MAX_VERSION: i16 = 11;
+/// Sends of one batch before a retriable error is reported: enough to ride out a leader
+/// moving or a just-created partition, few enough to fail within a second or so.
+const MAX_PRODUCE_ATTEMPTS: u32 = 5;
+/// Wait before a retry (Kafka's `retry.backoff.ms` default).
+const RETRY_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
+/// Kafka's LEADER_NOT_AVAILABLE, for a partition Metadata names no leader for.
+const LEADER_NOT_AVAILABLE: i16 = 5;
 
 /// How each line becomes a record (`--property` of kafka-console-producer.sh's LineMessageReader).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,30 +268,56 @@ impl Producer {
         self.totals.bytes += size as u64;
     }
 
-    /// Sends every pending batch: one Produce request per leader.
+    /// Sends every pending batch: one Produce request per leader. Batches refused with a
+    /// retriable error (a leader moved, a partition not ready yet) are sent again to the
+    /// leader a fresh Metadata names, as Kafka's producer retries.
     fn flush(&mut self) -> anyhow::Result<()> {
-        if self.pending_bytes == 0 && self.parts.values().all(|s| s.pending.is_none()) {
-            return Ok(());
-        }
-        let mut by_leader: BTreeMap<i32, Vec<(i32, bytes::Bytes, u64)>> = BTreeMap::new();
-        for &(partition, leader) in &self.leaders {
-            let Some(state) = self.parts.get_mut(&partition) else {
-                continue;
-            };
+        let mut batches: Vec<Pending> = Vec::new();
+        for (&partition, state) in self.parts.iter_mut() {
             let Some(builder) = state.pending.take() else {
                 continue;
             };
             let records = std::mem::take(&mut state.pending_records);
             state.pending_bytes = 0;
-            if leader < 0 {
-                return Err(kafka_error(format!("{}-{partition}", self.topic), 5, None).into());
-            }
-            by_leader
-                .entry(leader)
-                .or_default()
-                .push((partition, builder.build(), records));
+            batches.push(Pending {
+                partition,
+                batch: builder.build(),
+                records,
+            });
         }
         self.pending_bytes = 0;
+        let mut attempt = 1;
+        loop {
+            let refused = self.send(batches)?;
+            let Some(first) = refused.first() else {
+                return Ok(());
+            };
+            if attempt >= MAX_PRODUCE_ATTEMPTS {
+                let (p, code, message) = (first.0.partition, first.1, first.2.clone());
+                return Err(
+                    kafka_error(format!("{}-{p}", self.topic), code, message.as_deref()).into(),
+                );
+            }
+            attempt += 1;
+            std::thread::sleep(RETRY_BACKOFF);
+            self.leaders = self.cluster.partitions(&self.topic)?;
+            if self.leaders.is_empty() {
+                bail!("topic {} has no partitions", self.topic);
+            }
+            batches = refused.into_iter().map(|(b, _, _)| b).collect();
+        }
+    }
+
+    /// Sends `batches` to their leaders; returns those refused with a retriable error.
+    fn send(&mut self, batches: Vec<Pending>) -> anyhow::Result<Vec<Refused>> {
+        let mut refused = Vec::new();
+        let mut by_leader: BTreeMap<i32, Vec<Pending>> = BTreeMap::new();
+        for b in batches {
+            match self.leaders.iter().find(|(p, _)| *p == b.partition) {
+                Some(&(_, leader)) if leader >= 0 => by_leader.entry(leader).or_default().push(b),
+                _ => refused.push((b, LEADER_NOT_AVAILABLE, None)),
+            }
+        }
         for (leader, batches) in by_leader {
             let client = self.cluster.node(leader)?;
             let version = match self.version.get(&leader) {
@@ -298,7 +332,6 @@ impl Producer {
                     v
                 }
             };
-            let counts: BTreeMap<i32, u64> = batches.iter().map(|(p, _, n)| (*p, *n)).collect();
             let request = ProduceRequest {
                 transactional_id: None,
                 acks: self.acks,
@@ -306,10 +339,11 @@ impl Producer {
                 topic_data: vec![TopicProduceData {
                     name: self.topic.clone(),
                     partition_data: batches
-                        .into_iter()
-                        .map(|(index, records, _)| PartitionProduceData {
-                            index,
-                            records: Some(records),
+                        .iter()
+                        .map(|b| PartitionProduceData {
+                            index: b.partition,
+                            // A reference count, not a copy: the batch stays for a retry.
+                            records: Some(b.batch.clone()),
                             ..Default::default()
                         })
                         .collect(),
@@ -320,42 +354,57 @@ impl Producer {
             self.totals.requests += 1;
             if self.acks == 0 {
                 client.send(ApiKey::Produce, version, &request)?;
-                for (p, n) in counts {
-                    self.parts.entry(p).or_default().acked_records += n;
+                for b in batches {
+                    self.parts.entry(b.partition).or_default().acked_records += b.records;
                 }
                 continue;
             }
             let resp: ProduceResponse = client.request(ApiKey::Produce, version, &request)?;
-            for t in &resp.responses {
-                for p in &t.partition_responses {
-                    if p.error_code != 0 {
-                        return Err(kafka_error(
-                            format!("{}-{}", self.topic, p.index),
-                            p.error_code,
-                            p.error_message.as_deref(),
-                        )
-                        .into());
-                    }
-                    let n = counts.get(&p.index).copied().unwrap_or(0);
-                    let state = self.parts.entry(p.index).or_default();
-                    state.first_offset.get_or_insert(p.base_offset);
-                    state.last_offset = Some(p.base_offset + n as i64 - 1);
-                    state.acked_records += n;
+            let mut answers: BTreeMap<i32, (i16, i64, Option<String>)> = BTreeMap::new();
+            for t in resp.responses.into_iter().filter(|t| t.name == self.topic) {
+                for p in t.partition_responses {
+                    answers.insert(p.index, (p.error_code, p.base_offset, p.error_message));
                 }
             }
-            let answered: u64 = resp
-                .responses
-                .iter()
-                .flat_map(|t| &t.partition_responses)
-                .map(|p| counts.get(&p.index).copied().unwrap_or(0))
-                .sum();
-            if answered != counts.values().sum::<u64>() {
-                bail!("the Produce response does not answer every partition sent");
+            for b in batches {
+                let Some((code, base_offset, message)) = answers.remove(&b.partition) else {
+                    bail!(
+                        "the Produce response does not answer {}-{}",
+                        self.topic,
+                        b.partition
+                    );
+                };
+                if code != 0 {
+                    if ErrorCode::from_code(code).is_some_and(ErrorCode::is_retriable) {
+                        refused.push((b, code, message));
+                        continue;
+                    }
+                    return Err(kafka_error(
+                        format!("{}-{}", self.topic, b.partition),
+                        code,
+                        message.as_deref(),
+                    )
+                    .into());
+                }
+                let state = self.parts.entry(b.partition).or_default();
+                state.first_offset.get_or_insert(base_offset);
+                state.last_offset = Some(base_offset + b.records as i64 - 1);
+                state.acked_records += b.records;
             }
         }
-        Ok(())
+        Ok(refused)
     }
 }
+
+/// One partition's batch on its way.
+struct Pending {
+    partition: i32,
+    batch: bytes::Bytes,
+    records: u64,
+}
+
+/// A batch refused with a retriable error code (and the broker's message).
+type Refused = (Pending, i16, Option<String>);
 
 /// Produces the lines of stdin, printing to `out`.
 pub fn run_stdin(args: &ProduceArgs, out: &mut dyn Write) -> anyhow::Result<Totals> {
@@ -396,7 +445,6 @@ pub fn run<R: Read>(
         pending_bytes: 0,
         totals: Totals::default(),
     };
-    let count = producer.leaders.len();
     // Records without a key go to one partition until its batch fills (Kafka's sticky
     // partitioner), then to the next.
     let mut sticky = 0usize;
@@ -432,6 +480,8 @@ pub fn run<R: Read>(
                  {MAX_RECORD_BYTES} (max.request.size)"
             );
         }
+        // Metadata refreshed by a retry may name more partitions, never fewer.
+        let count = producer.leaders.len();
         let partition = match (args.partition, key) {
             (Some(p), _) => p,
             (None, Some(k)) => producer.leaders[key_partition(k, count) as usize].0,
@@ -492,6 +542,162 @@ fn now_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use bytes::{Bytes, BytesMut};
+    use wire::generated::api::{request_header_version, response_header_version};
+    use wire::generated::api_versions_response::ApiVersion;
+    use wire::generated::metadata_response::{
+        MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+    };
+    use wire::generated::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+    use wire::generated::{
+        ApiVersionsResponse, MetadataResponse, ProduceResponse, RequestHeader, ResponseHeader,
+    };
+    use wire::primitives::{Decodable, Encodable};
+
+    /// A one-partition broker that answers Produce with `codes` in turn (the last repeats),
+    /// counting the Produce requests.
+    fn fake_broker(codes: Vec<i16>) -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = calls.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let (codes, calls) = (codes.clone(), counted.clone());
+                std::thread::spawn(move || serve(stream.unwrap(), addr.port(), &codes, &calls));
+            }
+        });
+        (addr.to_string(), calls)
+    }
+
+    fn serve(mut s: TcpStream, port: u16, codes: &[i16], calls: &AtomicUsize) {
+        loop {
+            let mut size = [0u8; 4];
+            if s.read_exact(&mut size).is_err() {
+                return;
+            }
+            let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+            s.read_exact(&mut frame).unwrap();
+            let (key, version) = (
+                i16::from_be_bytes([frame[0], frame[1]]),
+                i16::from_be_bytes([frame[2], frame[3]]),
+            );
+            let mut buf = Bytes::from(frame);
+            let header =
+                RequestHeader::decode(&mut buf, request_header_version(key, version)).unwrap();
+            let mut body = BytesMut::new();
+            match key {
+                18 => ApiVersionsResponse {
+                    api_keys: [(0, 3, 3), (3, 1, 1), (18, 0, 0)]
+                        .iter()
+                        .map(|&(api_key, min_version, max_version)| ApiVersion {
+                            api_key,
+                            min_version,
+                            max_version,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                }
+                .encode(&mut body, version),
+                3 => MetadataResponse {
+                    brokers: vec![MetadataResponseBroker {
+                        node_id: 1,
+                        host: "127.0.0.1".into(),
+                        port: i32::from(port),
+                        ..Default::default()
+                    }],
+                    topics: vec![MetadataResponseTopic {
+                        name: Some("t".into()),
+                        partitions: vec![MetadataResponsePartition {
+                            partition_index: 0,
+                            leader_id: 1,
+                            replica_nodes: vec![1],
+                            isr_nodes: vec![1],
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }
+                .encode(&mut body, version),
+                0 => {
+                    let n = calls.fetch_add(1, Ordering::SeqCst);
+                    let code = codes[n.min(codes.len() - 1)];
+                    ProduceResponse {
+                        responses: vec![TopicProduceResponse {
+                            name: "t".into(),
+                            partition_responses: vec![PartitionProduceResponse {
+                                index: 0,
+                                error_code: code,
+                                base_offset: if code == 0 { 42 } else { -1 },
+                                ..Default::default()
+                            }],
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }
+                    .encode(&mut body, version)
+                }
+                _ => return,
+            }
+            .unwrap();
+            let mut out = BytesMut::new();
+            ResponseHeader {
+                correlation_id: header.correlation_id,
+                ..Default::default()
+            }
+            .encode(&mut out, response_header_version(key, version))
+            .unwrap();
+            out.extend_from_slice(&body);
+            s.write_all(&(out.len() as i32).to_be_bytes()).unwrap();
+            s.write_all(&out).unwrap();
+        }
+    }
+
+    fn produce_to(addr: &str, input: &[u8]) -> anyhow::Result<(Totals, String)> {
+        let args = ProduceArgs {
+            bootstrap_server: addr.to_owned(),
+            topic: "t".into(),
+            properties: Vec::new(),
+            partition: None,
+            request_required_acks: -1,
+            compression_codec: Compression::None,
+            batch_size: 16384,
+            json: true,
+            progress: false,
+        };
+        let mut out = Vec::new();
+        let mut reader = std::io::BufReader::new(input);
+        let totals = run(&args, &mut reader, &mut out, &mut Progress::hidden())?;
+        Ok((totals, String::from_utf8(out).unwrap()))
+    }
+
+    #[test]
+    fn retriable_errors_are_retried_and_others_reported_by_name() {
+        // NOT_LEADER_OR_FOLLOWER twice, then accepted.
+        let (addr, calls) = fake_broker(vec![6, 6, 0]);
+        let (totals, out) = produce_to(&addr, b"a\nb\n").unwrap();
+        assert_eq!(totals.records, 2);
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        let summary: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(summary["partitions"][0]["first_offset"], 42);
+        assert_eq!(summary["partitions"][0]["last_offset"], 43);
+        // Always refused: reported by name after the bounded attempts.
+        let (addr, calls) = fake_broker(vec![6]);
+        let err = produce_to(&addr, b"a\n").unwrap_err().to_string();
+        assert!(err.contains("NOT_LEADER_OR_FOLLOWER"), "{err}");
+        assert_eq!(calls.load(Ordering::SeqCst), MAX_PRODUCE_ATTEMPTS as usize);
+        // Not retriable (MESSAGE_TOO_LARGE): reported at once.
+        let (addr, calls) = fake_broker(vec![10]);
+        let err = produce_to(&addr, b"a\n").unwrap_err().to_string();
+        assert!(err.contains("MESSAGE_TOO_LARGE"), "{err}");
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
 
     #[test]
     fn murmur2_matches_kafkas_test_vectors() {

@@ -80,7 +80,9 @@ impl Cluster {
                     })
                     .collect()
             }),
-            allow_auto_topic_creation: false,
+            // v4 added the flag (older brokers follow their own auto.create setting); a
+            // non-default value cannot be encoded below it.
+            allow_auto_topic_creation: version < 4,
             ..Default::default()
         };
         let response: MetadataResponse =
