@@ -17,6 +17,7 @@ use wire::generated::api::ApiKey;
 use wire::generated::fetch_request::{FetchPartition, FetchTopic};
 use wire::generated::{FetchRequest, FetchResponse};
 use wire::record_batch::{self, BatchHeader, Record, TimestampType};
+use wire::ErrorCode;
 
 use super::produce::parse_bool;
 use super::progress::Progress;
@@ -34,8 +35,14 @@ const PARTITION_MAX_BYTES: i32 = 1 << 20;
 /// Bytes per Fetch response (bounded below Kafka's 50 MiB `fetch.max.bytes`: this process
 /// holds one response at a time and prints it before fetching again).
 const FETCH_MAX_BYTES: i32 = 16 << 20;
-/// Kafka's OFFSET_OUT_OF_RANGE.
+/// Kafka's OFFSET_OUT_OF_RANGE and LEADER_NOT_AVAILABLE.
 const OFFSET_OUT_OF_RANGE: i16 = 1;
+const LEADER_NOT_AVAILABLE: i16 = 5;
+/// Metadata refreshes in a row, for partitions whose leader moved or is not ready, before
+/// the error is reported: with [`RETRY_BACKOFF`] between them, a few seconds.
+const MAX_METADATA_REFRESHES: u32 = 30;
+/// Wait before asking Metadata again (Kafka's `retry.backoff.ms` default).
+const RETRY_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Where to start reading a partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -301,12 +308,14 @@ pub fn run(
     let mut bytes = 0u64;
     let idle_limit = args.timeout_ms.map(Duration::from_millis);
     let mut last_data = Instant::now();
-    let mut by_leader: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
-    for &(p, leader) in &leaders {
-        by_leader.entry(leader).or_default().push(p);
-    }
+    let mut by_leader = group_by_leader(&leaders);
+    // Consecutive rounds that found a partition without a usable leader, and the last
+    // error code that said so.
+    let mut refreshes = 0u32;
+    let mut stale_code = 0i16;
     'outer: loop {
         let mut got_any = false;
+        let mut stale = false;
         for (&leader, parts) in &by_leader {
             if args.max_messages.is_some_and(|max| printed >= max) {
                 break 'outer;
@@ -319,7 +328,8 @@ pub fn run(
                 None => FETCH_MAX_WAIT_MS,
             };
             if leader < 0 {
-                return Err(kafka_error(format!("{} (no leader)", args.topic), 5, None).into());
+                (stale, stale_code) = (true, LEADER_NOT_AVAILABLE);
+                continue;
             }
             let resp = fetch(&mut cluster, leader, &args.topic, parts, &positions, wait)?;
             if resp.error_code != 0 {
@@ -339,6 +349,11 @@ pub fn run(
                         let leader_of = [(p, leader)];
                         let reset_to = cluster.list_offsets(&args.topic, &leader_of, reset)?;
                         positions.extend(reset_to);
+                        continue;
+                    }
+                    if ErrorCode::from_code(pd.error_code).is_some_and(ErrorCode::is_retriable) {
+                        // A leader moved or is not ready: ask Metadata again below.
+                        (stale, stale_code) = (true, pd.error_code);
                         continue;
                     }
                     if pd.error_code != 0 {
@@ -372,6 +387,20 @@ pub fn run(
                 }
             }
         }
+        if stale {
+            refreshes += 1;
+            if refreshes > MAX_METADATA_REFRESHES {
+                return Err(kafka_error(args.topic.clone(), stale_code, None).into());
+            }
+            std::thread::sleep(RETRY_BACKOFF);
+            let mut fresh = cluster.partitions(&args.topic)?;
+            if let Some(p) = args.partition {
+                fresh.retain(|&(q, _)| q == p);
+            }
+            by_leader = group_by_leader(&fresh);
+        } else {
+            refreshes = 0;
+        }
         progress.update(printed, bytes);
         if got_any {
             last_data = Instant::now();
@@ -386,6 +415,15 @@ pub fn run(
     out.flush()?;
     progress.finish(printed, bytes);
     Ok(printed)
+}
+
+/// Partitions by leader (-1: none known).
+fn group_by_leader(leaders: &[(i32, i32)]) -> BTreeMap<i32, Vec<i32>> {
+    let mut by_leader: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
+    for &(p, leader) in leaders {
+        by_leader.entry(leader).or_default().push(p);
+    }
+    by_leader
 }
 
 fn fetch(
