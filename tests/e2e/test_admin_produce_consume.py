@@ -194,7 +194,12 @@ def test_produce_and_consume_against_null_broker(null_broker):
     assert summary["records"] == 500
     assert all(p["first_offset"] is not None for p in summary["partitions"])
     res = run("consume", "--bootstrap-server", null_broker, "--topic", topic,
-              "--from-beginning", "--max-messages", "25", "--json")
+              "--from-beginning", "--max-messages", "25", "--json", "--progress")
     recs = json_lines(res.stdout)
     assert len(recs) == 25
     assert "Processed a total of 25 messages" in res.stderr
+    assert re.search(r"^consumed 25 records", res.stderr, re.M), res.stderr
+    # Without --progress a redirected stderr gets no progress lines.
+    res = run("consume", "--bootstrap-server", null_broker, "--topic", topic,
+              "--from-beginning", "--max-messages", "5")
+    assert "records" not in res.stderr and len(res.stdout.splitlines()) == 5

@@ -35,6 +35,16 @@ impl Progress {
         }
     }
 
+    /// As [`Progress::new`], for a command whose results go to stdout: hidden (unless
+    /// `forced`) when stdout is the same terminal, where it would tear the results' lines.
+    pub fn beside_stdout(verb: &'static str, forced: bool) -> Progress {
+        let mut progress = Progress::new(verb, forced);
+        if !forced && std::io::stdout().is_terminal() {
+            progress.enabled = false;
+        }
+        progress
+    }
+
     /// No output at all (tests, library use).
     pub fn hidden() -> Progress {
         Progress {
