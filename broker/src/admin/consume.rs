@@ -20,7 +20,7 @@ use wire::record_batch::{self, BatchHeader, Record, TimestampType};
 use wire::ErrorCode;
 
 use super::produce::parse_bool;
-use super::progress::Progress;
+use super::record_progress::RecordProgress;
 use super::routing::{kafka_error, Cluster, EARLIEST, LATEST};
 
 /// Fetch v4 is the first with isolation levels and v2 batches answered as is; v13 and later
@@ -278,7 +278,7 @@ pub struct ConsumeArgs {
 pub fn run(
     args: &ConsumeArgs,
     out: &mut dyn Write,
-    progress: &mut Progress,
+    progress: &mut RecordProgress,
 ) -> anyhow::Result<u64> {
     let format = formatter(&args.properties)?;
     let mut cluster = Cluster::connect(&args.bootstrap_server)?;

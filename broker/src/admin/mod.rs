@@ -7,6 +7,6 @@ pub mod dump_log;
 pub mod group_time;
 pub mod groups;
 pub mod produce;
-pub mod progress;
+pub mod record_progress;
 pub mod routing;
 pub mod topics;

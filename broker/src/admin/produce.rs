@@ -20,7 +20,7 @@ use wire::generated::{ProduceRequest, ProduceResponse};
 use wire::record_batch::{BatchBuilder, Compression};
 use wire::ErrorCode;
 
-use super::progress::Progress;
+use super::record_progress::RecordProgress;
 use super::routing::{kafka_error, Cluster, REQUEST_TIMEOUT_MS};
 
 /// The largest record (key plus value) accepted: Kafka's producer `max.request.size` default.
@@ -409,7 +409,7 @@ type Refused = (Pending, i16, Option<String>);
 /// Produces the lines of stdin, printing to `out`.
 pub fn run_stdin(args: &ProduceArgs, out: &mut dyn Write) -> anyhow::Result<Totals> {
     let mut input = std::io::BufReader::with_capacity(STDIN_BUFFER_BYTES, std::io::stdin().lock());
-    let mut progress = Progress::new("produced", args.progress);
+    let mut progress = RecordProgress::new("produced", args.progress);
     run(args, &mut input, out, &mut progress)
 }
 
@@ -418,7 +418,7 @@ pub fn run<R: Read>(
     args: &ProduceArgs,
     input: &mut std::io::BufReader<R>,
     out: &mut dyn Write,
-    progress: &mut Progress,
+    progress: &mut RecordProgress,
 ) -> anyhow::Result<Totals> {
     let format = line_format(&args.properties)?;
     if args.batch_size == 0 {
@@ -673,7 +673,7 @@ mod tests {
         };
         let mut out = Vec::new();
         let mut reader = std::io::BufReader::new(input);
-        let totals = run(&args, &mut reader, &mut out, &mut Progress::hidden())?;
+        let totals = run(&args, &mut reader, &mut out, &mut RecordProgress::hidden())?;
         Ok((totals, String::from_utf8(out).unwrap()))
     }
 

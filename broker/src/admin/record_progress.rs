@@ -1,4 +1,5 @@
-//! Progress of long admin work (producing a large stdin, consuming many records), on stderr
+//! Progress of open-ended admin work (producing a large stdin, consuming many records): a
+//! running count of records and bytes with a rate, on stderr
 //! and only where a person watches it: when stderr is a terminal, or with `--progress`. A
 //! redirected stderr gets nothing unless asked, so scripts' logs stay clean.
 
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 const REDRAW_INTERVAL: Duration = Duration::from_millis(500);
 
 /// A one-line counter of records and bytes, redrawn in place.
-pub struct Progress {
+pub struct RecordProgress {
     enabled: bool,
     /// Whether the line is redrawn with `\r` (a terminal) or printed as new lines.
     in_place: bool,
@@ -20,12 +21,12 @@ pub struct Progress {
     drawn: bool,
 }
 
-impl Progress {
+impl RecordProgress {
     /// Progress for `verb` ("produced", "consumed"): shown when stderr is a terminal or
     /// `forced`.
-    pub fn new(verb: &'static str, forced: bool) -> Progress {
+    pub fn new(verb: &'static str, forced: bool) -> RecordProgress {
         let terminal = std::io::stderr().is_terminal();
-        Progress {
+        RecordProgress {
             enabled: terminal || forced,
             in_place: terminal,
             verb,
@@ -35,10 +36,10 @@ impl Progress {
         }
     }
 
-    /// As [`Progress::new`], for a command whose results go to stdout: hidden (unless
+    /// As [`RecordProgress::new`], for a command whose results go to stdout: hidden (unless
     /// `forced`) when stdout is the same terminal, where it would tear the results' lines.
-    pub fn beside_stdout(verb: &'static str, forced: bool) -> Progress {
-        let mut progress = Progress::new(verb, forced);
+    pub fn beside_stdout(verb: &'static str, forced: bool) -> RecordProgress {
+        let mut progress = RecordProgress::new(verb, forced);
         if !forced && std::io::stdout().is_terminal() {
             progress.enabled = false;
         }
@@ -46,8 +47,8 @@ impl Progress {
     }
 
     /// No output at all (tests, library use).
-    pub fn hidden() -> Progress {
-        Progress {
+    pub fn hidden() -> RecordProgress {
+        RecordProgress {
             enabled: false,
             in_place: false,
             verb: "",
