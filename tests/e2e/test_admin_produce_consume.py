@@ -203,3 +203,22 @@ def test_produce_and_consume_against_null_broker(null_broker):
     res = run("consume", "--bootstrap-server", null_broker, "--topic", topic,
               "--from-beginning", "--max-messages", "5")
     assert "records" not in res.stderr and len(res.stdout.splitlines()) == 5
+
+
+def test_produce_sends_typed_lines_at_once(broker):
+    """A line goes out when stdin has nothing more buffered, not when stdin closes: what a
+    person typing at kafka-console-producer.sh expects."""
+    b = broker.bootstrap
+    topic = create_topic(b, unique("typed"), 1)
+    proc = subprocess.Popen([BROKER_BIN, "produce", "--bootstrap-server", b, "--topic", topic],
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        proc.stdin.write("first line\n")
+        proc.stdin.flush()
+        res = run("consume", "--bootstrap-server", b, "--topic", topic, "--from-beginning",
+                  "--max-messages", "1", "--timeout-ms", "15000")
+        assert res.stdout == "first line\n"
+        assert proc.poll() is None, "the producer should still be reading stdin"
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0, proc.stderr.read()
