@@ -5,8 +5,9 @@
 //! `server`). Errors at start-up are reported with context and a non-zero exit.
 //! `broker tune check|apply` runs the `tuning` crate's host checks; `broker dump-log` prints a
 //! log segment, `broker topics` administers topics, `broker get-offsets` and
-//! `broker describe-cluster` ask any Kafka broker (see `admin`); `broker log-level` reads
-//! and changes a running broker's log levels (see `logging`).
+//! `broker describe-cluster` ask any Kafka broker; `broker groups`, `broker produce` and
+//! `broker consume` are kafka-consumer-groups.sh and the console producer and consumer (see
+//! `admin`); `broker log-level` reads and changes a running broker's log levels (see `logging`).
 
 use broker::{admin, config, logging, server};
 use std::path::PathBuf;
@@ -64,6 +65,15 @@ enum Command {
     GetOffsets(admin::offsets::GetOffsetsArgs),
     /// Prints the cluster id, the controller and the brokers.
     DescribeCluster(admin::cluster::DescribeClusterArgs),
+    /// Lists, describes and resets consumer groups (kafka-consumer-groups.sh).
+    Groups {
+        #[command(subcommand)]
+        command: admin::groups::GroupsCommand,
+    },
+    /// Produces the lines of stdin as records (kafka-console-producer.sh).
+    Produce(admin::produce::ProduceArgs),
+    /// Prints a topic's records without a consumer group (kafka-console-consumer.sh).
+    Consume(admin::consume::ConsumeArgs),
 }
 
 /// glibc serves allocations above its mmap threshold (128 KiB by default, adapting upwards)
@@ -99,6 +109,11 @@ fn main() {
         Command::LogLevel(args) => to_stdout(|out| admin::log_level::run(&args, out)),
         Command::GetOffsets(args) => to_stdout(|out| admin::offsets::run(&args, out)),
         Command::DescribeCluster(args) => to_stdout(|out| admin::cluster::run(&args, out)),
+        Command::Groups { command } => {
+            to_stdout(|out| command.run(out, &mut std::io::stderr()))
+        }
+        Command::Produce(args) => produce(&args),
+        Command::Consume(args) => consume(&args),
     };
     if let Err(error) = result {
         eprintln!("error: {error:#}");
@@ -136,6 +151,25 @@ fn to_stdout(
     let result = command(&mut out);
     std::io::Write::flush(&mut out)?;
     result
+}
+
+fn produce(args: &admin::produce::ProduceArgs) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    admin::produce::run_stdin(args, &mut out)?;
+    Ok(())
+}
+
+fn consume(args: &admin::consume::ConsumeArgs) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut progress =
+        admin::record_progress::RecordProgress::beside_stdout("consumed", args.progress);
+    let result = admin::consume::run(args, &mut out, &mut progress);
+    std::io::Write::flush(&mut out)?;
+    // kafka-console-consumer.sh's last line, on stderr so stdout holds only records.
+    if let Ok(n) = result {
+        eprintln!("Processed a total of {n} messages");
+    }
+    result.map(|_| ())
 }
 
 fn start(config_path: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result<()> {

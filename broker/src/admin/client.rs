@@ -132,6 +132,18 @@ impl Client {
         version: i16,
         body: &Q,
     ) -> anyhow::Result<R> {
+        let correlation_id = self.send(key, version, body)?;
+        self.receive(key, version, correlation_id)
+    }
+
+    /// Sends one request without reading a response (a Produce with acks=0 gets none);
+    /// returns its correlation id for [`Client::receive`].
+    pub fn send<Q: Encodable>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        body: &Q,
+    ) -> anyhow::Result<i32> {
         self.correlation_id = self.correlation_id.wrapping_add(1);
         let correlation_id = self.correlation_id;
         let out = &mut self.out;
@@ -154,7 +166,16 @@ impl Client {
         self.stream
             .write_all(out)
             .with_context(|| format!("sending {}", key.name()))?;
+        Ok(correlation_id)
+    }
 
+    /// Reads the response to the request [`Client::send`] sent as `correlation_id`.
+    pub fn receive<R: Decodable>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        correlation_id: i32,
+    ) -> anyhow::Result<R> {
         let mut size = [0u8; 4];
         self.stream
             .read_exact(&mut size)

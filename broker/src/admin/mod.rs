@@ -4,9 +4,15 @@
 pub mod client;
 pub mod cluster;
 pub mod configs;
+pub mod consume;
 pub mod dump_log;
+pub mod group_time;
+pub mod groups;
 pub mod log_level;
 pub mod offsets;
+pub mod produce;
 pub mod progress;
+pub mod record_progress;
+pub mod routing;
 pub mod topic_filter;
 pub mod topics;

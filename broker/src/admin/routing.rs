@@ -1,0 +1,262 @@
+//! Talking to a whole cluster from one bootstrap address: Metadata names the brokers and each
+//! partition's leader, and requests that only a leader (Produce, Fetch, ListOffsets) or a
+//! group's coordinator answers go to that broker over a connection opened on first use.
+
+use std::collections::{BTreeMap, HashMap};
+
+use anyhow::{bail, Context};
+use wire::generated::api::ApiKey;
+use wire::generated::find_coordinator_request::FindCoordinatorRequest;
+use wire::generated::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use wire::generated::metadata_request::MetadataRequestTopic;
+use wire::generated::{
+    FindCoordinatorResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
+    MetadataResponse,
+};
+
+use super::client::{error_message, error_name, Client};
+
+/// The Metadata version at which a null topic list means "all topics" (v0 used empty).
+const METADATA_MIN_VERSION: i16 = 1;
+/// ListOffsets' special timestamps.
+pub const LATEST: i64 = -1;
+pub const EARLIEST: i64 = -2;
+/// A request's server-side timeout, as Kafka's admin client's default.
+pub const REQUEST_TIMEOUT_MS: i32 = 30_000;
+
+/// A Kafka error code a broker answered, printed by name as Kafka's tools do.
+#[derive(Debug, thiserror::Error)]
+#[error("{name}: {message} ({what})")]
+pub struct KafkaError {
+    /// What the error is about: a topic-partition, a group.
+    pub what: String,
+    pub name: String,
+    pub message: String,
+}
+
+/// The error for `code` about `what`, with the broker's message where it sent one.
+pub fn kafka_error(what: impl Into<String>, code: i16, message: Option<&str>) -> KafkaError {
+    KafkaError {
+        what: what.into(),
+        name: error_name(code),
+        message: message.unwrap_or_else(|| error_message(code)).to_owned(),
+    }
+}
+
+/// The bootstrap connection plus one connection per broker addressed so far.
+pub struct Cluster {
+    bootstrap: Client,
+    /// Node id to `host:port`, from the last Metadata answer.
+    brokers: HashMap<i32, String>,
+    nodes: HashMap<i32, Client>,
+}
+
+impl Cluster {
+    pub fn connect(bootstrap: &str) -> anyhow::Result<Cluster> {
+        Ok(Cluster {
+            bootstrap: Client::connect(bootstrap)?,
+            brokers: HashMap::new(),
+            nodes: HashMap::new(),
+        })
+    }
+
+    /// The connection to the bootstrap broker.
+    pub fn bootstrap(&mut self) -> &mut Client {
+        &mut self.bootstrap
+    }
+
+    /// Metadata for `topics` (`None`: every topic), remembering where each broker listens.
+    pub fn metadata(&mut self, topics: Option<&[String]>) -> anyhow::Result<MetadataResponse> {
+        let version = self
+            .bootstrap
+            .version(ApiKey::Metadata, METADATA_MIN_VERSION, i16::MAX)?;
+        let request = MetadataRequest {
+            topics: topics.map(|names| {
+                names
+                    .iter()
+                    .map(|name| MetadataRequestTopic {
+                        name: Some(name.clone()),
+                        ..Default::default()
+                    })
+                    .collect()
+            }),
+            // v4 added the flag (older brokers follow their own auto.create setting); a
+            // non-default value cannot be encoded below it.
+            allow_auto_topic_creation: version < 4,
+            ..Default::default()
+        };
+        let response: MetadataResponse =
+            self.bootstrap
+                .request(ApiKey::Metadata, version, &request)?;
+        for b in &response.brokers {
+            self.brokers
+                .insert(b.node_id, format!("{}:{}", b.host, b.port));
+        }
+        Ok(response)
+    }
+
+    /// Node ids of every broker Metadata named.
+    pub fn node_ids(&self) -> Vec<i32> {
+        let mut ids: Vec<i32> = self.brokers.keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// `host:port` of a broker Metadata named.
+    pub fn address(&self, node: i32) -> Option<&str> {
+        self.brokers.get(&node).map(String::as_str)
+    }
+
+    /// The connection to broker `node` (opened on first use).
+    pub fn node(&mut self, node: i32) -> anyhow::Result<&mut Client> {
+        if !self.nodes.contains_key(&node) {
+            let Some(addr) = self.brokers.get(&node) else {
+                bail!("no address known for broker {node} (not in the Metadata answer)");
+            };
+            let client =
+                Client::connect(addr).with_context(|| format!("connecting to broker {node}"))?;
+            self.nodes.insert(node, client);
+        }
+        Ok(self.nodes.get_mut(&node).expect("inserted above"))
+    }
+
+    /// The partitions of `topic` and their leaders, in partition order; a topic error (e.g.
+    /// UNKNOWN_TOPIC_OR_PARTITION) is returned by name.
+    pub fn partitions(&mut self, topic: &str) -> anyhow::Result<Vec<(i32, i32)>> {
+        let md = self.metadata(Some(&[topic.to_owned()]))?;
+        leaders(&md, topic)
+    }
+
+    /// The coordinator of `group`: node id and connection.
+    pub fn coordinator(&mut self, group: &str) -> anyhow::Result<(i32, &mut Client)> {
+        let version = self
+            .bootstrap
+            .version(ApiKey::FindCoordinator, 0, i16::MAX)?;
+        // v4 (KIP-699) asks in batches through `coordinator_keys`.
+        let request = if version >= 4 {
+            FindCoordinatorRequest {
+                key_type: 0,
+                coordinator_keys: vec![group.to_owned()],
+                ..Default::default()
+            }
+        } else {
+            FindCoordinatorRequest {
+                key: group.to_owned(),
+                key_type: 0,
+                ..Default::default()
+            }
+        };
+        let resp: FindCoordinatorResponse =
+            self.bootstrap
+                .request(ApiKey::FindCoordinator, version, &request)?;
+        let (code, message, node, host, port) = if version >= 4 {
+            let Some(c) = resp.coordinators.first() else {
+                bail!("FindCoordinator answered no coordinator for group {group}");
+            };
+            (
+                c.error_code,
+                c.error_message.clone(),
+                c.node_id,
+                c.host.clone(),
+                c.port,
+            )
+        } else {
+            (
+                resp.error_code,
+                resp.error_message.clone(),
+                resp.node_id,
+                resp.host.clone(),
+                resp.port,
+            )
+        };
+        if code != 0 {
+            return Err(kafka_error(format!("group {group}"), code, message.as_deref()).into());
+        }
+        self.brokers.insert(node, format!("{host}:{port}"));
+        Ok((node, self.node(node)?))
+    }
+
+    /// ListOffsets for `timestamp` (LATEST, EARLIEST or a time in ms) of each partition
+    /// of `topic`, asking each leader for its own partitions. A partition without an offset
+    /// for that time answers -1, as Kafka does.
+    pub fn list_offsets(
+        &mut self,
+        topic: &str,
+        partitions: &[(i32, i32)],
+        timestamp: i64,
+    ) -> anyhow::Result<BTreeMap<i32, i64>> {
+        let mut by_leader: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
+        for &(partition, leader) in partitions {
+            if leader < 0 {
+                return Err(
+                    kafka_error(format!("{topic}-{partition}"), 5, Some("no leader")).into(),
+                );
+            }
+            by_leader.entry(leader).or_default().push(partition);
+        }
+        let mut offsets = BTreeMap::new();
+        for (leader, parts) in by_leader {
+            let client = self.node(leader)?;
+            // v1 is the first to answer one offset per partition; v6+ is flexible.
+            let version = client.version(ApiKey::ListOffsets, 1, i16::MAX)?;
+            let request = ListOffsetsRequest {
+                replica_id: -1,
+                isolation_level: 0,
+                topics: vec![ListOffsetsTopic {
+                    name: topic.to_owned(),
+                    partitions: parts
+                        .iter()
+                        .map(|&p| ListOffsetsPartition {
+                            partition_index: p,
+                            current_leader_epoch: -1,
+                            timestamp,
+                            max_num_offsets: 1,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                }],
+                timeout_ms: REQUEST_TIMEOUT_MS,
+                ..Default::default()
+            };
+            let resp: ListOffsetsResponse =
+                client.request(ApiKey::ListOffsets, version, &request)?;
+            for t in &resp.topics {
+                for p in &t.partitions {
+                    if p.error_code != 0 {
+                        return Err(kafka_error(
+                            format!("{topic}-{}", p.partition_index),
+                            p.error_code,
+                            None,
+                        )
+                        .into());
+                    }
+                    offsets.insert(p.partition_index, p.offset);
+                }
+            }
+        }
+        for &(partition, _) in partitions {
+            if !offsets.contains_key(&partition) {
+                bail!("ListOffsets answered nothing for {topic}-{partition}");
+            }
+        }
+        Ok(offsets)
+    }
+}
+
+/// `(partition, leader)` of every partition of `topic` in `md`, in partition order.
+pub fn leaders(md: &MetadataResponse, topic: &str) -> anyhow::Result<Vec<(i32, i32)>> {
+    let Some(t) = md.topics.iter().find(|t| t.name.as_deref() == Some(topic)) else {
+        return Err(kafka_error(format!("topic {topic}"), 3, None).into());
+    };
+    if t.error_code != 0 {
+        return Err(kafka_error(format!("topic {topic}"), t.error_code, None).into());
+    }
+    let mut parts: Vec<(i32, i32)> = t
+        .partitions
+        .iter()
+        .map(|p| (p.partition_index, p.leader_id))
+        .collect();
+    parts.sort_unstable();
+    Ok(parts)
+}
