@@ -109,9 +109,7 @@ fn main() {
         Command::LogLevel(args) => to_stdout(|out| admin::log_level::run(&args, out)),
         Command::GetOffsets(args) => to_stdout(|out| admin::offsets::run(&args, out)),
         Command::DescribeCluster(args) => to_stdout(|out| admin::cluster::run(&args, out)),
-        Command::Groups { command } => {
-            to_stdout(|out| command.run(out, &mut std::io::stderr()))
-        }
+        Command::Groups { command } => to_stdout(|out| command.run(out, &mut std::io::stderr())),
         Command::Produce(args) => produce(&args),
         Command::Consume(args) => consume(&args),
     };

@@ -280,3 +280,22 @@ def start_broker(request, tmp_path):
 def broker(start_broker):
     """A broker with default settings (auto topic creation on, num.shards = all cores)."""
     return start_broker()
+
+
+@pytest.fixture
+def null_broker():
+    """The bench crate's null broker (Produce, Fetch, ListOffsets, Metadata, ApiVersions,
+    CreateTopics and DeleteTopics only): its HOST:PORT."""
+    bench = os.environ.get("BENCH_BIN") or str(Path(BROKER_BIN).with_name("bench"))
+    if not os.path.exists(bench):
+        pytest.skip(f"no bench binary at {bench}")
+    proc = subprocess.Popen([bench, "null-broker", "--listen", "127.0.0.1:0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline()
+        m = re.search(r"listening on (\S+)", line)
+        assert m, f"null broker said {line!r}"
+        yield m.group(1)
+    finally:
+        proc.kill()
+        proc.wait()

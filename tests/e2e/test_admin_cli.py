@@ -7,13 +7,9 @@ against librdkafka's metadata) and the bench crate's null broker; Kafka errors b
 non-zero exit status."""
 
 import json
-import os
-import re
 import shutil
 import subprocess
-from pathlib import Path
 
-import pytest
 
 from conftest import BROKER_BIN
 from e2e_helpers import ck_produce, ck_producer, create_topic, unique
@@ -199,27 +195,11 @@ def test_topics_commands_against_our_broker(broker):
     assert res.returncode != 0 and "INVALID_CONFIG" in res.stderr
 
 
-def test_topics_commands_against_null_broker(tmp_path):
-    bench = os.environ.get("BENCH_BIN") or str(Path(BROKER_BIN).with_name("bench"))
-    if not os.path.exists(bench):
-        pytest.skip(f"no bench binary at {bench}")
-    proc = subprocess.Popen(
-        [bench, "null-broker", "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline()
-        m = re.search(r"listening on (\S+)", line)
-        assert m, f"null broker said {line!r}"
-        bootstrap = m.group(1)
-        topic = unique("null")
-        topics(bootstrap, "create", "--topic", topic, "--partitions", "2")
-        (desc,) = json_lines(topics(bootstrap, "describe", "--topic", topic, "--json").stdout)
-        assert desc["partition_count"] == 2
-        topics(bootstrap, "list")
-        topics(bootstrap, "delete", "--topic", topic)
-    finally:
-        proc.kill()
-        proc.wait()
+def test_topics_commands_against_null_broker(null_broker):
+    bootstrap = null_broker
+    topic = unique("null")
+    topics(bootstrap, "create", "--topic", topic, "--partitions", "2")
+    (desc,) = json_lines(topics(bootstrap, "describe", "--topic", topic, "--json").stdout)
+    assert desc["partition_count"] == 2
+    topics(bootstrap, "list")
+    topics(bootstrap, "delete", "--topic", topic)

@@ -10,12 +10,8 @@ crate's null broker where they apply (get-offsets, describe-cluster via Metadata
 alter-config's refusal there)."""
 
 import json
-import os
-import re
 import subprocess
-from pathlib import Path
 
-import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
@@ -244,21 +240,6 @@ def test_describe_cluster_against_librdkafka(broker):
 # ---------------------------------------------------------------------------------------------
 # The null broker (bench crate): Produce, Fetch, ListOffsets, Metadata, ApiVersions,
 # CreateTopics and DeleteTopics only.
-@pytest.fixture
-def null_broker():
-    bench = os.environ.get("BENCH_BIN") or str(Path(BROKER_BIN).with_name("bench"))
-    if not os.path.exists(bench):
-        pytest.skip(f"no bench binary at {bench}")
-    proc = subprocess.Popen([bench, "null-broker", "--listen", "127.0.0.1:0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        line = proc.stdout.readline()
-        m = re.search(r"listening on (\S+)", line)
-        assert m, f"null broker said {line!r}"
-        yield m.group(1)
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_commands_against_null_broker(null_broker):

@@ -7,13 +7,10 @@ formatter); --partition/--offset, --max-messages, --timeout-ms, acks=0, Kafka er
 and both commands against the bench crate's null broker."""
 
 import json
-import os
 import re
 import subprocess
 import time
-from pathlib import Path
 
-import pytest
 
 from conftest import BROKER_BIN
 from e2e_helpers import ck_consume, ck_produce, ck_producer, create_topic, unique
@@ -169,21 +166,6 @@ def test_produce_then_consume_with_our_commands(broker):
     assert res.stdout.splitlines() == lines
 
 
-@pytest.fixture
-def null_broker():
-    bench = os.environ.get("BENCH_BIN") or str(Path(BROKER_BIN).with_name("bench"))
-    if not os.path.exists(bench):
-        pytest.skip(f"no bench binary at {bench}")
-    proc = subprocess.Popen([bench, "null-broker", "--listen", "127.0.0.1:0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        line = proc.stdout.readline()
-        m = re.search(r"listening on (\S+)", line)
-        assert m, f"null broker said {line!r}"
-        yield m.group(1)
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_produce_and_consume_against_null_broker(null_broker):

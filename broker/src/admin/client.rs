@@ -8,7 +8,11 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use bytes::{Bytes, BytesMut};
 use wire::generated::api::{request_header_version, response_header_version, ApiKey};
-use wire::generated::{ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader};
+use wire::generated::metadata_request::MetadataRequestTopic;
+use wire::generated::{
+    ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse, RequestHeader,
+    ResponseHeader,
+};
 use wire::primitives::{Decodable, Encodable};
 use wire::ErrorCode;
 
@@ -100,6 +104,29 @@ impl Client {
         }
         client.versions = versions;
         Ok(client)
+    }
+
+    /// Metadata of `topics` (`None`: every topic; empty: none, only brokers), never creating
+    /// one. v1 is the first with a controller id and where a null list means "every topic" (v0
+    /// used an empty one); `allow_auto_topic_creation` exists from v4, and below it the field must keep its
+    /// default to be encodable (such a broker follows its own `auto.create.topics.enable`).
+    pub fn metadata(&mut self, topics: Option<&[String]>) -> anyhow::Result<MetadataResponse> {
+        const METADATA_MIN_VERSION: i16 = 1;
+        let version = self.version(ApiKey::Metadata, METADATA_MIN_VERSION, i16::MAX)?;
+        let request = MetadataRequest {
+            topics: topics.map(|names| {
+                names
+                    .iter()
+                    .map(|name| MetadataRequestTopic {
+                        name: Some(name.clone()),
+                        ..Default::default()
+                    })
+                    .collect()
+            }),
+            allow_auto_topic_creation: version < 4,
+            ..Default::default()
+        };
+        self.request(ApiKey::Metadata, version, &request)
     }
 
     /// The version to use for `key`: the highest both sides speak, at most `cap`, at

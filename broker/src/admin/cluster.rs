@@ -7,16 +7,12 @@ use std::io::Write;
 use anyhow::bail;
 use serde_json::json;
 use wire::generated::api::ApiKey;
-use wire::generated::{
-    DescribeClusterRequest, DescribeClusterResponse, MetadataRequest, MetadataResponse,
-};
+use wire::generated::{DescribeClusterRequest, DescribeClusterResponse};
 
 use super::client::{error_message, error_name, Client};
 
 /// KIP-919's endpoint type of brokers.
 const ENDPOINT_BROKERS: i8 = 1;
-/// Metadata v1 is the first with a controller id and where an empty topic list means none.
-const METADATA_MIN_VERSION: i16 = 1;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Broker {
@@ -83,13 +79,7 @@ pub fn describe(client: &mut Client) -> anyhow::Result<Cluster> {
             via: "DescribeCluster",
         }
     } else {
-        let version = client.version(ApiKey::Metadata, METADATA_MIN_VERSION, i16::MAX)?;
-        let request = MetadataRequest {
-            topics: Some(Vec::new()),
-            allow_auto_topic_creation: false,
-            ..Default::default()
-        };
-        let resp: MetadataResponse = client.request(ApiKey::Metadata, version, &request)?;
+        let resp = client.metadata(Some(&[]))?;
         Cluster {
             cluster_id: resp.cluster_id,
             controller: resp.controller_id,

@@ -362,115 +362,69 @@ fn first_outcome(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::{BufMut, Bytes, BytesMut};
-    use std::io::{Read, Write};
-    use std::net::TcpListener;
-    use std::sync::mpsc;
-    use wire::generated::api::{request_header_version, response_header_version};
-    use wire::generated::api_versions_response::ApiVersion;
+    use crate::admin::fake_broker;
+    use bytes::BytesMut;
+    use std::sync::{mpsc, Mutex};
+    use wire::generated::alter_configs_response::AlterConfigsResourceResponse;
     use wire::generated::describe_configs_response::{
         DescribeConfigsResourceResult, DescribeConfigsResult,
     };
-    use wire::generated::{ApiVersionsResponse, RequestHeader, ResponseHeader};
     use wire::primitives::{Decodable, Encodable};
 
     /// A broker without IncrementalAlterConfigs: answers ApiVersions, DescribeConfigs (topic
     /// `t` with two overrides and a default) and AlterConfigs, sending the AlterConfigs
     /// request it got to `seen`.
     fn legacy_broker(seen: mpsc::Sender<AlterConfigsRequest>) -> String {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        std::thread::spawn(move || {
-            let (mut s, _) = listener.accept().unwrap();
-            loop {
-                let mut size = [0u8; 4];
-                if s.read_exact(&mut size).is_err() {
-                    return;
-                }
-                let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
-                s.read_exact(&mut frame).unwrap();
-                let mut frame = Bytes::from(frame);
-                let key = i16::from_be_bytes([frame[0], frame[1]]);
-                let version = i16::from_be_bytes([frame[2], frame[3]]);
-                let header =
-                    RequestHeader::decode(&mut frame, request_header_version(key, version))
-                        .unwrap();
-                let mut body = BytesMut::new();
-                match ApiKey::from_i16(key).unwrap() {
-                    ApiKey::ApiVersions => ApiVersionsResponse {
-                        api_keys: [
-                            (ApiKey::ApiVersions, 0, 3),
-                            (ApiKey::DescribeConfigs, 0, 4),
-                            (ApiKey::AlterConfigs, 0, 2),
-                        ]
-                        .iter()
-                        .map(|&(k, min_version, max_version)| ApiVersion {
-                            api_key: k as i16,
-                            min_version,
-                            max_version,
-                            ..Default::default()
-                        })
-                        .collect(),
+        let seen = Mutex::new(seen);
+        fake_broker::spawn(move |mut request, out: &mut BytesMut| {
+            let version = request.version;
+            match request.key {
+                ApiKey::ApiVersions => fake_broker::api_versions(&[
+                    (ApiKey::ApiVersions, 0, 3),
+                    (ApiKey::DescribeConfigs, 0, 4),
+                    (ApiKey::AlterConfigs, 0, 2),
+                ])
+                .encode(out, version),
+                ApiKey::DescribeConfigs => {
+                    let entry = |name: &str, value: &str, source| DescribeConfigsResourceResult {
+                        name: name.to_owned(),
+                        value: Some(value.to_owned()),
+                        config_source: source,
                         ..Default::default()
-                    }
-                    .encode(&mut body, version),
-                    ApiKey::DescribeConfigs => {
-                        let entry = |name: &str, value: &str, source| {
-                            DescribeConfigsResourceResult {
-                                name: name.to_owned(),
-                                value: Some(value.to_owned()),
-                                config_source: source,
-                                ..Default::default()
-                            }
-                        };
-                        DescribeConfigsResponse {
-                            results: vec![DescribeConfigsResult {
-                                resource_type: RESOURCE_TOPIC,
-                                resource_name: "t".to_owned(),
-                                configs: vec![
-                                    entry("retention.ms", "5", SOURCE_DYNAMIC_TOPIC_CONFIG),
-                                    entry("segment.bytes", "1024", SOURCE_DEFAULT_CONFIG),
-                                    entry("max.message.bytes", "7", SOURCE_DYNAMIC_TOPIC_CONFIG),
-                                ],
-                                ..Default::default()
-                            }],
-                            ..Default::default()
-                        }
-                        .encode(&mut body, version)
-                    }
-                    ApiKey::AlterConfigs => {
-                        let request = AlterConfigsRequest::decode(&mut frame, version).unwrap();
-                        seen.send(request).unwrap();
-                        AlterConfigsResponse {
-                            responses: vec![
-                                wire::generated::alter_configs_response::AlterConfigsResourceResponse {
-                                    resource_type: RESOURCE_TOPIC,
-                                    resource_name: "t".to_owned(),
-                                    ..Default::default()
-                                },
+                    };
+                    DescribeConfigsResponse {
+                        results: vec![DescribeConfigsResult {
+                            resource_type: RESOURCE_TOPIC,
+                            resource_name: "t".to_owned(),
+                            configs: vec![
+                                entry("retention.ms", "5", SOURCE_DYNAMIC_TOPIC_CONFIG),
+                                entry("segment.bytes", "1024", SOURCE_DEFAULT_CONFIG),
+                                entry("max.message.bytes", "7", SOURCE_DYNAMIC_TOPIC_CONFIG),
                             ],
                             ..Default::default()
-                        }
-                        .encode(&mut body, version)
+                        }],
+                        ..Default::default()
                     }
-                    other => panic!("unexpected {other:?}"),
+                    .encode(out, version)
                 }
-                .unwrap();
-                let mut out = BytesMut::new();
-                ResponseHeader {
-                    correlation_id: header.correlation_id,
-                    ..Default::default()
+                ApiKey::AlterConfigs => {
+                    let alter = AlterConfigsRequest::decode(&mut request.body, version).unwrap();
+                    seen.lock().unwrap().send(alter).unwrap();
+                    AlterConfigsResponse {
+                        responses: vec![AlterConfigsResourceResponse {
+                            resource_type: RESOURCE_TOPIC,
+                            resource_name: "t".to_owned(),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }
+                    .encode(out, version)
                 }
-                .encode(&mut out, response_header_version(key, version))
-                .unwrap();
-                out.extend_from_slice(&body);
-                let mut framed = BytesMut::new();
-                framed.put_i32(out.len() as i32);
-                framed.extend_from_slice(&out);
-                s.write_all(&framed).unwrap();
+                other => panic!("unexpected {other:?}"),
             }
-        });
-        addr
+            .unwrap();
+            true
+        })
     }
 
     #[test]

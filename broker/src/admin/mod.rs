@@ -6,6 +6,8 @@ pub mod cluster;
 pub mod configs;
 pub mod consume;
 pub mod dump_log;
+#[cfg(test)]
+pub mod fake_broker;
 pub mod group_time;
 pub mod groups;
 pub mod log_level;

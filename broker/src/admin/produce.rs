@@ -542,73 +542,36 @@ fn now_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::{TcpListener, TcpStream};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
-    use bytes::{Bytes, BytesMut};
-    use wire::generated::api::{request_header_version, response_header_version};
-    use wire::generated::api_versions_response::ApiVersion;
+    use crate::admin::fake_broker;
     use wire::generated::metadata_response::{
         MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
     };
     use wire::generated::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-    use wire::generated::{
-        ApiVersionsResponse, MetadataResponse, ProduceResponse, RequestHeader, ResponseHeader,
-    };
-    use wire::primitives::{Decodable, Encodable};
+    use wire::generated::{MetadataResponse, ProduceResponse};
+    use wire::primitives::Encodable;
 
     /// A one-partition broker that answers Produce with `codes` in turn (the last repeats),
     /// counting the Produce requests.
     fn fake_broker(codes: Vec<i16>) -> (String, Arc<AtomicUsize>) {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
         let calls = Arc::new(AtomicUsize::new(0));
         let counted = calls.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let (codes, calls) = (codes.clone(), counted.clone());
-                std::thread::spawn(move || serve(stream.unwrap(), addr.port(), &codes, &calls));
-            }
-        });
-        (addr.to_string(), calls)
-    }
-
-    fn serve(mut s: TcpStream, port: u16, codes: &[i16], calls: &AtomicUsize) {
-        loop {
-            let mut size = [0u8; 4];
-            if s.read_exact(&mut size).is_err() {
-                return;
-            }
-            let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
-            s.read_exact(&mut frame).unwrap();
-            let (key, version) = (
-                i16::from_be_bytes([frame[0], frame[1]]),
-                i16::from_be_bytes([frame[2], frame[3]]),
-            );
-            let mut buf = Bytes::from(frame);
-            let header =
-                RequestHeader::decode(&mut buf, request_header_version(key, version)).unwrap();
-            let mut body = BytesMut::new();
-            match key {
-                18 => ApiVersionsResponse {
-                    api_keys: [(0, 3, 3), (3, 1, 1), (18, 0, 0)]
-                        .iter()
-                        .map(|&(api_key, min_version, max_version)| ApiVersion {
-                            api_key,
-                            min_version,
-                            max_version,
-                            ..Default::default()
-                        })
-                        .collect(),
-                    ..Default::default()
-                }
-                .encode(&mut body, version),
-                3 => MetadataResponse {
+        let addr = fake_broker::spawn(move |request, body| {
+            let version = request.version;
+            match request.key {
+                ApiKey::ApiVersions => fake_broker::api_versions(&[
+                    (ApiKey::Produce, 3, 3),
+                    (ApiKey::Metadata, 1, 1),
+                    (ApiKey::ApiVersions, 0, 0),
+                ])
+                .encode(body, version),
+                ApiKey::Metadata => MetadataResponse {
                     brokers: vec![MetadataResponseBroker {
                         node_id: 1,
                         host: "127.0.0.1".into(),
-                        port: i32::from(port),
+                        port: i32::from(request.port),
                         ..Default::default()
                     }],
                     topics: vec![MetadataResponseTopic {
@@ -624,9 +587,9 @@ mod tests {
                     }],
                     ..Default::default()
                 }
-                .encode(&mut body, version),
-                0 => {
-                    let n = calls.fetch_add(1, Ordering::SeqCst);
+                .encode(body, version),
+                ApiKey::Produce => {
+                    let n = counted.fetch_add(1, Ordering::SeqCst);
                     let code = codes[n.min(codes.len() - 1)];
                     ProduceResponse {
                         responses: vec![TopicProduceResponse {
@@ -641,22 +604,14 @@ mod tests {
                         }],
                         ..Default::default()
                     }
-                    .encode(&mut body, version)
+                    .encode(body, version)
                 }
-                _ => return,
+                _ => return false,
             }
             .unwrap();
-            let mut out = BytesMut::new();
-            ResponseHeader {
-                correlation_id: header.correlation_id,
-                ..Default::default()
-            }
-            .encode(&mut out, response_header_version(key, version))
-            .unwrap();
-            out.extend_from_slice(&body);
-            s.write_all(&(out.len() as i32).to_be_bytes()).unwrap();
-            s.write_all(&out).unwrap();
-        }
+            true
+        });
+        (addr, calls)
     }
 
     fn produce_to(addr: &str, input: &[u8]) -> anyhow::Result<(Totals, String)> {

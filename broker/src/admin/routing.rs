@@ -8,16 +8,12 @@ use anyhow::{bail, Context};
 use wire::generated::api::ApiKey;
 use wire::generated::find_coordinator_request::FindCoordinatorRequest;
 use wire::generated::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use wire::generated::metadata_request::MetadataRequestTopic;
 use wire::generated::{
-    FindCoordinatorResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
-    MetadataResponse,
+    FindCoordinatorResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataResponse,
 };
 
 use super::client::{error_message, error_name, Client};
 
-/// The Metadata version at which a null topic list means "all topics" (v0 used empty).
-const METADATA_MIN_VERSION: i16 = 1;
 /// ListOffsets' special timestamps.
 pub const LATEST: i64 = -1;
 pub const EARLIEST: i64 = -2;
@@ -67,27 +63,7 @@ impl Cluster {
 
     /// Metadata for `topics` (`None`: every topic), remembering where each broker listens.
     pub fn metadata(&mut self, topics: Option<&[String]>) -> anyhow::Result<MetadataResponse> {
-        let version = self
-            .bootstrap
-            .version(ApiKey::Metadata, METADATA_MIN_VERSION, i16::MAX)?;
-        let request = MetadataRequest {
-            topics: topics.map(|names| {
-                names
-                    .iter()
-                    .map(|name| MetadataRequestTopic {
-                        name: Some(name.clone()),
-                        ..Default::default()
-                    })
-                    .collect()
-            }),
-            // v4 added the flag (older brokers follow their own auto.create setting); a
-            // non-default value cannot be encoded below it.
-            allow_auto_topic_creation: version < 4,
-            ..Default::default()
-        };
-        let response: MetadataResponse =
-            self.bootstrap
-                .request(ApiKey::Metadata, version, &request)?;
+        let response = self.bootstrap.metadata(topics)?;
         for b in &response.brokers {
             self.brokers
                 .insert(b.node_id, format!("{}:{}", b.host, b.port));

@@ -16,11 +16,10 @@ use wire::generated::api::ApiKey;
 use wire::generated::create_partitions_request::CreatePartitionsTopic;
 use wire::generated::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use wire::generated::delete_topics_request::DeleteTopicState;
-use wire::generated::metadata_request::MetadataRequestTopic;
 use wire::generated::metadata_response::MetadataResponseTopic;
 use wire::generated::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
-    DeleteTopicsRequest, DeleteTopicsResponse, MetadataRequest, MetadataResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse, MetadataResponse,
 };
 use wire::primitives::Uuid;
 
@@ -31,8 +30,6 @@ use super::topic_filter::{include_list, is_topic_name};
 
 /// A request's server-side timeout, as kafka-topics.sh's default.
 const REQUEST_TIMEOUT_MS: i32 = 30_000;
-/// The Metadata version at which a null topic list means "all topics" (v0 used empty).
-const METADATA_MIN_VERSION: i16 = 1;
 /// Topics named per DeleteTopics request when a regex selects many: each deletion is a
 /// metadata commit on the broker, and a bounded batch keeps a request within its timeout
 /// (and lets progress move).
@@ -229,18 +226,7 @@ pub(crate) fn metadata(
     client: &mut Client,
     topic: Option<&str>,
 ) -> anyhow::Result<MetadataResponse> {
-    let version = client.version(ApiKey::Metadata, METADATA_MIN_VERSION, i16::MAX)?;
-    let request = MetadataRequest {
-        topics: topic.map(|name| {
-            vec![MetadataRequestTopic {
-                name: Some(name.to_owned()),
-                ..Default::default()
-            }]
-        }),
-        allow_auto_topic_creation: false,
-        ..Default::default()
-    };
-    client.request(ApiKey::Metadata, version, &request)
+    client.metadata(topic.map(|name| vec![name.to_owned()]).as_deref())
 }
 
 /// Prints one topic; `configs` is `None` when the broker has no DescribeConfigs (the
