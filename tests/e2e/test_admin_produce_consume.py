@@ -82,10 +82,7 @@ def test_produce_options_and_errors(broker):
               "--property", "parse.key=true", stdin="k\tv\nnovalue\n", check=False)
     assert res.returncode != 0
     assert "No key separator found on line number 2: 'novalue'" in res.stderr
-    # Unknown topic and partition: Kafka's error names.
-    res = run("produce", "--bootstrap-server", b, "--topic", unique("missing"), stdin="x\n",
-              check=False)
-    assert res.returncode != 0 and "UNKNOWN_TOPIC_OR_PARTITION" in res.stderr
+    # Unknown partition: Kafka's error name (a missing topic: see the auto-create test).
     res = run("produce", "--bootstrap-server", b, "--topic", topic, "--partition", "9",
               stdin="x\n", check=False)
     assert res.returncode != 0 and "UNKNOWN_TOPIC_OR_PARTITION" in res.stderr
@@ -148,9 +145,6 @@ def test_consume_prints_every_record_librdkafka_produced(broker):
     # --offset needs --partition (as Kafka's tool); bad offsets are refused.
     assert run("consume", "--bootstrap-server", b, "--topic", topic, "--offset", "3",
                check=False).returncode != 0
-    res = run("consume", "--bootstrap-server", b, "--topic", unique("missing"),
-              "--timeout-ms", "100", check=False)
-    assert res.returncode != 0 and "UNKNOWN_TOPIC_OR_PARTITION" in res.stderr
 
 
 def test_produce_then_consume_with_our_commands(broker):
@@ -204,3 +198,28 @@ def test_produce_sends_typed_lines_at_once(broker):
     finally:
         proc.stdin.close()
         assert proc.wait(timeout=30) == 0, proc.stderr.read()
+
+
+def test_missing_topic_is_auto_created_as_kafkas_console_clients_do(start_broker):
+    # kafka-console-producer/consumer.sh's clients ask Metadata to create a missing topic
+    # (allow.auto.create.topics=true); the broker decides with auto.create.topics.enable.
+    b = start_broker().bootstrap
+    topic = unique("auto")
+    run("produce", "--bootstrap-server", b, "--topic", topic, stdin="one\ntwo\n")
+    res = run("consume", "--bootstrap-server", b, "--topic", topic, "--from-beginning",
+              "--max-messages", "2")
+    assert res.stdout.splitlines() == ["one", "two"]
+    fresh = unique("auto")
+    res = run("consume", "--bootstrap-server", b, "--topic", fresh, "--from-beginning",
+              "--timeout-ms", "500")
+    assert res.stdout == "" and "Processed a total of 0 messages" in res.stderr
+    listed = run("topics", "list", "--bootstrap-server", b).stdout.split()
+    assert topic in listed and fresh in listed
+
+    off = start_broker(overrides={"auto.create.topics.enable": "false"}).bootstrap
+    res = run("produce", "--bootstrap-server", off, "--topic", unique("auto"), stdin="x\n",
+              check=False)
+    assert res.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in res.stderr
+    res = run("consume", "--bootstrap-server", off, "--topic", unique("auto"),
+              "--timeout-ms", "100", check=False)
+    assert res.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in res.stderr

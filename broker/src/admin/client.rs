@@ -107,10 +107,15 @@ impl Client {
     }
 
     /// Metadata of `topics` (`None`: every topic; empty: none, only brokers), never creating
-    /// one. v1 is the first with a controller id and where a null list means "every topic" (v0
+    /// one (`auto_create`: missing `topics` are created where the broker's
+    /// `auto.create.topics.enable` allows, as Kafka's producer and consumer ask by default). v1 is the first with a controller id and where a null list means "every topic" (v0
     /// used an empty one); `allow_auto_topic_creation` exists from v4, and below it the field must keep its
     /// default to be encodable (such a broker follows its own `auto.create.topics.enable`).
-    pub fn metadata(&mut self, topics: Option<&[String]>) -> anyhow::Result<MetadataResponse> {
+    pub fn metadata(
+        &mut self,
+        topics: Option<&[String]>,
+        auto_create: bool,
+    ) -> anyhow::Result<MetadataResponse> {
         const METADATA_MIN_VERSION: i16 = 1;
         let version = self.version(ApiKey::Metadata, METADATA_MIN_VERSION, i16::MAX)?;
         let request = MetadataRequest {
@@ -123,7 +128,7 @@ impl Client {
                     })
                     .collect()
             }),
-            allow_auto_topic_creation: version < 4,
+            allow_auto_topic_creation: auto_create || version < 4,
             ..Default::default()
         };
         self.request(ApiKey::Metadata, version, &request)

@@ -79,7 +79,7 @@ pub fn describe(client: &mut Client) -> anyhow::Result<Cluster> {
             via: "DescribeCluster",
         }
     } else {
-        let resp = client.metadata(Some(&[]))?;
+        let resp = client.metadata(Some(&[]), false)?;
         Cluster {
             cluster_id: resp.cluster_id,
             controller: resp.controller_id,

@@ -63,7 +63,15 @@ impl Cluster {
 
     /// Metadata for `topics` (`None`: every topic), remembering where each broker listens.
     pub fn metadata(&mut self, topics: Option<&[String]>) -> anyhow::Result<MetadataResponse> {
-        let response = self.bootstrap.metadata(topics)?;
+        self.metadata_as(topics, false)
+    }
+
+    fn metadata_as(
+        &mut self,
+        topics: Option<&[String]>,
+        auto_create: bool,
+    ) -> anyhow::Result<MetadataResponse> {
+        let response = self.bootstrap.metadata(topics, auto_create)?;
         for b in &response.brokers {
             self.brokers
                 .insert(b.node_id, format!("{}:{}", b.host, b.port));
@@ -97,9 +105,11 @@ impl Cluster {
     }
 
     /// The partitions of `topic` and their leaders, in partition order; a topic error (e.g.
-    /// UNKNOWN_TOPIC_OR_PARTITION) is returned by name.
+    /// UNKNOWN_TOPIC_OR_PARTITION) is returned by name. A missing topic is created where the
+    /// broker's `auto.create.topics.enable` allows, as kafka-console-producer/consumer.sh's
+    /// clients ask by default.
     pub fn partitions(&mut self, topic: &str) -> anyhow::Result<Vec<(i32, i32)>> {
-        let md = self.metadata(Some(&[topic.to_owned()]))?;
+        let md = self.metadata_as(Some(&[topic.to_owned()]), true)?;
         leaders(&md, topic)
     }
 
