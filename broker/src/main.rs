@@ -114,9 +114,22 @@ fn main() {
         Command::Consume(args) => consume(&args),
     };
     if let Err(error) = result {
+        // A reader that went away (`broker consume ... | head`) ends the command, as it ends
+        // `cat`: quietly, not with an error about our stdout.
+        if is_broken_pipe(&error) {
+            std::process::exit(0);
+        }
         eprintln!("error: {error:#}");
         std::process::exit(1);
     }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn tune(command: tuning::cli::TuneCommand) -> anyhow::Result<()> {
@@ -184,4 +197,22 @@ fn start(config_path: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result
         std::process::exit(1);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_broken_pipe;
+    use anyhow::Context;
+    use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn a_closed_reader_is_told_from_other_errors() {
+        let pipe: anyhow::Result<()> = Err(Error::from(ErrorKind::BrokenPipe).into());
+        assert!(is_broken_pipe(
+            &pipe.context("writing a record").unwrap_err()
+        ));
+        let refused: anyhow::Result<()> = Err(Error::from(ErrorKind::ConnectionRefused).into());
+        assert!(!is_broken_pipe(&refused.context("connecting").unwrap_err()));
+        assert!(!is_broken_pipe(&anyhow::anyhow!("broken pipe")));
+    }
 }

@@ -203,3 +203,19 @@ def test_topics_commands_against_null_broker(null_broker):
     assert desc["partition_count"] == 2
     topics(bootstrap, "list")
     topics(bootstrap, "delete", "--topic", topic)
+
+
+def test_reader_that_goes_away_ends_the_command_quietly(broker):
+    """`broker dump-log ... | head -1`: the command stops at the closed pipe with status 0 and
+    nothing on stderr, as `cat` does (it used to print "error: Broken pipe" and exit 1)."""
+    topic = create_topic(broker.bootstrap, unique("pipe"), 1)
+    producer = ck_producer(broker.bootstrap)
+    log = ck_produce(producer, topic, [{"partition": 0, "value": b"x" * 100}] * 5000)
+    assert not log.errors
+    proc = subprocess.Popen([BROKER_BIN, "dump-log", str(segments(broker, topic)[0]),
+                             "--print-data"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline().startswith(b"Dumping ")
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (0, b"")
