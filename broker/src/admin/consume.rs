@@ -20,8 +20,9 @@ use wire::record_batch::{self, BatchHeader, Record, TimestampType};
 use wire::ErrorCode;
 
 use super::produce::parse_bool;
-use super::record_progress::RecordProgress;
+use super::progress::RecordProgress;
 use super::routing::{kafka_error, Cluster, EARLIEST, LATEST};
+use super::CommonProgressArgs;
 
 /// Fetch v4 is the first with isolation levels and v2 batches answered as is; v13 and later
 /// name topics by id.
@@ -242,9 +243,8 @@ pub fn record_json(
 /// `broker consume`, with kafka-console-consumer.sh's flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ConsumeArgs {
-    /// A broker to talk to, HOST:PORT.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub bootstrap_server: String,
+    #[command(flatten)]
+    pub common: CommonProgressArgs,
     #[arg(long)]
     pub topic: String,
     /// Start at the earliest offset rather than the latest.
@@ -266,12 +266,6 @@ pub struct ConsumeArgs {
     /// print.value (true/false), key.separator, line.separator, null.literal; repeatable.
     #[arg(long = "property", value_name = "KEY=VALUE")]
     pub properties: Vec<String>,
-    /// One JSON object per record instead of the formatter's lines.
-    #[arg(long)]
-    pub json: bool,
-    /// Show progress on stderr even when it is not a terminal.
-    #[arg(long)]
-    pub progress: bool,
 }
 
 /// Prints the records the arguments ask for to `out`; returns how many were printed.
@@ -281,7 +275,7 @@ pub fn run(
     progress: &mut RecordProgress,
 ) -> anyhow::Result<u64> {
     let format = formatter(&args.properties)?;
-    let mut cluster = Cluster::connect(&args.bootstrap_server)?;
+    let mut cluster = Cluster::connect(args.common.bootstrap_server())?;
     let mut leaders = cluster.partitions(&args.topic)?;
     if let Some(p) = args.partition {
         leaders.retain(|&(q, _)| q == p);
@@ -375,7 +369,7 @@ pub fn run(
                         p,
                         position,
                         &format,
-                        args.json,
+                        args.common.json(),
                         limit,
                         out,
                     )?;
