@@ -31,8 +31,9 @@ def committed(bootstrap, group, topic):
 
 
 def listed_groups(bootstrap):
-    result = AdminClient({"bootstrap.servers": bootstrap}).list_consumer_groups().result(
-        timeout=10)
+    a = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result is in
+    result = a.list_consumer_groups().result(timeout=10)
+    assert not result.errors, result.errors
     return {g.group_id for g in result.valid}
 
 
