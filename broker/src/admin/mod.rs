@@ -20,6 +20,7 @@ pub mod reset_plan;
 pub mod routing;
 pub mod topic_filter;
 pub mod topics;
+pub mod txn_filter;
 
 /// The flags every admin command that talks to a broker takes, spelled as Kafka's scripts
 /// spell them.
