@@ -173,7 +173,7 @@ fn produce(args: &admin::produce::ProduceArgs) -> anyhow::Result<()> {
 fn consume(args: &admin::consume::ConsumeArgs) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut progress =
-        admin::record_progress::RecordProgress::beside_stdout("consumed", args.progress);
+        admin::progress::RecordProgress::beside_stdout("consumed", args.common.progress);
     let result = admin::consume::run(args, &mut out, &mut progress);
     std::io::Write::flush(&mut out)?;
     // kafka-console-consumer.sh's last line, on stderr so stdout holds only records.

@@ -110,6 +110,27 @@ def test_alter_config_add_and_delete(broker):
     assert topic not in admin(b).list_topics(timeout=10).topics
 
 
+def test_alter_config_from_a_properties_file(broker, tmp_path):
+    """kafka-configs.sh's --add-config-file: a Java properties file (comments, `:` and `=`
+    separators, a continued line), merged with --add-config."""
+    b = broker.bootstrap
+    topic = unique("cfgfile")
+    cli("topics", "create", "--bootstrap-server", b, "--topic", topic, "--partitions", "1")
+    props = tmp_path / "topic.properties"
+    props.write_text("# retention for the test\n! another comment\n\nretention.ms=7200000\n"
+                     "cleanup.policy : compact,\\\n    delete\n")
+    res = cli("topics", "alter-config", "--bootstrap-server", b, "--topic", topic,
+              "--add-config-file", str(props), "--add-config", "max.message.bytes=32768")
+    assert res.stdout.strip() == f"Completed updating config for topic {topic}."
+    entries = topic_configs(b, topic)
+    assert entries["retention.ms"].value == "7200000"
+    assert entries["cleanup.policy"].value == "compact,delete"
+    assert entries["max.message.bytes"].value == "32768"
+    res = cli("topics", "alter-config", "--bootstrap-server", b, "--topic", topic,
+              "--add-config-file", str(tmp_path / "missing.properties"), check=False)
+    assert res.returncode == 1 and "missing.properties" in res.stderr
+
+
 def test_delete_by_regex_with_progress(broker):
     b = broker.bootstrap
     prefix = unique("rx").replace("-", "_")

@@ -223,3 +223,20 @@ def test_missing_topic_is_auto_created_as_kafkas_console_clients_do(start_broker
     res = run("consume", "--bootstrap-server", off, "--topic", unique("auto"),
               "--timeout-ms", "100", check=False)
     assert res.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in res.stderr
+
+
+def test_consume_read_committed(broker):
+    """--isolation-level read_committed: Fetch asks with isolation_level 1 (the unit tests check
+    the request and the dropping of aborted transactions' batches). Our broker has no
+    transactions, so every record librdkafka produced is committed and printed, in order."""
+    b = broker.bootstrap
+    topic = create_topic(b, unique("rc"), 1)
+    log = ck_produce(ck_producer(b), topic,
+                     [{"partition": 0, "value": f"v{i}".encode()} for i in range(20)])
+    assert not log.errors and len(log.ok) == 20
+    res = run("consume", "--bootstrap-server", b, "--topic", topic, "--from-beginning",
+              "--max-messages", "20", "--isolation-level", "read_committed")
+    assert res.stdout.splitlines() == [f"v{i}" for i in range(20)]
+    res = run("consume", "--bootstrap-server", b, "--topic", topic, "--from-beginning",
+              "--max-messages", "1", "--isolation-level", "committed", check=False)
+    assert res.returncode != 0 and "read_committed" in res.stderr

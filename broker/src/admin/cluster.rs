@@ -10,6 +10,7 @@ use wire::generated::api::ApiKey;
 use wire::generated::{DescribeClusterRequest, DescribeClusterResponse};
 
 use super::client::{error_message, error_name, Client};
+use super::CommonArgs;
 
 /// KIP-919's endpoint type of brokers.
 const ENDPOINT_BROKERS: i8 = 1;
@@ -36,12 +37,8 @@ pub struct Cluster {
 /// `broker describe-cluster`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DescribeClusterArgs {
-    /// A broker to talk to, HOST:PORT.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub bootstrap_server: String,
-    /// One JSON object instead of a table.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
 pub fn describe(client: &mut Client) -> anyhow::Result<Cluster> {
@@ -101,9 +98,9 @@ pub fn describe(client: &mut Client) -> anyhow::Result<Cluster> {
 }
 
 pub fn run(args: &DescribeClusterArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let mut client = Client::connect(&args.bootstrap_server)?;
+    let mut client = Client::connect(&args.common.bootstrap_server)?;
     let cluster = describe(&mut client)?;
-    print(&cluster, args.json, out)
+    print(&cluster, args.common.json, out)
 }
 
 /// Prints `cluster` as a table (kafka-cluster.sh's `Cluster ID:` line first) or one JSON line.

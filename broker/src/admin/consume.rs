@@ -20,8 +20,10 @@ use wire::record_batch::{self, BatchHeader, Record, TimestampType};
 use wire::ErrorCode;
 
 use super::produce::parse_bool;
-use super::record_progress::RecordProgress;
+use super::progress::RecordProgress;
 use super::routing::{kafka_error, Cluster, EARLIEST, LATEST};
+use super::txn_filter::TxnFilter;
+use super::CommonProgressArgs;
 
 /// Fetch v4 is the first with isolation levels and v2 batches answered as is; v13 and later
 /// name topics by id.
@@ -242,9 +244,8 @@ pub fn record_json(
 /// `broker consume`, with kafka-console-consumer.sh's flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ConsumeArgs {
-    /// A broker to talk to, HOST:PORT.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub bootstrap_server: String,
+    #[command(flatten)]
+    pub common: CommonProgressArgs,
     #[arg(long)]
     pub topic: String,
     /// Start at the earliest offset rather than the latest.
@@ -266,12 +267,28 @@ pub struct ConsumeArgs {
     /// print.value (true/false), key.separator, line.separator, null.literal; repeatable.
     #[arg(long = "property", value_name = "KEY=VALUE")]
     pub properties: Vec<String>,
-    /// One JSON object per record instead of the formatter's lines.
-    #[arg(long)]
-    pub json: bool,
-    /// Show progress on stderr even when it is not a terminal.
-    #[arg(long)]
-    pub progress: bool,
+    /// read_committed leaves out aborted transactions' records; read_uncommitted (the
+    /// default) prints every record.
+    #[arg(long, default_value = "read_uncommitted", value_parser = parse_isolation_level)]
+    pub isolation_level: IsolationLevel,
+}
+
+/// Fetch's `isolation_level`, as kafka-console-consumer.sh's `--isolation-level` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IsolationLevel {
+    ReadUncommitted = 0,
+    ReadCommitted = 1,
+}
+
+/// Parses `--isolation-level`: read_committed or read_uncommitted.
+pub fn parse_isolation_level(text: &str) -> Result<IsolationLevel, String> {
+    match text {
+        "read_uncommitted" => Ok(IsolationLevel::ReadUncommitted),
+        "read_committed" => Ok(IsolationLevel::ReadCommitted),
+        _ => Err(format!(
+            "expected read_committed or read_uncommitted, got {text:?}"
+        )),
+    }
 }
 
 /// Prints the records the arguments ask for to `out`; returns how many were printed.
@@ -281,7 +298,7 @@ pub fn run(
     progress: &mut RecordProgress,
 ) -> anyhow::Result<u64> {
     let format = formatter(&args.properties)?;
-    let mut cluster = Cluster::connect(&args.bootstrap_server)?;
+    let mut cluster = Cluster::connect(args.common.bootstrap_server())?;
     let mut leaders = cluster.partitions(&args.topic)?;
     if let Some(p) = args.partition {
         leaders.retain(|&(q, _)| q == p);
@@ -331,7 +348,8 @@ pub fn run(
                 (stale, stale_code) = (true, LEADER_NOT_AVAILABLE);
                 continue;
             }
-            let resp = fetch(&mut cluster, leader, &args.topic, parts, &positions, wait)?;
+            let request = fetch_request(&args.topic, parts, &positions, wait, args.isolation_level);
+            let resp = fetch(&mut cluster, leader, &request)?;
             if resp.error_code != 0 {
                 return Err(kafka_error(
                     format!("Fetch from broker {leader}"),
@@ -369,13 +387,20 @@ pub fn run(
                     };
                     let data = pd.records.as_deref().unwrap_or_default();
                     let limit = args.max_messages.map(|max| max - printed);
+                    let mut filter = match args.isolation_level {
+                        IsolationLevel::ReadCommitted => TxnFilter::read_committed(
+                            pd.aborted_transactions.as_deref().unwrap_or_default(),
+                        ),
+                        IsolationLevel::ReadUncommitted => TxnFilter::none(),
+                    };
                     let read = print_batches(
                         data,
                         &args.topic,
                         p,
                         position,
+                        &mut filter,
                         &format,
-                        args.json,
+                        args.common.json(),
                         limit,
                         out,
                     )?;
@@ -426,22 +451,20 @@ fn group_by_leader(leaders: &[(i32, i32)]) -> BTreeMap<i32, Vec<i32>> {
     by_leader
 }
 
-fn fetch(
-    cluster: &mut Cluster,
-    leader: i32,
+/// A sessionless Fetch of `parts` of `topic` from their positions.
+fn fetch_request(
     topic: &str,
     parts: &[i32],
     positions: &BTreeMap<i32, i64>,
     max_wait_ms: i32,
-) -> anyhow::Result<FetchResponse> {
-    let client = cluster.node(leader)?;
-    let version = client.version(ApiKey::Fetch, FETCH_MIN_VERSION, FETCH_MAX_VERSION)?;
-    let request = FetchRequest {
+    isolation_level: IsolationLevel,
+) -> FetchRequest {
+    FetchRequest {
         replica_id: -1,
         max_wait_ms,
         min_bytes: 1,
         max_bytes: FETCH_MAX_BYTES,
-        isolation_level: 0,
+        isolation_level: isolation_level as i8,
         // No fetch session (KIP-227): epoch -1 asks for a full, sessionless fetch.
         session_id: 0,
         session_epoch: -1,
@@ -462,8 +485,17 @@ fn fetch(
             ..Default::default()
         }],
         ..Default::default()
-    };
-    client.request(ApiKey::Fetch, version, &request)
+    }
+}
+
+fn fetch(
+    cluster: &mut Cluster,
+    leader: i32,
+    request: &FetchRequest,
+) -> anyhow::Result<FetchResponse> {
+    let client = cluster.node(leader)?;
+    let version = client.version(ApiKey::Fetch, FETCH_MIN_VERSION, FETCH_MAX_VERSION)?;
+    client.request(ApiKey::Fetch, version, request)
 }
 
 /// What one partition's fetched data yielded.
@@ -483,6 +515,7 @@ pub fn print_batches(
     topic: &str,
     partition: i32,
     position: &mut i64,
+    filter: &mut TxnFilter,
     format: &Formatter,
     json: bool,
     limit: Option<u64>,
@@ -507,10 +540,13 @@ pub fn print_batches(
                 header.base_offset
             );
         }
+        // Every batch feeds the filter, even one before the position: its markers end
+        // aborted transactions.
+        let skipped = filter.skips(&header, batch);
         if header.next_offset() <= *position {
             continue;
         }
-        if header.is_control() {
+        if skipped {
             *position = header.next_offset();
             continue;
         }
@@ -561,7 +597,18 @@ mod tests {
         let props: Vec<String> = props.iter().map(|s| (*s).to_owned()).collect();
         let f = formatter(&props).unwrap();
         let mut out = Vec::new();
-        print_batches(data, "t", 3, position, &f, false, limit, &mut out).unwrap();
+        print_batches(
+            data,
+            "t",
+            3,
+            position,
+            &mut TxnFilter::none(),
+            &f,
+            false,
+            limit,
+            &mut out,
+        )
+        .unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -627,7 +674,17 @@ mod tests {
         bad[last] ^= 0xff;
         let f = Formatter::default();
         let mut pos = 0;
-        let err = print_batches(&bad, "t", 0, &mut pos, &f, false, None, &mut Vec::new());
+        let err = print_batches(
+            &bad,
+            "t",
+            0,
+            &mut pos,
+            &mut TxnFilter::none(),
+            &f,
+            false,
+            None,
+            &mut Vec::new(),
+        );
         assert!(err.unwrap_err().to_string().contains("CORRUPT_MESSAGE"));
     }
 
@@ -637,7 +694,18 @@ mod tests {
         let mut pos = 0;
         let mut out = Vec::new();
         let f = Formatter::default();
-        print_batches(&data, "t", 1, &mut pos, &f, true, None, &mut out).unwrap();
+        print_batches(
+            &data,
+            "t",
+            1,
+            &mut pos,
+            &mut TxnFilter::none(),
+            &f,
+            true,
+            None,
+            &mut out,
+        )
+        .unwrap();
         let lines: Vec<serde_json::Value> = String::from_utf8(out)
             .unwrap()
             .lines()
@@ -649,6 +717,84 @@ mod tests {
         assert_eq!(lines[2]["value"], serde_json::Value::Null);
         assert_eq!(lines[1]["timestamp_type"], "CreateTime");
         assert_eq!(lines[1]["partition"], 1);
+    }
+
+    #[test]
+    fn read_committed_is_asked_for_and_drops_aborted_records() {
+        let positions = BTreeMap::from([(0, 5)]);
+        let committed = parse_isolation_level("read_committed").unwrap();
+        assert_eq!(
+            fetch_request("t", &[0], &positions, 100, committed).isolation_level,
+            1
+        );
+        let uncommitted = parse_isolation_level("read_uncommitted").unwrap();
+        assert_eq!(
+            fetch_request("t", &[0], &positions, 100, uncommitted).isolation_level,
+            0
+        );
+        assert!(parse_isolation_level("READ_COMMITTED").is_err());
+
+        // Producer 7's transaction at 0..2 is aborted (marker at 2), producer 8's at 3 kept.
+        let txn = |base: i64, producer: i64, value: &[u8]| {
+            BatchBuilder::new(Compression::None)
+                .base_offset(base)
+                .producer(producer, 0, 0)
+                .transactional(true)
+                .push(None, Some(value), &[], 1_000)
+                .push(None, Some(value), &[], 1_000)
+                .build()
+        };
+        let abort_marker = BatchBuilder::new(Compression::None)
+            .base_offset(2)
+            .producer(7, 0, 0)
+            .transactional(true)
+            .control(true)
+            .push(Some(&[0, 0, 0, 0]), Some(&[0, 0, 0, 0, 0, 0]), &[], 1_000)
+            .build();
+        let mut data = txn(0, 7, b"aborted").to_vec();
+        data.extend_from_slice(&abort_marker);
+        data.extend_from_slice(&txn(3, 8, b"kept"));
+        let aborted = [wire::generated::fetch_response::AbortedTransaction {
+            producer_id: 7,
+            first_offset: 0,
+            ..Default::default()
+        }];
+        let f = Formatter::default();
+        let mut out = Vec::new();
+        let mut pos = 0;
+        let mut filter = TxnFilter::read_committed(&aborted);
+        print_batches(
+            &data,
+            "t",
+            0,
+            &mut pos,
+            &mut filter,
+            &f,
+            false,
+            None,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "kept\nkept\n");
+        assert_eq!(pos, 5);
+        let mut out = Vec::new();
+        let mut pos = 0;
+        print_batches(
+            &data,
+            "t",
+            0,
+            &mut pos,
+            &mut TxnFilter::none(),
+            &f,
+            false,
+            None,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "aborted\naborted\nkept\nkept\n"
+        );
     }
 
     #[test]

@@ -25,8 +25,11 @@ use wire::generated::{
 };
 
 use super::client::Client;
+use super::group_delete;
 use super::group_time::{parse_datetime, parse_duration};
+use super::reset_plan;
 use super::routing::{kafka_error, leaders, Cluster, EARLIEST, LATEST};
+use super::CommonArgs;
 
 /// OffsetFetch v2 is the first where a null topic list means "every committed offset".
 const OFFSET_FETCH_MIN_VERSION: i16 = 2;
@@ -37,17 +40,6 @@ const GROUP_ID_NOT_FOUND: i16 = 69;
 /// The narrowest column kafka-consumer-groups.sh prints for names and ids.
 const MIN_COLUMN: usize = 15;
 
-/// Options every `groups` command takes.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Common {
-    /// A broker to talk to, HOST:PORT.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub bootstrap_server: String,
-    /// One JSON object per line instead of tables.
-    #[arg(long)]
-    pub json: bool,
-}
-
 /// `broker groups ...`, with kafka-consumer-groups.sh's flags.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum GroupsCommand {
@@ -55,7 +47,7 @@ pub enum GroupsCommand {
     /// those in the comma-separated states or types given).
     List {
         #[command(flatten)]
-        common: Common,
+        common: CommonArgs,
         #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "STATES")]
         state: Option<String>,
         #[arg(long = "type", num_args = 0..=1, default_missing_value = "", value_name = "TYPES")]
@@ -65,7 +57,7 @@ pub enum GroupsCommand {
     /// (default), its members (--members) or its state (--state).
     Describe {
         #[command(flatten)]
-        common: Common,
+        common: CommonArgs,
         #[arg(long)]
         group: String,
         #[arg(long, conflicts_with = "state")]
@@ -78,16 +70,40 @@ pub enum GroupsCommand {
     },
     /// Computes (and with --execute commits) new committed offsets for an inactive group.
     ResetOffsets(ResetArgs),
+    /// Deletes groups with their committed offsets; a group with active members is refused
+    /// (kafka-consumer-groups.sh --delete).
+    Delete {
+        #[command(flatten)]
+        common: CommonArgs,
+        /// A group to delete; repeatable.
+        #[arg(long, required_unless_present = "all_groups")]
+        group: Vec<String>,
+        /// Every group of the cluster.
+        #[arg(long, conflicts_with = "group")]
+        all_groups: bool,
+    },
+    /// Deletes a group's committed offsets of some topics or partitions
+    /// (kafka-consumer-groups.sh --delete-offsets).
+    DeleteOffsets {
+        #[command(flatten)]
+        common: CommonArgs,
+        #[arg(long)]
+        group: String,
+        /// TOPIC or TOPIC:0,1,2; repeatable.
+        #[arg(long, required = true, value_parser = parse_topic_partitions)]
+        topic: Vec<TopicSpec>,
+    },
 }
 
 /// `groups reset-offsets`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(group(clap::ArgGroup::new("scope").required(true).args(["topic", "all_topics"])))]
+#[command(group(clap::ArgGroup::new("scope").args(["topic", "all_topics"])))]
 #[command(group(clap::ArgGroup::new("scenario").required(true)
-    .args(["to_earliest", "to_latest", "to_offset", "shift_by", "to_datetime", "by_duration"])))]
+    .args(["to_earliest", "to_latest", "to_offset", "shift_by", "to_datetime", "by_duration",
+           "to_current", "from_file"])))]
 pub struct ResetArgs {
     #[command(flatten)]
-    pub common: Common,
+    pub common: CommonArgs,
     #[arg(long)]
     pub group: String,
     /// TOPIC or TOPIC:0,1,2; repeatable.
@@ -111,6 +127,16 @@ pub struct ResetArgs {
     /// The first offset at or after now minus this duration: PnDTnHnMnS.
     #[arg(long)]
     pub by_duration: Option<String>,
+    /// The committed offset (the log end offset where none is committed).
+    #[arg(long)]
+    pub to_current: bool,
+    /// The offsets of a CSV plan (`topic,partition,offset` lines, as --export prints), which
+    /// also names the partitions: no --topic or --all-topics needed.
+    #[arg(long, value_name = "FILE")]
+    pub from_file: Option<std::path::PathBuf>,
+    /// Print the new offsets as CSV (`topic,partition,offset`) for a later --from-file.
+    #[arg(long)]
+    pub export: bool,
     /// Only print the new offsets (the default).
     #[arg(long, conflicts_with = "execute")]
     pub dry_run: bool,
@@ -197,6 +223,32 @@ impl GroupsCommand {
                 }
             }
             GroupsCommand::ResetOffsets(args) => reset_offsets(&args, out, err),
+            GroupsCommand::Delete {
+                common,
+                group,
+                all_groups,
+            } => {
+                let mut cluster = Cluster::connect(&common.bootstrap_server)?;
+                let groups = if all_groups {
+                    list(&mut cluster)?
+                        .into_iter()
+                        .map(|g| g.group_id)
+                        .collect()
+                } else {
+                    group
+                };
+                let results = group_delete::delete_groups(&mut cluster, &groups)?;
+                group_delete::print_deleted(&results, common.json, out)
+            }
+            GroupsCommand::DeleteOffsets {
+                common,
+                group,
+                topic,
+            } => {
+                let mut cluster = Cluster::connect(&common.bootstrap_server)?;
+                let result = group_delete::delete_offsets(&mut cluster, &group, &topic)?;
+                group_delete::print_offsets_deleted(&group, &topic, &result, common.json, out)
+            }
         }
     }
 }
@@ -665,8 +717,20 @@ fn dash(v: Option<impl ToString>) -> String {
     v.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }
 
-/// Kafka's offsets table: GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG
-/// CONSUMER-ID HOST CLIENT-ID.
+/// The columns of kafka-consumer-groups.sh's `--describe` offsets table, in its order.
+pub const OFFSET_COLUMNS: [&str; 9] = [
+    "GROUP",
+    "TOPIC",
+    "PARTITION",
+    "CURRENT-OFFSET",
+    "LOG-END-OFFSET",
+    "LAG",
+    "CONSUMER-ID",
+    "HOST",
+    "CLIENT-ID",
+];
+
+/// Kafka's offsets table: [`OFFSET_COLUMNS`].
 pub fn print_offsets(
     group: &str,
     rows: &[OffsetRow],
@@ -702,18 +766,13 @@ pub fn print_offsets(
     let tw = w(&|r| r.topic.len());
     let cw = w(&|r| r.member.as_ref().map_or(1, |m| m.member_id.len()));
     let hw = w(&|r| r.member.as_ref().map_or(1, |m| m.host.len()));
+    let [group_h, topic_h, partition_h, current_h, log_end_h, lag_h, consumer_h, host_h, client_h] =
+        OFFSET_COLUMNS;
     writeln!(out)?;
     writeln!(
         out,
-        "{:<gw$} {:<tw$} {:<10} {:<15} {:<15} {:<15} {:<cw$} {:<hw$} CLIENT-ID",
-        "GROUP",
-        "TOPIC",
-        "PARTITION",
-        "CURRENT-OFFSET",
-        "LOG-END-OFFSET",
-        "LAG",
-        "CONSUMER-ID",
-        "HOST",
+        "{group_h:<gw$} {topic_h:<tw$} {partition_h:<10} {current_h:<15} {log_end_h:<15} \
+         {lag_h:<15} {consumer_h:<cw$} {host_h:<hw$} {client_h}",
     )?;
     for r in rows {
         let m = r.member.as_ref();
@@ -873,6 +932,10 @@ pub enum Scenario {
     ShiftBy(i64),
     /// The first offset at or after this time (ms).
     Time(i64),
+    /// The committed offset, else the latest.
+    Current,
+    /// Each partition's own offset from a plan file, clamped as `Offset`.
+    FromFile,
 }
 
 impl Scenario {
@@ -889,8 +952,12 @@ impl Scenario {
             Scenario::Time(parse_datetime(t)?)
         } else if let Some(d) = &args.by_duration {
             Scenario::Time(now_ms - parse_duration(d)?)
+        } else if args.to_current {
+            Scenario::Current
+        } else if args.from_file.is_some() {
+            Scenario::FromFile
         } else {
-            bail!("one of --to-earliest, --to-latest, --to-offset, --shift-by, --to-datetime, --by-duration is required")
+            bail!("one of --to-earliest, --to-latest, --to-offset, --shift-by, --to-datetime, --by-duration, --to-current, --from-file is required")
         })
     }
 }
@@ -920,6 +987,8 @@ pub fn new_offset(
             Some(o) if o >= 0 => clamp(o),
             _ => latest,
         },
+        Scenario::Current => committed.unwrap_or(latest),
+        Scenario::FromFile => bail!("no offset planned for partition {what}"),
     })
 }
 
@@ -939,6 +1008,21 @@ fn reset_offsets(args: &ResetArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
              current default behavior without prompting."
         )?;
     }
+    let file_plan = match &args.from_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the reset plan {}", path.display()))?;
+            let plan = reset_plan::parse(&text, group)?;
+            if plan.is_empty() {
+                bail!("No reset plan for group {group} found");
+            }
+            plan
+        }
+        None if args.topic.is_empty() && !args.all_topics => {
+            bail!("One of the reset scopes should be defined: --all-topics, --topic.")
+        }
+        None => reset_plan::Plan::new(),
+    };
     let mut cluster = Cluster::connect(&args.common.bootstrap_server)?;
     let info = describe(&mut cluster, group)?;
     if !matches!(info.state.as_str(), "Empty" | "Dead") {
@@ -948,16 +1032,23 @@ fn reset_offsets(args: &ResetArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             info.state
         );
     }
-    // The partitions to reset, by topic.
+    // The partitions to reset, by topic: a plan file's, as Kafka takes them, whatever the
+    // scope says.
     let mut wanted: BTreeMap<String, BTreeSet<i32>> = BTreeMap::new();
-    if args.all_topics {
-        for (t, p) in info.committed.keys() {
-            wanted.entry(t.clone()).or_default().insert(*p);
+    if args.from_file.is_some() {
+        for (topic, p) in file_plan.keys() {
+            wanted.entry(topic.clone()).or_default().insert(*p);
         }
-    }
-    for spec in &args.topic {
-        let entry = wanted.entry(spec.topic.clone()).or_default();
-        entry.extend(spec.partitions.iter().copied());
+    } else {
+        if args.all_topics {
+            for (t, p) in info.committed.keys() {
+                wanted.entry(t.clone()).or_default().insert(*p);
+            }
+        }
+        for spec in &args.topic {
+            let entry = wanted.entry(spec.topic.clone()).or_default();
+            entry.extend(spec.partitions.iter().copied());
+        }
     }
     let topics: Vec<String> = wanted.keys().cloned().collect();
     let mut plan: Vec<(String, i32, i64)> = Vec::new();
@@ -982,6 +1073,11 @@ fn reset_offsets(args: &ResetArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
                 _ => None,
             };
             for &(p, _) in &chosen {
+                let key = (topic.clone(), p);
+                let scenario = match (scenario, file_plan.get(&key)) {
+                    (Scenario::FromFile, Some(&planned)) => Scenario::Offset(planned),
+                    (s, _) => s,
+                };
                 let offset = new_offset(
                     scenario,
                     &format!("{topic}-{p}"),
@@ -997,6 +1093,10 @@ fn reset_offsets(args: &ResetArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     if args.execute && !plan.is_empty() {
         let (_, client) = cluster.coordinator(group)?;
         commit(client, group, &plan)?;
+    }
+    if args.export {
+        out.write_all(reset_plan::export(&plan).as_bytes())?;
+        return Ok(());
     }
     print_plan(group, &plan, args.common.json, out)
 }
@@ -1123,6 +1223,9 @@ mod tests {
         assert_eq!(n(Scenario::ShiftBy(500), Some(40), None), 100);
         assert_eq!(n(Scenario::Time(0), None, Some(42)), 42);
         assert_eq!(n(Scenario::Time(0), None, Some(-1)), 100);
+        assert_eq!(n(Scenario::Current, Some(40), None), 40);
+        assert_eq!(n(Scenario::Current, None, None), 100);
+        assert!(new_offset(Scenario::FromFile, "t-0", 0, 9, None, None).is_err());
         let err = new_offset(Scenario::ShiftBy(1), "t-0", 0, 9, None, None).unwrap_err();
         assert!(err.to_string().contains("no current committed offset"));
     }
@@ -1215,20 +1318,7 @@ mod tests {
             .skip(1)
             .map(|l| l.split_whitespace().collect())
             .collect();
-        assert_eq!(
-            lines[0],
-            [
-                "GROUP",
-                "TOPIC",
-                "PARTITION",
-                "CURRENT-OFFSET",
-                "LOG-END-OFFSET",
-                "LAG",
-                "CONSUMER-ID",
-                "HOST",
-                "CLIENT-ID"
-            ]
-        );
+        assert_eq!(lines[0], OFFSET_COLUMNS);
         assert_eq!(
             lines[1],
             ["g", "orders", "0", "5", "12", "7", "-", "-", "-"]

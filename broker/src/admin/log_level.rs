@@ -16,6 +16,7 @@ use wire::generated::{
 };
 
 use super::client::{error_message, error_name, Client};
+use super::CommonArgs;
 use crate::logging::broker_logger::RESOURCE_BROKER_LOGGER;
 use crate::logging::levels::{Level, ROOT};
 
@@ -26,9 +27,8 @@ const OP_DELETE: i8 = 1;
 /// What to do, from the command line.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LogLevelArgs {
-    /// A broker, HOST:PORT.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub bootstrap_server: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
     /// The logger: a module path such as broker::connection, or root. Changing: root when
     /// not given; describing: every logger when not given.
     #[arg(long)]
@@ -39,9 +39,6 @@ pub struct LogLevelArgs {
     /// Remove the logger's own level: it follows the module above it (or root) again.
     #[arg(long, conflicts_with = "level")]
     pub reset: bool,
-    /// One JSON object on stdout instead of a table.
-    #[arg(long)]
-    pub json: bool,
     /// The new level: TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF (any case). Without it
     /// (and without --reset) the loggers and their levels are printed.
     pub level: Option<String>,
@@ -64,10 +61,10 @@ fn kafka_error(code: i16, message: Option<&str>) -> KafkaError {
 
 /// Runs the command, printing to `out`.
 pub fn run(args: &LogLevelArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let mut client = Client::connect(&args.bootstrap_server)?;
+    let mut client = Client::connect(&args.common.bootstrap_server)?;
     let broker = match args.broker {
         Some(id) => id,
-        None => broker_id(&mut client, &args.bootstrap_server)?,
+        None => broker_id(&mut client, &args.common.bootstrap_server)?,
     };
     let change = match (&args.level, args.reset) {
         (Some(level), _) => {
@@ -84,13 +81,13 @@ pub fn run(args: &LogLevelArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         let logger = args.logger.clone().unwrap_or_else(|| ROOT.to_string());
         alter(&mut client, broker, &logger, operation, value)?;
         let levels = describe(&mut client, broker, Some(&logger))?;
-        print(&levels, broker, args.json, out)
+        print(&levels, broker, args.common.json, out)
     } else {
         let levels = describe(&mut client, broker, args.logger.as_deref())?;
         if let (Some(logger), true) = (&args.logger, levels.is_empty()) {
             bail!("broker {broker} has no logger {logger}");
         }
-        print(&levels, broker, args.json, out)
+        print(&levels, broker, args.common.json, out)
     }
 }
 
@@ -146,31 +143,84 @@ fn broker_id(client: &mut Client, bootstrap: &str) -> anyhow::Result<i32> {
     }
 }
 
+/// The BROKER_LOGGER resource of one broker, named by its id: the one resource both requests
+/// of this command are about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Loggers {
+    broker: i32,
+}
+
+impl Loggers {
+    fn name(self) -> String {
+        self.broker.to_string()
+    }
+
+    /// DescribeConfigs of `logger`, or of every logger.
+    fn describe_request(self, logger: Option<&str>) -> DescribeConfigsRequest {
+        DescribeConfigsRequest {
+            resources: vec![DescribeConfigsResource {
+                resource_type: RESOURCE_BROKER_LOGGER,
+                resource_name: self.name(),
+                configuration_keys: logger.map(|l| vec![l.to_string()]),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// IncrementalAlterConfigs of one logger.
+    fn alter_request(
+        self,
+        logger: &str,
+        operation: i8,
+        value: Option<String>,
+    ) -> IncrementalAlterConfigsRequest {
+        IncrementalAlterConfigsRequest {
+            resources: vec![AlterConfigsResource {
+                resource_type: RESOURCE_BROKER_LOGGER,
+                resource_name: self.name(),
+                configs: vec![AlterableConfig {
+                    name: logger.to_string(),
+                    config_operation: operation,
+                    value,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            validate_only: false,
+            ..Default::default()
+        }
+    }
+}
+
+/// The one resource's result of a configs response, failing on its error code.
+fn only_result<T>(
+    results: Vec<T>,
+    api: &str,
+    error: impl Fn(&T) -> (i16, Option<&str>),
+) -> anyhow::Result<T> {
+    let Some(result) = results.into_iter().next() else {
+        bail!("{api}: the broker answered no resource");
+    };
+    let (code, message) = error(&result);
+    if code != 0 {
+        return Err(kafka_error(code, message).into());
+    }
+    Ok(result)
+}
+
 fn describe(
     client: &mut Client,
     broker: i32,
     logger: Option<&str>,
 ) -> anyhow::Result<Vec<(String, String)>> {
     let version = client.version(ApiKey::DescribeConfigs, 1, 4)?;
-    let response: DescribeConfigsResponse = client.request(
-        ApiKey::DescribeConfigs,
-        version,
-        &DescribeConfigsRequest {
-            resources: vec![DescribeConfigsResource {
-                resource_type: RESOURCE_BROKER_LOGGER,
-                resource_name: broker.to_string(),
-                configuration_keys: logger.map(|l| vec![l.to_string()]),
-                ..Default::default()
-            }],
-            ..Default::default()
-        },
-    )?;
-    let Some(result) = response.results.into_iter().next() else {
-        bail!("DescribeConfigs: the broker answered no resource");
-    };
-    if result.error_code != 0 {
-        return Err(kafka_error(result.error_code, result.error_message.as_deref()).into());
-    }
+    let request = Loggers { broker }.describe_request(logger);
+    let response: DescribeConfigsResponse =
+        client.request(ApiKey::DescribeConfigs, version, &request)?;
+    let result = only_result(response.results, "DescribeConfigs", |r| {
+        (r.error_code, r.error_message.as_deref())
+    })?;
     Ok(result
         .configs
         .into_iter()
@@ -186,30 +236,53 @@ fn alter(
     value: Option<String>,
 ) -> anyhow::Result<()> {
     let version = client.version(ApiKey::IncrementalAlterConfigs, 0, 1)?;
-    let response: IncrementalAlterConfigsResponse = client.request(
-        ApiKey::IncrementalAlterConfigs,
-        version,
-        &IncrementalAlterConfigsRequest {
-            resources: vec![AlterConfigsResource {
-                resource_type: RESOURCE_BROKER_LOGGER,
-                resource_name: broker.to_string(),
-                configs: vec![AlterableConfig {
-                    name: logger.to_string(),
-                    config_operation: operation,
-                    value,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            validate_only: false,
-            ..Default::default()
-        },
-    )?;
-    let Some(result) = response.responses.into_iter().next() else {
-        bail!("IncrementalAlterConfigs: the broker answered no resource");
-    };
-    if result.error_code != 0 {
-        return Err(kafka_error(result.error_code, result.error_message.as_deref()).into());
-    }
+    let request = Loggers { broker }.alter_request(logger, operation, value);
+    let response: IncrementalAlterConfigsResponse =
+        client.request(ApiKey::IncrementalAlterConfigs, version, &request)?;
+    only_result(response.responses, "IncrementalAlterConfigs", |r| {
+        (r.error_code, r.error_message.as_deref())
+    })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_requests_name_the_brokers_logger_resource() {
+        let loggers = Loggers { broker: 7 };
+        let d = loggers.describe_request(Some("broker::fetch"));
+        let a = loggers.alter_request("broker::fetch", OP_SET, Some("DEBUG".into()));
+        let (d, a) = (&d.resources[0], &a.resources[0]);
+        assert_eq!(
+            (d.resource_type, d.resource_name.as_str()),
+            (RESOURCE_BROKER_LOGGER, "7")
+        );
+        assert_eq!(
+            (a.resource_type, a.resource_name.as_str()),
+            (RESOURCE_BROKER_LOGGER, "7")
+        );
+        assert_eq!(
+            d.configuration_keys,
+            Some(vec!["broker::fetch".to_string()])
+        );
+        assert_eq!(a.configs[0].name, "broker::fetch");
+        assert_eq!(a.configs[0].config_operation, OP_SET);
+        assert_eq!(
+            loggers.describe_request(None).resources[0].configuration_keys,
+            None
+        );
+    }
+
+    #[test]
+    fn a_resource_error_is_reported_by_name() {
+        let err = only_result(vec![(42i16, None::<&str>)], "DescribeConfigs", |r| {
+            (r.0, r.1)
+        })
+        .unwrap_err();
+        assert!(err.to_string().starts_with("INVALID_REQUEST"), "{err}");
+        let err = only_result(Vec::<(i16, Option<&str>)>::new(), "X", |r| (r.0, r.1)).unwrap_err();
+        assert!(err.to_string().contains("no resource"), "{err}");
+    }
 }

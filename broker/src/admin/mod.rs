@@ -8,13 +8,48 @@ pub mod consume;
 pub mod dump_log;
 #[cfg(test)]
 pub mod fake_broker;
+pub mod group_delete;
 pub mod group_time;
 pub mod groups;
 pub mod log_level;
 pub mod offsets;
 pub mod produce;
 pub mod progress;
-pub mod record_progress;
+pub mod properties;
+pub mod reset_plan;
 pub mod routing;
 pub mod topic_filter;
 pub mod topics;
+pub mod txn_filter;
+
+/// The flags every admin command that talks to a broker takes, spelled as Kafka's scripts
+/// spell them.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonArgs {
+    /// A broker to talk to, HOST:PORT.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub bootstrap_server: String,
+    /// JSON (one object per line) instead of tables or text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// [`CommonArgs`] and `--progress`, for the commands whose work can take long.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonProgressArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Show progress on stderr even when it is not a terminal.
+    #[arg(long)]
+    pub progress: bool,
+}
+
+impl CommonProgressArgs {
+    pub fn bootstrap_server(&self) -> &str {
+        &self.common.bootstrap_server
+    }
+
+    pub fn json(&self) -> bool {
+        self.common.json
+    }
+}

@@ -19,6 +19,7 @@ use wire::generated::{ListOffsetsRequest, ListOffsetsResponse, MetadataResponse}
 use super::client::{error_message, error_name, Client};
 use super::progress::Progress;
 use super::topic_filter::TopicPartitionFilter;
+use super::CommonProgressArgs;
 
 /// Partitions asked per ListOffsets request: bounds each request and response (and shows
 /// progress between them) when a leader has thousands of partitions.
@@ -64,9 +65,8 @@ fn min_version(timestamp: i64) -> i16 {
 /// `broker get-offsets`, with kafka-get-offsets.sh's flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct GetOffsetsArgs {
-    /// A broker to talk to, HOST:PORT.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub bootstrap_server: String,
+    #[command(flatten)]
+    pub common: CommonProgressArgs,
     /// The topic (a regular expression matched against whole names; default every topic).
     #[arg(long, conflicts_with = "topic_partitions")]
     pub topic: Option<String>,
@@ -83,12 +83,6 @@ pub struct GetOffsetsArgs {
     /// Leave out internal topics.
     #[arg(long)]
     pub exclude_internal_topics: bool,
-    /// One JSON object per line instead of `topic:partition:offset`.
-    #[arg(long)]
-    pub json: bool,
-    /// Show progress on stderr even when it is not a terminal.
-    #[arg(long)]
-    pub progress: bool,
 }
 
 /// One partition's answer.
@@ -169,7 +163,7 @@ pub fn run(args: &GetOffsetsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         ),
     }
     .map_err(anyhow::Error::msg)?;
-    let mut bootstrap = Client::connect(&args.bootstrap_server)?;
+    let mut bootstrap = Client::connect(args.common.bootstrap_server())?;
     let metadata = super::topics::metadata(&mut bootstrap, None)?;
     let (by_leader, mut skipped) = select(&metadata, &filter, args.exclude_internal_topics);
     let total: usize = by_leader.values().map(Vec::len).sum::<usize>() + skipped.len();
@@ -182,7 +176,7 @@ pub fn run(args: &GetOffsetsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         .map(|b| (b.node_id, format!("{}:{}", b.host, b.port)))
         .collect();
     let single_broker = metadata.brokers.len() == 1;
-    let mut progress = Progress::stderr("partitions", total as u64, args.progress);
+    let mut progress = Progress::stderr("partitions", total as u64, args.common.progress);
     progress.advance(skipped.len() as u64);
     let mut offsets = Vec::with_capacity(total);
     let mut bootstrap = Some(bootstrap);
@@ -190,7 +184,8 @@ pub fn run(args: &GetOffsetsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         let address = addresses.get(&leader);
         // A single-node cluster's leader is the bootstrap broker, whatever address it
         // advertises (a container's may not be reachable from here).
-        let reuse = single_broker || address == Some(&args.bootstrap_server);
+        let reuse =
+            single_broker || address.map(String::as_str) == Some(args.common.bootstrap_server());
         let mut client = match (reuse, bootstrap.take()) {
             (true, Some(c)) => c,
             (_, taken) => {
@@ -216,7 +211,7 @@ pub fn run(args: &GetOffsetsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     progress.finish();
     sort_as_kafka(&mut offsets);
     for o in &offsets {
-        if args.json {
+        if args.common.json() {
             writeln!(
                 out,
                 "{}",

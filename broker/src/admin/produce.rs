@@ -20,8 +20,9 @@ use wire::generated::{ProduceRequest, ProduceResponse};
 use wire::record_batch::{BatchBuilder, Compression};
 use wire::ErrorCode;
 
-use super::record_progress::RecordProgress;
+use super::progress::RecordProgress;
 use super::routing::{kafka_error, Cluster, REQUEST_TIMEOUT_MS};
+use super::CommonProgressArgs;
 
 /// The largest record (key plus value) accepted: Kafka's producer `max.request.size` default.
 pub const MAX_RECORD_BYTES: usize = 1 << 20;
@@ -190,9 +191,8 @@ pub fn parse_codec(value: &str) -> Result<Compression, String> {
 /// `broker produce`, with kafka-console-producer.sh's flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProduceArgs {
-    /// A broker to talk to, HOST:PORT.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub bootstrap_server: String,
+    #[command(flatten)]
+    pub common: CommonProgressArgs,
     #[arg(long)]
     pub topic: String,
     /// Line parsing: parse.key=true, key.separator=SEP (default tab), null.marker=M,
@@ -212,12 +212,6 @@ pub struct ProduceArgs {
     /// Bytes of records gathered per partition before a batch is sent (Kafka's batch.size).
     #[arg(long, default_value_t = 16384)]
     pub batch_size: usize,
-    /// A summary as one JSON object (per-partition first and last offset).
-    #[arg(long)]
-    pub json: bool,
-    /// Show progress on stderr even when it is not a terminal.
-    #[arg(long)]
-    pub progress: bool,
 }
 
 /// One partition's records waiting to be sent, and what was acknowledged so far.
@@ -409,7 +403,7 @@ type Refused = (Pending, i16, Option<String>);
 /// Produces the lines of stdin, printing to `out`.
 pub fn run_stdin(args: &ProduceArgs, out: &mut dyn Write) -> anyhow::Result<Totals> {
     let mut input = std::io::BufReader::with_capacity(STDIN_BUFFER_BYTES, std::io::stdin().lock());
-    let mut progress = RecordProgress::new("produced", args.progress);
+    let mut progress = RecordProgress::new("produced", args.common.progress);
     run(args, &mut input, out, &mut progress)
 }
 
@@ -424,7 +418,7 @@ pub fn run<R: Read>(
     if args.batch_size == 0 {
         bail!("--batch-size must be at least 1");
     }
-    let mut cluster = Cluster::connect(&args.bootstrap_server)?;
+    let mut cluster = Cluster::connect(args.common.bootstrap_server())?;
     let leaders = cluster.partitions(&args.topic)?;
     if leaders.is_empty() {
         bail!("topic {} has no partitions", args.topic);
@@ -503,7 +497,7 @@ pub fn run<R: Read>(
     }
     producer.flush()?;
     progress.finish(producer.totals.records, producer.totals.bytes);
-    if args.json {
+    if args.common.json() {
         let partitions: Vec<_> = producer
             .parts
             .iter()
@@ -616,15 +610,19 @@ mod tests {
 
     fn produce_to(addr: &str, input: &[u8]) -> anyhow::Result<(Totals, String)> {
         let args = ProduceArgs {
-            bootstrap_server: addr.to_owned(),
+            common: CommonProgressArgs {
+                common: super::super::CommonArgs {
+                    bootstrap_server: addr.to_owned(),
+                    json: true,
+                },
+                progress: false,
+            },
             topic: "t".into(),
             properties: Vec::new(),
             partition: None,
             request_required_acks: -1,
             compression_codec: Compression::None,
             batch_size: 16384,
-            json: true,
-            progress: false,
         };
         let mut out = Vec::new();
         let mut reader = std::io::BufReader::new(input);

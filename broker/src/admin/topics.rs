@@ -26,7 +26,9 @@ use wire::primitives::Uuid;
 use super::client::{error_message, error_name, Client, IO_TIMEOUT};
 use super::configs::{self, Entry};
 use super::progress::Progress;
+use super::properties;
 use super::topic_filter::{include_list, is_topic_name};
+use super::CommonProgressArgs;
 
 /// A request's server-side timeout, as kafka-topics.sh's default.
 const REQUEST_TIMEOUT_MS: i32 = 30_000;
@@ -524,27 +526,13 @@ fn create_partitions(
     Ok(())
 }
 
-/// Options every `topics` command takes.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Common {
-    /// A broker to talk to, HOST:PORT.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub bootstrap_server: String,
-    /// One JSON object per line instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// Show progress of long work on stderr even when it is not a terminal.
-    #[arg(long)]
-    pub progress: bool,
-}
-
 /// `broker topics ...`, with kafka-topics.sh's flags.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum TopicsCommand {
     /// Creates a topic.
     Create {
         #[command(flatten)]
-        common: Common,
+        common: CommonProgressArgs,
         #[arg(long)]
         topic: String,
         /// Number of partitions (default: the broker's num.partitions).
@@ -560,13 +548,13 @@ pub enum TopicsCommand {
     /// Lists topic names.
     List {
         #[command(flatten)]
-        common: Common,
+        common: CommonProgressArgs,
     },
     /// Prints partitions, leaders, replicas, ISR and non-default configs of one topic, of the
     /// topics a regular expression matches, or of every topic.
     Describe {
         #[command(flatten)]
-        common: Common,
+        common: CommonProgressArgs,
         /// A topic name, or a regular expression over whole names.
         #[arg(long)]
         topic: Option<String>,
@@ -574,7 +562,7 @@ pub enum TopicsCommand {
     /// Deletes a topic, or every topic a regular expression matches.
     Delete {
         #[command(flatten)]
-        common: Common,
+        common: CommonProgressArgs,
         /// A topic name, or a regular expression over whole names.
         #[arg(long)]
         topic: String,
@@ -582,7 +570,7 @@ pub enum TopicsCommand {
     /// Raises a topic's partition count (kafka-topics.sh --alter --partitions).
     Alter {
         #[command(flatten)]
-        common: Common,
+        common: CommonProgressArgs,
         #[arg(long)]
         topic: String,
         /// The new partition count.
@@ -592,12 +580,16 @@ pub enum TopicsCommand {
     /// Sets and removes a topic's config overrides (kafka-configs.sh --alter).
     AlterConfig {
         #[command(flatten)]
-        common: Common,
+        common: CommonProgressArgs,
         #[arg(long)]
         topic: String,
         /// `k1=v1,k2=[v1,v2]`: overrides to set; repeatable.
         #[arg(long = "add-config", value_name = "K=V,...", value_parser = configs::AddConfig::parse)]
         add_config: Vec<configs::AddConfig>,
+        /// A Java properties file of overrides to set (`k=v` lines, `#` comments), before
+        /// those of --add-config.
+        #[arg(long = "add-config-file", value_name = "FILE")]
+        add_config_file: Option<std::path::PathBuf>,
         /// `k1,k2`: overrides to remove; repeatable.
         #[arg(long = "delete-config", value_name = "K,...", value_parser = configs::parse_delete_config)]
         delete_config: Vec<configs::DeleteConfig>,
@@ -635,22 +627,37 @@ impl TopicsCommand {
                 common,
                 topic,
                 add_config,
+                add_config_file,
                 delete_config,
-            } => (
-                common,
-                Action::AlterConfig {
-                    topic,
-                    adds: add_config.into_iter().flat_map(|a| a.0).collect(),
-                    deletes: delete_config.into_iter().flat_map(|d| d.0).collect(),
-                },
-            ),
+            } => {
+                let mut adds = match add_config_file {
+                    Some(path) => read_config_file(&path)?,
+                    None => Vec::new(),
+                };
+                adds.extend(add_config.into_iter().flat_map(|a| a.0));
+                (
+                    common,
+                    Action::AlterConfig {
+                        topic,
+                        adds,
+                        deletes: delete_config.into_iter().flat_map(|d| d.0).collect(),
+                    },
+                )
+            }
         };
         run(
-            &common.bootstrap_server,
+            common.bootstrap_server(),
             &action,
-            common.json,
+            common.json(),
             common.progress,
             out,
         )
     }
+}
+
+/// The overrides of an `--add-config-file`: a Java properties file.
+fn read_config_file(path: &std::path::Path) -> anyhow::Result<Vec<(String, String)>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the config file {}", path.display()))?;
+    properties::parse(&text).with_context(|| format!("in the config file {}", path.display()))
 }
