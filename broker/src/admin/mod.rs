@@ -15,7 +15,6 @@ pub mod log_level;
 pub mod offsets;
 pub mod produce;
 pub mod progress;
-pub mod properties;
 pub mod reset_plan;
 pub mod routing;
 pub mod topic_filter;

@@ -26,7 +26,6 @@ use wire::primitives::Uuid;
 use super::client::{error_message, error_name, Client, IO_TIMEOUT};
 use super::configs::{self, Entry};
 use super::progress::Progress;
-use super::properties;
 use super::topic_filter::{include_list, is_topic_name};
 use super::CommonProgressArgs;
 
@@ -659,5 +658,9 @@ impl TopicsCommand {
 fn read_config_file(path: &std::path::Path) -> anyhow::Result<Vec<(String, String)>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the config file {}", path.display()))?;
-    properties::parse(&text).with_context(|| format!("in the config file {}", path.display()))
+    let pairs = crate::config::parse_properties(&path.display().to_string(), &text)?;
+    Ok(pairs
+        .into_iter()
+        .map(|(key, value, _)| (key, value))
+        .collect())
 }

@@ -102,3 +102,53 @@ fn unescape(s: &str) -> Result<String, String> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(text: &str) -> Vec<(String, String)> {
+        parse_properties("t.properties", text)
+            .unwrap()
+            .into_iter()
+            .map(|(k, v, _)| (k, v))
+            .collect()
+    }
+
+    fn kv(k: &str, v: &str) -> (String, String) {
+        (k.to_owned(), v.to_owned())
+    }
+
+    #[test]
+    fn separators_comments_and_blank_lines_as_java_reads_them() {
+        let text = "# a comment\n! another\n\nretention.ms=1000\ncleanup.policy : compact\n  \
+                    segment.bytes 1048576\nempty=\nbare\n";
+        assert_eq!(
+            pairs(text),
+            vec![
+                kv("retention.ms", "1000"),
+                kv("cleanup.policy", "compact"),
+                kv("segment.bytes", "1048576"),
+                kv("empty", ""),
+                kv("bare", ""),
+            ]
+        );
+    }
+
+    #[test]
+    fn continuations_and_escapes() {
+        let text = "list=a,\\\n    b,\\\n    c\nkey\\=with\\:seps=v\\u0041\\\\\nurl=http\\://x\n";
+        assert_eq!(
+            pairs(text),
+            vec![
+                kv("list", "a,b,c"),
+                kv("key=with:seps", "vA\\"),
+                kv("url", "http://x"),
+            ]
+        );
+        assert!(matches!(
+            parse_properties("t.properties", "k=\\u00zz\n"),
+            Err(ConfigError::Syntax { line: 1, .. })
+        ));
+    }
+}
