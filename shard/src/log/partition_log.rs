@@ -30,6 +30,7 @@ use super::producer_state::{ProducerStateManager, NO_PRODUCER_ID};
 use super::segment::{range_fd, read_exact_at, RangeFd, Segment, Walker};
 use super::{join_all, parse_stem, segment_paths, snapshot_path, AppendInfo, LogError};
 use crate::config::LogConfig;
+use crate::fsyncs::{self, SyncReason};
 use crate::storage::{Disk, Env, File, FileRange, Piece};
 
 pub struct PartitionLog {
@@ -101,6 +102,12 @@ pub const PREALLOCATE_MAX_BYTES: u64 = 4 << 20;
 /// The fdatasyncs that make a log durable up to `target`: cloned fds, no borrow of the log.
 pub struct SyncJob {
     files: Vec<Rc<File>>,
+    /// The first `rolled` of `files` are those of segments rolled (or recovered) since the
+    /// last sync; the rest is the active segment's.
+    rolled: usize,
+    /// Why the active segment's data is synced (`fsyncs`); rolled files and the directory
+    /// count as `SegmentRoll` when this is `GroupCommit`.
+    reason: SyncReason,
     disk: Disk,
     dir: Option<PathBuf>,
     target: i64,
@@ -111,11 +118,18 @@ impl SyncJob {
     /// fdatasync of every file concurrently through io_uring, then of the directory if a
     /// segment was created. Never blocks the thread.
     pub async fn run(&self) -> io::Result<()> {
+        let roll_reason = match self.reason {
+            SyncReason::GroupCommit => SyncReason::SegmentRoll,
+            other => other,
+        };
+        fsyncs::attribute(roll_reason, self.rolled as u64);
+        fsyncs::attribute(self.reason, (self.files.len() - self.rolled) as u64);
         let results = join_all(self.files.iter().map(|f| f.fdatasync()).collect()).await;
         for r in results {
             r?;
         }
         if let Some(dir) = &self.dir {
+            fsyncs::attribute(roll_reason, 1);
             self.disk.sync_dir(dir).await?;
         }
         Ok(())
@@ -233,6 +247,7 @@ impl PartitionLog {
         if created {
             // A new partition: its directory entry must be durable before any acked data.
             if let Some(parent) = dir.parent() {
+                fsyncs::attribute(SyncReason::PartitionCreate, 1);
                 disk.sync_dir(parent)
                     .await
                     .map_err(|e| LogError::io("sync dir", parent, e))?;
@@ -434,7 +449,7 @@ impl PartitionLog {
         log.load_producer_state(now).await?;
         log.load_leader_epochs()?;
         log.load_active_first_timestamp().await?;
-        log.sync().await?;
+        log.sync_for(SyncReason::OpenClose).await?;
         log.write_checkpoint(Checkpoint {
             next_offset: log_end,
             segment_base: log.active().base_offset,
@@ -444,6 +459,7 @@ impl PartitionLog {
             // Remove the marker durably before any append: a crash later must recover.
             disk.remove_file(&marker)
                 .map_err(|e| LogError::io("remove", &marker, e))?;
+            fsyncs::attribute(SyncReason::OpenClose, 1);
             disk.sync_dir(&dir)
                 .await
                 .map_err(|e| LogError::io("sync dir", &dir, e))?;
@@ -952,6 +968,7 @@ impl PartitionLog {
             return None;
         }
         let mut files = mem::take(&mut self.unsynced);
+        let rolled = files.len();
         if self.active_dirty {
             match self.active().file() {
                 Ok(file) => files.push(file),
@@ -965,6 +982,8 @@ impl PartitionLog {
         let target = self.log_end_offset();
         let job = SyncJob {
             files,
+            rolled,
+            reason: SyncReason::GroupCommit,
             disk: self.env.disk.clone(),
             dir: self.dir_dirty.then(|| self.dir.clone()),
             target,
@@ -1029,9 +1048,18 @@ impl PartitionLog {
         if let Some(e) = self.failure() {
             return Err(e);
         }
+        self.sync_for(SyncReason::GroupCommit).await
+    }
+
+    /// `sync`, its fsyncs counted for `reason`.
+    async fn sync_for(&mut self, reason: SyncReason) -> Result<(), LogError> {
+        if let Some(e) = self.failure() {
+            return Err(e);
+        }
         match self.begin_sync() {
             None => Ok(()),
-            Some(job) => {
+            Some(mut job) => {
+                job.reason = reason;
                 let r = job.run().await;
                 self.finish_sync(job, r)
             }
@@ -1052,7 +1080,7 @@ impl PartitionLog {
         ];
         self.unsynced.extend(saved.into_iter().flatten());
         self.active_dirty = true;
-        self.sync().await?;
+        self.sync_for(SyncReason::OpenClose).await?;
         let cp = Checkpoint {
             next_offset: self.log_end_offset(),
             segment_base: self.active().base_offset,
@@ -1066,6 +1094,7 @@ impl PartitionLog {
             .disk
             .write_file(&marker, b"")
             .map_err(|e| LogError::io("create", &marker, e))?;
+        fsyncs::attribute(SyncReason::OpenClose, 1);
         self.env
             .disk
             .sync_dir(&self.dir)
