@@ -13,11 +13,12 @@
 //! the await, and appends can proceed meanwhile (a read sees the log as of its call). The
 //! same holds for `begin_sync` / `SyncJob::run` / `finish_sync`, which the group commit uses.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::io;
 use std::mem;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use bytes::Bytes;
 use wire::record_batch::{patched_prefix, stamped_header, BatchHeader, TimestampType};
@@ -32,6 +33,22 @@ use super::{join_all, parse_stem, segment_paths, snapshot_path, AppendInfo, LogE
 use crate::config::LogConfig;
 use crate::fsyncs::{self, SyncReason};
 use crate::storage::{Disk, Env, File, FileRange, Piece};
+
+/// The logs of a shard that may have unsynced writes, each at most once: a log joins at its
+/// first append after it was last found clean, and the group commit's periodic check drops
+/// it once it is clean again. The check (`flush.ms`, `flush.messages`) and the rounds
+/// (`FlushPolicy::Ack` logs) walk this instead of every log of the shard. Bounded by the
+/// number of logs registered with the shard's `GroupCommit`.
+pub type DirtyLogs = Rc<RefCell<Vec<Weak<RefCell<PartitionLog>>>>>;
+
+/// A log's membership of its shard's `DirtyLogs`.
+struct DirtyWatch {
+    logs: DirtyLogs,
+    /// This log (so that it can add itself).
+    me: Weak<RefCell<PartitionLog>>,
+    /// In `logs` now.
+    listed: bool,
+}
 
 pub struct PartitionLog {
     /// The disk and clock this log reaches the world through (see `crate::storage`).
@@ -68,6 +85,8 @@ pub struct PartitionLog {
     /// Max timestamp of the active segment's first batch (Kafka's `rollingBasedTimestamp`,
     /// what `segment.ms` counts from); None until known.
     active_first_timestamp: Option<i64>,
+    /// Where this log announces that it has unsynced writes (`GroupCommit::register`).
+    watch: Option<DirtyWatch>,
 }
 
 /// How `append_stamped` sets a batch's timestamp type and max timestamp (Kafka's
@@ -413,6 +432,7 @@ impl PartitionLog {
             producers: ProducerStateManager::new(),
             epochs: LeaderEpochCache::load(&disk, &dir),
             active_first_timestamp: None,
+            watch: None,
         };
         if report.segments_recovered > 0 {
             tracing::info!(
@@ -643,6 +663,7 @@ impl PartitionLog {
             return Err(e);
         }
         self.active_dirty = true;
+        self.list_dirty();
         if self.epochs.needs(leader_epoch, base_offset) {
             // The batch is written: a failed checkpoint write must not fail its append. The
             // cache in memory is updated; the file is rewritten at the next change.
@@ -945,6 +966,42 @@ impl PartitionLog {
     /// Bytes were appended (or a segment rolled) since the last sync was started.
     pub fn is_dirty(&self) -> bool {
         self.active_dirty || self.dir_dirty || !self.unsynced.is_empty()
+    }
+
+    /// From now on this log (`me`) adds itself to `logs` when it has unsynced writes (see
+    /// `DirtyLogs`); at once if it has some already.
+    pub fn watch_dirty(&mut self, logs: DirtyLogs, me: Weak<RefCell<PartitionLog>>) {
+        self.watch = Some(DirtyWatch {
+            logs,
+            me,
+            listed: false,
+        });
+        if self.is_dirty() {
+            self.list_dirty();
+        }
+    }
+
+    /// Joins the dirty logs if not there yet. Appends are the only writes after open (rolls
+    /// happen inside them; open and close sync themselves), so every dirty log is listed.
+    fn list_dirty(&mut self) {
+        if let Some(watch) = &mut self.watch {
+            if !watch.listed {
+                watch.listed = true;
+                watch.logs.borrow_mut().push(watch.me.clone());
+            }
+        }
+    }
+
+    /// Whether this log stays in the dirty logs: false (and it is no longer listed) once
+    /// everything written has been handed to a sync.
+    pub fn keep_listed(&mut self) -> bool {
+        if self.is_dirty() {
+            return true;
+        }
+        if let Some(watch) = &mut self.watch {
+            watch.listed = false;
+        }
+        false
     }
 
     /// The highest log end offset that a completed or in-flight sync covers.
