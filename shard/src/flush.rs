@@ -457,27 +457,20 @@ impl GroupCommit {
     /// be due, so only the dirty logs are looked at; those found clean leave the list.
     fn periodic_check(&self, now: i64) {
         let mut s = self.state.borrow_mut();
-        let listed = std::mem::take(&mut *s.dirty.borrow_mut());
         let mut due = Vec::new();
-        let mut still = Vec::with_capacity(listed.len());
-        for weak in listed {
+        // In place: nothing below appends to a log (which would list it).
+        s.dirty.borrow_mut().retain(|weak| {
             let Some(log) = weak.upgrade() else {
-                continue; // deleted
+                return false; // deleted
             };
-            let keep = match log.try_borrow_mut() {
-                Ok(mut l) => {
-                    if l.flush_due(now) {
-                        due.push(log.clone());
-                    }
-                    l.keep_listed()
-                }
-                Err(_) => true, // borrowed right now: looked at next tick
+            let Ok(mut l) = log.try_borrow_mut() else {
+                return true; // borrowed right now: looked at next tick
             };
-            if keep {
-                still.push(weak);
+            if l.flush_due(now) {
+                due.push(log.clone());
             }
-        }
-        s.dirty.borrow_mut().append(&mut still);
+            l.keep_listed()
+        });
         if !due.is_empty() {
             for l in &due {
                 s.request(l);
