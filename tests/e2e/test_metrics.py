@@ -1,8 +1,10 @@
 """The Prometheus endpoint (`metrics.listener`): off by default; with it set, a scrape during
 and after a librdkafka produce and consume shows request and byte counts covering what was
 sent, log sizes and end offsets matching the partitions' files and deliveries, consumer group
-lag matching a committed offset, fsyncs growing with acks=all, connection counts, and a
-refused request counted as an error. The text is read by `prometheus_client`'s parser (an
+lag matching a committed offset, fsyncs growing with acks=all and counted by reason
+(partition creation, group commit, segment rolls), connection counts, a refused request
+counted as an error, and error codes of answered responses counted by Kafka's error name
+(MESSAGE_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION). The text is read by `prometheus_client`'s parser (an
 independent implementation of the format). The HTTP side refuses what it must (404, 405, 431),
 and every metric the shipped Grafana dashboard queries exists in a real scrape.
 """
