@@ -410,6 +410,7 @@ async fn accept_loop(
                                         %error,
                                         "TLS handshake failed; connection closed"
                                     );
+                                    shard.metrics.connection_closed_unserved();
                                     return;
                                 }
                                 futures::future::Either::Right(_) => {
@@ -418,6 +419,7 @@ async fn accept_loop(
                                         listener = %name,
                                         "TLS handshake timed out; connection closed"
                                     );
+                                    shard.metrics.connection_closed_unserved();
                                     return;
                                 }
                             };

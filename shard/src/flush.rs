@@ -36,7 +36,7 @@ use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::config::FlushPolicy;
-use crate::log::{join_all, now_ms, LogError, PartitionLog};
+use crate::log::{join_all, now_ms, DirtyLogs, LogError, PartitionLog};
 
 /// How the broker shares a log between request handlers and the flusher. Never hold a borrow
 /// across an `.await` (use `read(..)` / `begin_sync()` which return owned futures / jobs).
@@ -67,6 +67,9 @@ pub struct GroupCommit {
 struct State {
     /// Every log of the shard (weak: a deleted log just disappears from here).
     registered: Vec<Weak<RefCell<PartitionLog>>>,
+    /// The registered logs that may have unsynced writes (see `DirtyLogs`): all that the
+    /// periodic check and the rounds look at, so an idle shard's tick costs nothing per log.
+    dirty: DirtyLogs,
     /// Logs someone needs synced in the next round.
     requested: Vec<LogHandle>,
     requested_set: HashSet<*const RefCell<PartitionLog>>,
@@ -346,6 +349,8 @@ impl GroupCommit {
         let mut s = self.state.borrow_mut();
         s.registered.retain(|w| w.strong_count() > 0);
         s.registered.push(Rc::downgrade(log));
+        log.borrow_mut()
+            .watch_dirty(s.dirty.clone(), Rc::downgrade(log));
         let live: HashSet<_> = s.registered.iter().map(Weak::as_ptr).collect();
         s.log_round.retain(|p, _| live.contains(p));
     }
@@ -448,15 +453,24 @@ impl GroupCommit {
         })
     }
 
+    /// `flush.messages` / `flush.ms`: queues the logs due. Only logs with unsynced writes can
+    /// be due, so only the dirty logs are looked at; those found clean leave the list.
     fn periodic_check(&self, now: i64) {
         let mut s = self.state.borrow_mut();
-        s.registered.retain(|w| w.strong_count() > 0);
-        let due: Vec<LogHandle> = s
-            .registered
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|l| l.try_borrow().is_ok_and(|l| l.flush_due(now)))
-            .collect();
+        let mut due = Vec::new();
+        // In place: nothing below appends to a log (which would list it).
+        s.dirty.borrow_mut().retain(|weak| {
+            let Some(log) = weak.upgrade() else {
+                return false; // deleted
+            };
+            let Ok(mut l) = log.try_borrow_mut() else {
+                return true; // borrowed right now: looked at next tick
+            };
+            if l.flush_due(now) {
+                due.push(log.clone());
+            }
+            l.keep_listed()
+        });
         if !due.is_empty() {
             for l in &due {
                 s.request(l);
@@ -498,8 +512,9 @@ impl GroupCommit {
         }
     }
 
-    /// The queued logs plus every registered `Ack` log with unsynced writes, except those a
-    /// round in flight is syncing (they stay queued for the round after it).
+    /// The queued logs plus every registered `Ack` log with unsynced writes (all of them are
+    /// in the dirty list), except those a round in flight is syncing (they stay queued for
+    /// the round after it).
     fn take_round_logs(&self) -> Vec<LogHandle> {
         let mut s = self.state.borrow_mut();
         let requested = std::mem::take(&mut s.requested);
@@ -513,8 +528,8 @@ impl GroupCommit {
                 logs.push(l);
             }
         }
-        let registered: Vec<LogHandle> = s.registered.iter().filter_map(Weak::upgrade).collect();
-        for l in registered {
+        let dirty: Vec<LogHandle> = s.dirty.borrow().iter().filter_map(Weak::upgrade).collect();
+        for l in dirty {
             let wanted = l
                 .try_borrow()
                 .is_ok_and(|l| l.config().flush_policy == FlushPolicy::Ack && l.is_dirty());
@@ -928,6 +943,44 @@ mod tests {
             for l in &logs {
                 assert_eq!(l.borrow().durable_offset(), 90);
             }
+            gc.shutdown();
+        });
+    }
+
+    /// The periodic check looks only at logs with unsynced writes: each joins the list once
+    /// at its first append, and leaves it once synced (flush.ms here).
+    #[test]
+    fn the_periodic_check_walks_only_logs_with_unsynced_writes() {
+        run(async {
+            let d = tmp();
+            let gc = GroupCommit::with_tick(Duration::from_millis(5));
+            gc.spawn();
+            let cfg = LogConfig {
+                flush_policy: FlushPolicy::Replication,
+                flush_ms: 20,
+                ..LogConfig::default()
+            };
+            let mut logs = Vec::new();
+            for p in 0..20 {
+                let l = open(d.path(), &format!("t-{p}"), cfg.clone()).await;
+                gc.register(&l);
+                logs.push(l);
+            }
+            let listed = || gc.state.borrow().dirty.borrow().len();
+            assert_eq!(listed(), 0);
+            append(&logs[3], 1);
+            append(&logs[3], 1);
+            append(&logs[7], 1);
+            assert_eq!(listed(), 2, "each dirty log listed once");
+            glommio::timer::sleep(Duration::from_millis(100)).await;
+            assert_eq!(logs[3].borrow().durable_offset(), 2);
+            assert_eq!(logs[7].borrow().durable_offset(), 1);
+            assert_eq!(listed(), 0, "synced logs leave the list");
+            append(&logs[3], 1);
+            assert_eq!(listed(), 1);
+            glommio::timer::sleep(Duration::from_millis(100)).await;
+            assert_eq!(logs[3].borrow().durable_offset(), 3);
+            assert!(logs.iter().all(|l| !l.borrow().is_dirty()));
             gc.shutdown();
         });
     }

@@ -8,11 +8,13 @@
 //!   crash recovery).
 //! - `flush`: group commit: one fdatasync round per shard covers every log written since the
 //!   previous round.
+//! - `fsyncs`: how many fsyncs the shard's thread made, and why (metrics).
 //! - `mesh`: cross-shard messaging.
 //! - `storage`: the seam to the disk and the clock (real, or simulated for tests).
 
 pub mod config;
 pub mod flush;
+pub mod fsyncs;
 pub mod log;
 pub mod mesh;
 pub mod storage;

@@ -1,8 +1,10 @@
 """The Prometheus endpoint (`metrics.listener`): off by default; with it set, a scrape during
 and after a librdkafka produce and consume shows request and byte counts covering what was
 sent, log sizes and end offsets matching the partitions' files and deliveries, consumer group
-lag matching a committed offset, fsyncs growing with acks=all, connection counts, and a
-refused request counted as an error. The text is read by `prometheus_client`'s parser (an
+lag matching a committed offset, fsyncs growing with acks=all and counted by reason
+(partition creation, group commit, segment rolls), connection counts, a refused request
+counted as an error, and error codes of answered responses counted by Kafka's error name
+(MESSAGE_TOO_LARGE, UNKNOWN_TOPIC_OR_PARTITION). The text is read by `prometheus_client`'s parser (an
 independent implementation of the format). The HTTP side refuses what it must (404, 405, 431),
 and every metric the shipped Grafana dashboard queries exists in a real scrape.
 """
@@ -17,11 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import REPO, free_port
-from e2e_helpers import ck_consume, ck_consumer, ck_produce, ck_producer, create_topic, unique
+from e2e_helpers import (admin as ck_admin, ck_consume, ck_consumer, ck_produce, ck_producer,
+                         create_topic, unique)
 
 DASHBOARD = REPO / "deploy" / "grafana" / "broker-dashboard.json"
 PROMETHEUS_YML = REPO / "deploy" / "prometheus" / "prometheus.yml"
@@ -156,7 +159,7 @@ def test_metrics_cover_produce_fetch_logs_lag_and_fsyncs(metered):
     topic = unique("metrics")
     create_topic(metered.bootstrap, topic, PARTITIONS)
     before = samples(port)
-    fsyncs_before = total(before, "broker_fsyncs_total")
+    fsyncs_before = total(before, "broker_fsyncs_total", reason="group_commit")
 
     values = [os.urandom(VALUE_BYTES) for _ in range(RECORDS)]
     producer = ck_producer(metered.bootstrap, acks="all", **{"linger.ms": 20})
@@ -183,7 +186,7 @@ def test_metrics_cover_produce_fetch_logs_lag_and_fsyncs(metered):
     assert total(during, "broker_request_duration_seconds_sum", api="Produce") > 0
     assert total(during, "broker_request_errors_total", api="Produce") == 0
     # acks=all under log.flush.policy=ack: every produce waited for an fdatasync.
-    assert total(during, "broker_fsyncs_total") > fsyncs_before
+    assert total(during, "broker_fsyncs_total", reason="group_commit") > fsyncs_before
     assert total(during, "broker_fsync_round_duration_seconds_count") >= 1
 
     # Log figures per partition match the deliveries and the segment files on disk.
@@ -233,6 +236,8 @@ def test_metrics_cover_produce_fetch_logs_lag_and_fsyncs(metered):
         assert s.recv(1024) == b""
     errors_seen = samples(port)
     assert total(errors_seen, "broker_request_errors_total", api="Produce") == 1
+    assert total(errors_seen, "broker_request_errors_total", api="Produce",
+                 error="connection_closed") == 1
 
     # After a clean restart (which trims the active segments' preallocated space) the log
     # sizes equal the segment files' sizes, and the group's lag survived.
@@ -252,6 +257,78 @@ def test_metrics_cover_produce_fetch_logs_lag_and_fsyncs(metered):
     used = {m for e in exprs for m in re.findall(r"\bbroker_[a-z0-9_]+", e)}
     assert used, "no broker_ metric in the dashboard"
     assert used <= names, sorted(used - names)
+
+
+def test_response_error_codes_counted_by_kafka_name(start_broker):
+    """Error codes of answered responses are counted by API and Kafka's error name: a record
+    over the topic's max.message.bytes (librdkafka sends it; the broker answers
+    MESSAGE_TOO_LARGE) and a Metadata request for a missing topic with auto-creation off
+    (UNKNOWN_TOPIC_OR_PARTITION). Accepted records add nothing."""
+    port = free_port()
+    b = start_broker({
+        "metrics.listener": f"http://127.0.0.1:{port}",
+        "num.shards": 2,
+        "auto.create.topics.enable": "false",
+    })
+    topic = create_topic(b.bootstrap, unique("errors"), 1, {"max.message.bytes": "1000"})
+    producer = ck_producer(b.bootstrap, **{"message.send.max.retries": 0})
+    ok = ck_produce(producer, topic, [{"value": b"v" * 100, "partition": 0}])
+    assert not ok.errors
+    clean = samples(port)
+    assert total(clean, "broker_request_errors_total") == 0
+    assert total(clean, "broker_requests_total", api="Produce") >= 1
+
+    refused = ck_produce(producer, topic, [{"value": os.urandom(4000), "partition": 0}])
+    assert [e.code() for e, _, _ in refused.errors] == [KafkaError.MSG_SIZE_TOO_LARGE]
+    del producer
+    scraped = samples(port)
+    assert total(scraped, "broker_request_errors_total", api="Produce",
+                 error="MESSAGE_TOO_LARGE") == 1
+    assert total(scraped, "broker_request_errors_total", api="Produce") == 1
+
+    missing = unique("missing")
+    metadata = ck_admin(b.bootstrap).list_topics(topic=missing, timeout=10)
+    assert metadata.topics[missing].error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    scraped = samples(port)
+    assert total(scraped, "broker_request_errors_total", api="Metadata",
+                 error="UNKNOWN_TOPIC_OR_PARTITION") >= 1
+    assert total(scraped, "broker_request_errors_total", api="Metadata",
+                 error="connection_closed") == 0
+
+
+def test_fsyncs_counted_by_reason(metered):
+    """Every fsync of a partition log is counted with its reason: creating partitions (their
+    directory entries and partition.metadata), acks=all group commits, and segment rolls
+    (a topic with 2 KiB segments rolls many times under 40 batches of 500 bytes)."""
+    port = metered.metrics_port
+    before = samples(port)
+    topic = create_topic(metered.bootstrap, unique("fsyncs"), PARTITIONS,
+                         {"segment.bytes": "2048"})
+    created = samples(port)
+
+    def grew(after, then, reason):
+        return total(after, "broker_fsyncs_total", reason=reason) - \
+            total(then, "broker_fsyncs_total", reason=reason)
+    # Per partition: the parent directory, then partition.metadata's file and directory.
+    assert grew(created, before, "partition_create") == 3 * PARTITIONS
+    assert grew(created, before, "segment_roll") == 0
+
+    producer = ck_producer(metered.bootstrap, acks="all", **{"linger.ms": 0})
+    for i in range(40):  # one batch each (flushed one at a time): ~3 batches a segment
+        log = ck_produce(producer, topic, [{"value": os.urandom(500), "partition": i % 2}])
+        assert not log.errors
+    del producer
+    after = samples(port)
+    assert grew(after, created, "group_commit") >= 1
+    # Each roll syncs the old segment's files and the directory in the next round.
+    segments = sum(len(list((metered.data_dir / f"{topic}-{p}").glob("*.log")))
+                   for p in range(PARTITIONS))
+    assert segments > 2 * PARTITIONS, segments
+    assert grew(after, created, "segment_roll") >= segments - PARTITIONS
+    assert grew(after, created, "partition_create") == 0
+    reasons = {dict(ls)["reason"] for (n, ls) in after if n == "broker_fsyncs_total"}
+    assert reasons == {"group_commit", "segment_roll", "partition_create", "log_start_offset",
+                       "open_close", "other"}
 
 
 def test_prometheus_example_scrapes_the_documented_listener():

@@ -7,11 +7,13 @@ The test makes its own CA, server certificate (SAN 127.0.0.1 and localhost) and 
 certificate with the openssl CLI.
 """
 
+import http.client
 import re
 import socket
 import ssl
 import struct
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -182,6 +184,50 @@ def client_context(pki, cert=True, version=None):
         ctx.minimum_version = version
         ctx.maximum_version = version
     return ctx
+
+
+def connection_counts(metrics_port):
+    """(accepted, closed, open) summed over shards, read by prometheus_client's parser."""
+    from prometheus_client.parser import text_string_to_metric_families
+    conn = http.client.HTTPConnection("127.0.0.1", metrics_port, timeout=10)
+    conn.request("GET", "/metrics")
+    body = conn.getresponse().read().decode()
+    conn.close()
+    sums = {}
+    for family in text_string_to_metric_families(body):
+        for s in family.samples:
+            sums[s.name] = sums.get(s.name, 0) + s.value
+    return tuple(sums.get(n, 0) for n in ("broker_connections_accepted_total",
+                                           "broker_connections_closed_total",
+                                           "broker_connections_open"))
+
+
+def test_failed_handshakes_are_counted_as_closed(start_broker, pki):
+    """A plaintext Kafka request on the SSL listener fails the TLS handshake; the connection
+    counts as accepted and as closed, so accepted - closed = open = 0 afterwards. A good TLS
+    connection balances too."""
+    metrics = free_port()
+    b = ssl_broker(start_broker, pki, **{"metrics.listener": f"http://127.0.0.1:{metrics}"})
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", b.ssl_port), timeout=10) as s:
+            body = struct.pack(">hhih", 18, 0, 7, 4) + b"test"
+            # Read as a TLS record header, the frame announces 3,584 bytes (content type 0):
+            # padding completes that record, so the handshake fails on it rather than waiting.
+            s.sendall(struct.pack(">i", len(body)) + body + bytes(4096))
+            try:
+                while s.recv(4096):
+                    pass  # a TLS alert, then the close
+            except ConnectionResetError:
+                pass
+    assert api_versions_over(b.ssl_port, client_context(pki, cert=False))[1] == 0
+    deadline = time.monotonic() + 10
+    while True:
+        accepted, closed, open_now = connection_counts(metrics)
+        # At least these 4 connections (the harness may have probed the plaintext port).
+        if accepted >= 4 and closed == accepted and open_now == 0:
+            break
+        assert time.monotonic() < deadline, (accepted, closed, open_now)
+        time.sleep(0.1)
 
 
 @pytest.mark.parametrize("version,name", [(ssl.TLSVersion.TLSv1_2, "TLSv1.2"),

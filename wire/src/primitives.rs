@@ -59,6 +59,14 @@ pub trait Encodable {
     fn encoded_len(&self, version: i16) -> usize;
 }
 
+/// The error codes a response carries: every `ErrorCode` field, nested ones included (what
+/// Kafka's `AbstractResponse.errorCounts` counts), for the request-error metrics. Implemented
+/// by every response struct; a walk allocates nothing.
+pub trait ErrorCodes {
+    /// Calls `f` with each error code, `NONE` (0) included.
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F);
+}
+
 /// Implemented by every top-level request/response/header type.
 pub trait Message {
     /// The API key; -1 for the request and response headers.

@@ -80,6 +80,7 @@ fn spliced_frame_equals_copied_frame_at_every_version() {
             listener: "PLAINTEXT".into(),
             principal: "User:ANONYMOUS".into(),
             tally: crate::handoff::Tally::off(),
+            error_counts: None,
         };
         let copied: Vec<FetchResult> = copied_records.iter().cloned().map(result).collect();
         let want = encode_response(

@@ -28,11 +28,11 @@ use bytes::{BufMut, Bytes, BytesMut};
 use glommio::Task;
 use wire::generated::api::{self, ApiKey};
 use wire::generated::RequestHeader;
-use wire::primitives::{Decodable, Encodable};
+use wire::primitives::{Decodable, Encodable, ErrorCodes};
 use wire::varint;
 
 use crate::limits::{Held, Outcome};
-use crate::metrics::recorder::RequestTimer;
+use crate::metrics::recorder::{ErrorCounts, RequestTimer};
 use crate::shard::Shard;
 use crate::transport::Frame;
 
@@ -108,6 +108,8 @@ pub struct RequestContext {
     /// The connection's tally of partition owners: Produce and Fetch note each partition's
     /// owner shard in it (see `handoff`).
     pub tally: Rc<crate::handoff::Tally>,
+    /// Where `encode_response` counts the response's error codes (None with metrics off).
+    pub error_counts: Option<Rc<ErrorCounts>>,
 }
 
 /// Where a connection's requests come from: its listener and principal (see
@@ -155,6 +157,7 @@ pub fn dispatch(
         listener: origin.listener.clone(),
         principal: origin.principal.clone(),
         tally: origin.tally.clone(),
+        error_counts: shard.metrics.error_counts(),
     };
     let Some((min, max)) = served_range(api_key) else {
         return Err(format!("unsupported API key {api_key}"));
@@ -355,8 +358,9 @@ pub type Response = Result<Option<Frame>, String>;
 /// or an abuse, and the connection is closed rather than the memory taken.
 pub const MAX_RESPONSE_BYTES: usize = 1 << 30;
 
-/// Encodes a whole response frame: size, response header, body.
-pub fn encode_response<T: Encodable>(
+/// Encodes a whole response frame: size, response header, body. With metrics on, the
+/// response's error codes are counted (`broker_request_errors_total{error}`).
+pub fn encode_response<T: Encodable + ErrorCodes>(
     ctx: &RequestContext,
     api_version: i16,
     response: &T,
@@ -388,5 +392,8 @@ pub fn encode_response<T: Encodable>(
         4 + header_len + body_len,
         "encoded_len agrees with encode"
     );
+    if let Some(counts) = &ctx.error_counts {
+        response.for_each_error_code(&mut |code| counts.count(ctx.api_key, code));
+    }
     Ok(Some(Frame::from(out)))
 }

@@ -327,6 +327,7 @@ fn context() -> RequestContext {
         listener: Rc::from("PLAINTEXT"),
         principal: Rc::from("User:ANONYMOUS"),
         tally: crate::handoff::Tally::off(),
+        error_counts: None,
     }
 }
 

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use wire::generated::api::ApiKey;
+use wire::ErrorCode;
 
 use super::exposition::{Exposition, Kind};
 
@@ -110,12 +111,6 @@ const PER_SHARD: &[PerShard] = &[
         help: "Group-commit rounds (concurrent fdatasyncs of the logs that need one).",
         value: |s| s.fsync_rounds,
     },
-    PerShard {
-        name: "broker_fsyncs_total",
-        kind: Kind::Counter,
-        help: "fdatasync calls on partition logs by the group commit (one per log per round).",
-        value: |s| s.fsyncs,
-    },
 ];
 
 /// The text of one scrape.
@@ -172,6 +167,20 @@ pub fn render(collected: &Collected) -> String {
         );
     }
     text.family(
+        "broker_fsyncs_total",
+        Kind::Counter,
+        "fsync and fdatasync calls on partition logs (files and directories), by reason: group_commit (active segments' data: acks=all, flush.messages, flush.ms), segment_roll (rolled segments and the new segment's directory entry), partition_create, log_start_offset (retention, DeleteRecords), open_close (recovery at open, clean close), other (compaction, deletion).",
+    );
+    for (snapshot, shard) in shards.iter().zip(&labels) {
+        for &(reason, count) in &snapshot.fsyncs {
+            text.sample(
+                "broker_fsyncs_total",
+                &[("shard", shard.as_str()), ("reason", reason)],
+                count,
+            );
+        }
+    }
+    text.family(
         "broker_fsync_round_duration_seconds",
         Kind::Histogram,
         "Duration of one group-commit round's fdatasyncs (all its logs, concurrently).",
@@ -203,17 +212,10 @@ pub fn render(collected: &Collected) -> String {
 /// Per shard and API: requests, errors, bytes in and out, latency.
 fn api_families(text: &mut Exposition, shards: &[ShardSnapshot], labels: &[String]) {
     type Field = fn(&super::recorder::ApiSnapshot) -> u64;
-    let counters: [(&str, &str, Field); 4] = [
-        (
-            "broker_requests_total",
-            "Requests received, by API.",
-            |a| a.requests,
-        ),
-        (
-            "broker_request_errors_total",
-            "Requests that closed the connection instead of being answered (undecodable, unsupported version, unencodable response), by API. Error codes inside answered responses are not counted.",
-            |a| a.errors,
-        ),
+    let counters: [(&str, &str, Field); 3] = [
+        ("broker_requests_total", "Requests received, by API.", |a| {
+            a.requests
+        }),
         (
             "broker_request_bytes_total",
             "Bytes of request frames received (size prefix included), by API.",
@@ -237,6 +239,7 @@ fn api_families(text: &mut Exposition, shards: &[ShardSnapshot], labels: &[Strin
             }
         }
     }
+    request_errors(text, shards, labels);
     let name = "broker_request_duration_seconds";
     text.family(
         name,
@@ -252,6 +255,61 @@ fn api_families(text: &mut Exposition, shards: &[ShardSnapshot], labels: &[Strin
             );
         }
     }
+}
+
+/// The `error` label of requests that closed the connection instead of being answered: not
+/// a Kafka error name (nothing was sent), so that it cannot be mistaken for one.
+pub const CONNECTION_CLOSED: &str = "connection_closed";
+
+/// Per shard, API and error: Kafka's `ErrorsPerSec{request, error}` (every error code of the
+/// answered responses, NONE left out), plus the requests that closed the connection.
+fn request_errors(text: &mut Exposition, shards: &[ShardSnapshot], labels: &[String]) {
+    let name = "broker_request_errors_total";
+    text.family(
+        name,
+        Kind::Counter,
+        "Errors by API: error codes in answered responses (error=Kafka's error name, one per top-level, topic or partition code; NONE not counted), and requests that closed the connection instead of being answered (error=\"connection_closed\": undecodable, unsupported version, unencodable response).",
+    );
+    for (snapshot, shard) in shards.iter().zip(labels) {
+        for (key, api) in &snapshot.apis {
+            let api_label = api_name(*key);
+            text.sample(
+                name,
+                &[
+                    ("shard", shard.as_str()),
+                    ("api", api_label.as_str()),
+                    ("error", CONNECTION_CLOSED),
+                ],
+                api.errors,
+            );
+            for &(code, count) in &api.error_codes {
+                let error = error_name(code);
+                text.sample(
+                    name,
+                    &[
+                        ("shard", shard.as_str()),
+                        ("api", api_label.as_str()),
+                        ("error", error.as_str()),
+                    ],
+                    count,
+                );
+            }
+        }
+    }
+}
+
+/// Kafka's name of an error code (`MESSAGE_TOO_LARGE`, the Java `Errors` constant), or
+/// UNKNOWN_SERVER_ERROR for a code this build does not know.
+fn error_name(code: i16) -> String {
+    let camel = format!("{:?}", ErrorCode::from_code_or_unknown(code));
+    let mut name = String::with_capacity(camel.len() + 8);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            name.push('_');
+        }
+        name.push(c.to_ascii_uppercase());
+    }
+    name
 }
 
 /// Kafka's name of an API key (`Produce`), or the number of one we do not know.
@@ -349,6 +407,16 @@ fn group_families(text: &mut Exposition, shards: &[ShardSnapshot]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_names_are_kafkas() {
+        assert_eq!(error_name(10), "MESSAGE_TOO_LARGE");
+        assert_eq!(error_name(3), "UNKNOWN_TOPIC_OR_PARTITION");
+        assert_eq!(error_name(6), "NOT_LEADER_OR_FOLLOWER");
+        assert_eq!(error_name(56), "KAFKA_STORAGE_ERROR");
+        assert_eq!(error_name(-1), "UNKNOWN_SERVER_ERROR");
+        assert_eq!(error_name(i16::MAX), "UNKNOWN_SERVER_ERROR");
+    }
     use crate::metrics::histogram::HistogramSnapshot;
     use crate::metrics::recorder::ApiSnapshot;
     use crate::metrics::snapshot::{CommittedFigures, PartitionFigures};
@@ -369,6 +437,7 @@ mod tests {
             ApiSnapshot {
                 requests: 3,
                 errors: 1,
+                error_codes: vec![(-1, 4), (10, 2)],
                 bytes_in: 300,
                 bytes_out: 90,
                 latency: HistogramSnapshot::default(),
@@ -381,6 +450,8 @@ mod tests {
             log_start_offset: 2,
             log_end_offset: 10,
         });
+        zero.fsyncs = ::shard::fsyncs::counts();
+        zero.fsyncs[1].1 = 5;
         let mut one = shard(1);
         one.committed.push(CommittedFigures {
             group: "g".into(),
@@ -403,7 +474,13 @@ mod tests {
         assert!(has("broker_shards 2"));
         assert!(has("broker_requests_total{shard=\"0\",api=\"Produce\"} 3"));
         assert!(has(
-            "broker_request_errors_total{shard=\"0\",api=\"Produce\"} 1"
+            "broker_request_errors_total{shard=\"0\",api=\"Produce\",error=\"connection_closed\"} 1"
+        ));
+        assert!(has(
+            "broker_request_errors_total{shard=\"0\",api=\"Produce\",error=\"MESSAGE_TOO_LARGE\"} 2"
+        ));
+        assert!(has(
+            "broker_request_errors_total{shard=\"0\",api=\"Produce\",error=\"UNKNOWN_SERVER_ERROR\"} 4"
         ));
         assert!(has(
             "broker_request_bytes_total{shard=\"0\",api=\"Produce\"} 300"
@@ -415,6 +492,9 @@ mod tests {
             "broker_request_duration_seconds_count{shard=\"0\",api=\"Produce\"} 0"
         ));
         assert!(has("broker_connections_open{shard=\"1\"} 0"));
+        assert!(has(
+            "broker_fsyncs_total{shard=\"0\",reason=\"segment_roll\"} 5"
+        ));
         assert!(has(
             "broker_log_size_bytes{topic=\"t\",partition=\"1\",shard=\"0\"} 4096"
         ));

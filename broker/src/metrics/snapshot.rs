@@ -70,7 +70,8 @@ pub struct ShardSnapshot {
     pub copied_bytes: u64,
     pub remote_range_bytes: u64,
     pub fsync_rounds: u64,
-    pub fsyncs: u64,
+    /// fsync/fdatasync calls on partition logs by reason (`shard::fsyncs`).
+    pub fsyncs: [(&'static str, u64); 6],
     pub fsync_round_latency: HistogramSnapshot,
     pub partitions: Vec<PartitionFigures>,
     pub committed: Vec<CommittedFigures>,
@@ -141,7 +142,7 @@ impl ShardSnapshot {
             copied_bytes: stats.send.copied_bytes.get(),
             remote_range_bytes: stats.remote_range_bytes.get(),
             fsync_rounds: commit.rounds.get(),
-            fsyncs: commit.logs_synced.get(),
+            fsyncs: ::shard::fsyncs::counts(),
             fsync_round_latency: prometheus_buckets(&commit.sync_us),
             partitions,
             committed,

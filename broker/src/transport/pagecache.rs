@@ -59,25 +59,12 @@ pub fn resident(fd: RawFd, pos: u64, len: u64) -> bool {
     }
     #[cfg(target_arch = "x86_64")]
     if CACHESTAT.load(Ordering::Relaxed) {
-        let range = CachestatRange { off: pos, len };
-        let mut stat = Cachestat::default();
-        // Safety: cachestat reads `range` and fills `stat`, both locals of the right layout.
-        let rc = unsafe {
-            libc::syscall(
-                SYS_CACHESTAT,
-                fd,
-                &range as *const CachestatRange,
-                &mut stat as *mut Cachestat,
-                0u32,
-            )
-        };
-        if rc == 0 {
-            return stat.nr_cache >= pages(pos, len);
-        }
-        if io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
-            CACHESTAT.store(false, Ordering::Relaxed);
-        } else {
-            return true;
+        match cachestat(fd, pos, len) {
+            Ok(stat) => return stat.nr_cache >= pages(pos, len),
+            Err(error) if error.raw_os_error() == Some(libc::ENOSYS) => {
+                CACHESTAT.store(false, Ordering::Relaxed);
+            }
+            Err(_) => return true,
         }
     }
     resident_by_mincore(fd, pos, len).unwrap_or(true)
@@ -88,24 +75,13 @@ pub fn resident(fd: RawFd, pos: u64, len: u64) -> bool {
 pub fn residency_method(fd: RawFd) -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {
-        let range = CachestatRange { off: 0, len: PAGE };
-        let mut stat = Cachestat::default();
-        // Safety: cachestat reads `range` and fills `stat`, both locals of the right layout.
-        let rc = unsafe {
-            libc::syscall(
-                SYS_CACHESTAT,
-                fd,
-                &range as *const CachestatRange,
-                &mut stat as *mut Cachestat,
-                0u32,
-            )
-        };
-        if rc == 0 {
-            return "cachestat";
-        }
-        if io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
-            CACHESTAT.store(false, Ordering::Relaxed);
-            return "mincore (no cachestat(2): kernel before 6.5)";
+        match cachestat(fd, 0, PAGE) {
+            Ok(_) => return "cachestat",
+            Err(error) if error.raw_os_error() == Some(libc::ENOSYS) => {
+                CACHESTAT.store(false, Ordering::Relaxed);
+                return "mincore (no cachestat(2): kernel before 6.5)";
+            }
+            Err(_) => {}
         }
         "cachestat (its probe failed: a range it cannot check counts as resident)"
     }
@@ -113,6 +89,28 @@ pub fn residency_method(fd: RawFd) -> &'static str {
     {
         let _ = fd;
         "mincore (cachestat only on x86_64)"
+    }
+}
+
+/// cachestat(2) of `[pos, pos + len)` of `fd`: one syscall, the page counts of the range.
+#[cfg(target_arch = "x86_64")]
+fn cachestat(fd: RawFd, pos: u64, len: u64) -> io::Result<Cachestat> {
+    let range = CachestatRange { off: pos, len };
+    let mut stat = Cachestat::default();
+    // Safety: cachestat reads `range` and fills `stat`, both locals of the right layout.
+    let rc = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd,
+            &range as *const CachestatRange,
+            &mut stat as *mut Cachestat,
+            0u32,
+        )
+    };
+    if rc == 0 {
+        Ok(stat)
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 

@@ -166,6 +166,7 @@ pub(crate) fn read_log_start(disk: &Disk, dir: &Path) -> io::Result<Option<i64>>
 /// partition, like the recovery point). Blocks the thread for one fdatasync and one directory
 /// fsync: only when the start moves.
 pub(crate) fn write_log_start(disk: &Disk, dir: &Path, offset: i64) -> io::Result<()> {
+    crate::fsyncs::attribute(crate::fsyncs::SyncReason::LogStartOffset, 2);
     disk.write_file_durable_blocking(
         &dir.join(LOG_START_FILE),
         format!("0\n1\n{offset}\n").as_bytes(),

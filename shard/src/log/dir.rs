@@ -110,6 +110,8 @@ pub(crate) fn read_topic_id(disk: &Disk, dir: &Path) -> Result<Option<TopicId>, 
 pub(crate) async fn write_topic_id(disk: &Disk, dir: &Path, id: &TopicId) -> Result<(), LogError> {
     let path = dir.join(PARTITION_METADATA_FILE);
     let text = format!("version: 0\ntopic_id: {}\n", encode_topic_id(id));
+    // Its fdatasync and the directory's fsync.
+    crate::fsyncs::attribute(crate::fsyncs::SyncReason::PartitionCreate, 2);
     disk.write_file_durable(&path, text.as_bytes())
         .await
         .map_err(|e| LogError::io("write", &path, e))

@@ -38,7 +38,8 @@ mod timeadmin_tests;
 use std::path::{Path, PathBuf};
 
 pub use partition_log::{
-    BatchStamp, PartitionLog, RecoveryReport, SyncJob, PREALLOCATE_MAX_BYTES, PREALLOCATE_MIN_BYTES,
+    BatchStamp, DirtyLogs, PartitionLog, RecoveryReport, SyncJob, PREALLOCATE_MAX_BYTES,
+    PREALLOCATE_MIN_BYTES,
 };
 
 /// What `PartitionLog::append` assigned.

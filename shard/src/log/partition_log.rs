@@ -13,11 +13,12 @@
 //! the await, and appends can proceed meanwhile (a read sees the log as of its call). The
 //! same holds for `begin_sync` / `SyncJob::run` / `finish_sync`, which the group commit uses.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::io;
 use std::mem;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use bytes::Bytes;
 use wire::record_batch::{patched_prefix, stamped_header, BatchHeader, TimestampType};
@@ -30,7 +31,24 @@ use super::producer_state::{ProducerStateManager, NO_PRODUCER_ID};
 use super::segment::{range_fd, read_exact_at, RangeFd, Segment, Walker};
 use super::{join_all, parse_stem, segment_paths, snapshot_path, AppendInfo, LogError};
 use crate::config::LogConfig;
+use crate::fsyncs::{self, SyncReason};
 use crate::storage::{Disk, Env, File, FileRange, Piece};
+
+/// The logs of a shard that may have unsynced writes, each at most once: a log joins at its
+/// first append after it was last found clean, and the group commit's periodic check drops
+/// it once it is clean again. The check (`flush.ms`, `flush.messages`) and the rounds
+/// (`FlushPolicy::Ack` logs) walk this instead of every log of the shard. Bounded by the
+/// number of logs registered with the shard's `GroupCommit`.
+pub type DirtyLogs = Rc<RefCell<Vec<Weak<RefCell<PartitionLog>>>>>;
+
+/// A log's membership of its shard's `DirtyLogs`.
+struct DirtyWatch {
+    logs: DirtyLogs,
+    /// This log (so that it can add itself).
+    me: Weak<RefCell<PartitionLog>>,
+    /// In `logs` now.
+    listed: bool,
+}
 
 pub struct PartitionLog {
     /// The disk and clock this log reaches the world through (see `crate::storage`).
@@ -67,6 +85,8 @@ pub struct PartitionLog {
     /// Max timestamp of the active segment's first batch (Kafka's `rollingBasedTimestamp`,
     /// what `segment.ms` counts from); None until known.
     active_first_timestamp: Option<i64>,
+    /// Where this log announces that it has unsynced writes (`GroupCommit::register`).
+    watch: Option<DirtyWatch>,
 }
 
 /// How `append_stamped` sets a batch's timestamp type and max timestamp (Kafka's
@@ -101,6 +121,12 @@ pub const PREALLOCATE_MAX_BYTES: u64 = 4 << 20;
 /// The fdatasyncs that make a log durable up to `target`: cloned fds, no borrow of the log.
 pub struct SyncJob {
     files: Vec<Rc<File>>,
+    /// The first `rolled` of `files` are those of segments rolled (or recovered) since the
+    /// last sync; the rest is the active segment's.
+    rolled: usize,
+    /// Why the active segment's data is synced (`fsyncs`); rolled files and the directory
+    /// count as `SegmentRoll` when this is `GroupCommit`.
+    reason: SyncReason,
     disk: Disk,
     dir: Option<PathBuf>,
     target: i64,
@@ -111,11 +137,18 @@ impl SyncJob {
     /// fdatasync of every file concurrently through io_uring, then of the directory if a
     /// segment was created. Never blocks the thread.
     pub async fn run(&self) -> io::Result<()> {
+        let roll_reason = match self.reason {
+            SyncReason::GroupCommit => SyncReason::SegmentRoll,
+            other => other,
+        };
+        fsyncs::attribute(roll_reason, self.rolled as u64);
+        fsyncs::attribute(self.reason, (self.files.len() - self.rolled) as u64);
         let results = join_all(self.files.iter().map(|f| f.fdatasync()).collect()).await;
         for r in results {
             r?;
         }
         if let Some(dir) = &self.dir {
+            fsyncs::attribute(roll_reason, 1);
             self.disk.sync_dir(dir).await?;
         }
         Ok(())
@@ -233,6 +266,7 @@ impl PartitionLog {
         if created {
             // A new partition: its directory entry must be durable before any acked data.
             if let Some(parent) = dir.parent() {
+                fsyncs::attribute(SyncReason::PartitionCreate, 1);
                 disk.sync_dir(parent)
                     .await
                     .map_err(|e| LogError::io("sync dir", parent, e))?;
@@ -398,6 +432,7 @@ impl PartitionLog {
             producers: ProducerStateManager::new(),
             epochs: LeaderEpochCache::load(&disk, &dir),
             active_first_timestamp: None,
+            watch: None,
         };
         if report.segments_recovered > 0 {
             tracing::info!(
@@ -434,7 +469,7 @@ impl PartitionLog {
         log.load_producer_state(now).await?;
         log.load_leader_epochs()?;
         log.load_active_first_timestamp().await?;
-        log.sync().await?;
+        log.sync_for(SyncReason::OpenClose).await?;
         log.write_checkpoint(Checkpoint {
             next_offset: log_end,
             segment_base: log.active().base_offset,
@@ -444,6 +479,7 @@ impl PartitionLog {
             // Remove the marker durably before any append: a crash later must recover.
             disk.remove_file(&marker)
                 .map_err(|e| LogError::io("remove", &marker, e))?;
+            fsyncs::attribute(SyncReason::OpenClose, 1);
             disk.sync_dir(&dir)
                 .await
                 .map_err(|e| LogError::io("sync dir", &dir, e))?;
@@ -627,6 +663,7 @@ impl PartitionLog {
             return Err(e);
         }
         self.active_dirty = true;
+        self.list_dirty();
         if self.epochs.needs(leader_epoch, base_offset) {
             // The batch is written: a failed checkpoint write must not fail its append. The
             // cache in memory is updated; the file is rewritten at the next change.
@@ -931,6 +968,42 @@ impl PartitionLog {
         self.active_dirty || self.dir_dirty || !self.unsynced.is_empty()
     }
 
+    /// From now on this log (`me`) adds itself to `logs` when it has unsynced writes (see
+    /// `DirtyLogs`); at once if it has some already.
+    pub fn watch_dirty(&mut self, logs: DirtyLogs, me: Weak<RefCell<PartitionLog>>) {
+        self.watch = Some(DirtyWatch {
+            logs,
+            me,
+            listed: false,
+        });
+        if self.is_dirty() {
+            self.list_dirty();
+        }
+    }
+
+    /// Joins the dirty logs if not there yet. Appends are the only writes after open (rolls
+    /// happen inside them; open and close sync themselves), so every dirty log is listed.
+    fn list_dirty(&mut self) {
+        if let Some(watch) = &mut self.watch {
+            if !watch.listed {
+                watch.listed = true;
+                watch.logs.borrow_mut().push(watch.me.clone());
+            }
+        }
+    }
+
+    /// Whether this log stays in the dirty logs: false (and it is no longer listed) once
+    /// everything written has been handed to a sync.
+    pub fn keep_listed(&mut self) -> bool {
+        if self.is_dirty() {
+            return true;
+        }
+        if let Some(watch) = &mut self.watch {
+            watch.listed = false;
+        }
+        false
+    }
+
     /// The highest log end offset that a completed or in-flight sync covers.
     pub fn sync_requested_offset(&self) -> i64 {
         self.sync_requested_offset
@@ -952,6 +1025,7 @@ impl PartitionLog {
             return None;
         }
         let mut files = mem::take(&mut self.unsynced);
+        let rolled = files.len();
         if self.active_dirty {
             match self.active().file() {
                 Ok(file) => files.push(file),
@@ -965,6 +1039,8 @@ impl PartitionLog {
         let target = self.log_end_offset();
         let job = SyncJob {
             files,
+            rolled,
+            reason: SyncReason::GroupCommit,
             disk: self.env.disk.clone(),
             dir: self.dir_dirty.then(|| self.dir.clone()),
             target,
@@ -1029,9 +1105,18 @@ impl PartitionLog {
         if let Some(e) = self.failure() {
             return Err(e);
         }
+        self.sync_for(SyncReason::GroupCommit).await
+    }
+
+    /// `sync`, its fsyncs counted for `reason`.
+    async fn sync_for(&mut self, reason: SyncReason) -> Result<(), LogError> {
+        if let Some(e) = self.failure() {
+            return Err(e);
+        }
         match self.begin_sync() {
             None => Ok(()),
-            Some(job) => {
+            Some(mut job) => {
+                job.reason = reason;
                 let r = job.run().await;
                 self.finish_sync(job, r)
             }
@@ -1052,7 +1137,7 @@ impl PartitionLog {
         ];
         self.unsynced.extend(saved.into_iter().flatten());
         self.active_dirty = true;
-        self.sync().await?;
+        self.sync_for(SyncReason::OpenClose).await?;
         let cp = Checkpoint {
             next_offset: self.log_end_offset(),
             segment_base: self.active().base_offset,
@@ -1066,6 +1151,7 @@ impl PartitionLog {
             .disk
             .write_file(&marker, b"")
             .map_err(|e| LogError::io("create", &marker, e))?;
+        fsyncs::attribute(SyncReason::OpenClose, 1);
         self.env
             .disk
             .sync_dir(&self.dir)

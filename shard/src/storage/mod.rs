@@ -148,6 +148,7 @@ impl Disk {
     /// fsync of the directory itself: makes creations, renames and removals of its entries
     /// durable (through io_uring on the real disk).
     pub async fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        crate::fsyncs::syscall();
         match self {
             Disk::Real => real::sync_dir(path).await,
             Disk::Sim(d) => d.sync_dir(path),
@@ -175,6 +176,7 @@ impl Disk {
     /// `sync_dir` that blocks the thread (real disk: `fsync(2)`); for the rare metadata
     /// barriers taken inside synchronous calls (a retention deletion), never per request.
     pub fn sync_dir_blocking(&self, path: &Path) -> io::Result<()> {
+        crate::fsyncs::syscall();
         match self {
             Disk::Real => std::fs::File::open(path)?.sync_all(),
             Disk::Sim(d) => d.sync_dir(path),
@@ -200,6 +202,7 @@ impl Disk {
 impl File {
     /// fdatasync that blocks the thread (see `Disk::sync_dir_blocking`).
     pub fn sync_blocking(&self) -> io::Result<()> {
+        crate::fsyncs::syscall();
         match self {
             File::Real(f) => real::fdatasync_blocking(f),
             File::Sim(f) => f.fdatasync(),
@@ -231,6 +234,7 @@ impl File {
         }
     }
     pub async fn fdatasync(&self) -> io::Result<()> {
+        crate::fsyncs::syscall();
         match self {
             File::Real(f) => f.fdatasync().await.map_err(Into::into),
             File::Sim(f) => f.fdatasync(),

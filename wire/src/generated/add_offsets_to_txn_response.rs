@@ -99,6 +99,12 @@ impl Encodable for AddOffsetsToTxnResponse {
     }
 }
 
+impl ErrorCodes for AddOffsetsToTxnResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for AddOffsetsToTxnResponse {
     const API_KEY: i16 = 25;
     const MIN_VERSION: i16 = 0;

@@ -199,6 +199,12 @@ impl Encodable for AddPartitionsToTxnResponse {
     }
 }
 
+impl ErrorCodes for AddPartitionsToTxnResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for AddPartitionsToTxnResponse {
     const API_KEY: i16 = 24;
     const MIN_VERSION: i16 = 0;
@@ -338,6 +344,10 @@ impl Encodable for AddPartitionsToTxnResult {
     }
 }
 
+impl ErrorCodes for AddPartitionsToTxnResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddPartitionsToTxnTopicResult {
     /// The topic name.
@@ -441,6 +451,10 @@ impl Encodable for AddPartitionsToTxnTopicResult {
     }
 }
 
+impl ErrorCodes for AddPartitionsToTxnTopicResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddPartitionsToTxnPartitionResult {
     /// The partition indexes.
@@ -521,4 +535,8 @@ impl Encodable for AddPartitionsToTxnPartitionResult {
         }
         n
     }
+}
+
+impl ErrorCodes for AddPartitionsToTxnPartitionResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

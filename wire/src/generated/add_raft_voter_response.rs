@@ -118,6 +118,12 @@ impl Encodable for AddRaftVoterResponse {
     }
 }
 
+impl ErrorCodes for AddRaftVoterResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for AddRaftVoterResponse {
     const API_KEY: i16 = 80;
     const MIN_VERSION: i16 = 0;

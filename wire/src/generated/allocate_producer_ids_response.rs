@@ -117,6 +117,12 @@ impl Encodable for AllocateProducerIdsResponse {
     }
 }
 
+impl ErrorCodes for AllocateProducerIdsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for AllocateProducerIdsResponse {
     const API_KEY: i16 = 67;
     const MIN_VERSION: i16 = 0;

@@ -114,6 +114,14 @@ impl Encodable for AlterClientQuotasResponse {
     }
 }
 
+impl ErrorCodes for AlterClientQuotasResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.entries {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for AlterClientQuotasResponse {
     const API_KEY: i16 = 49;
     const MIN_VERSION: i16 = 0;
@@ -238,6 +246,12 @@ impl Encodable for EntryData {
     }
 }
 
+impl ErrorCodes for EntryData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 /// The quota entity to alter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EntityData {
@@ -329,4 +343,8 @@ impl Encodable for EntityData {
         }
         n
     }
+}
+
+impl ErrorCodes for EntityData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

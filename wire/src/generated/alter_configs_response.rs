@@ -118,6 +118,14 @@ impl Encodable for AlterConfigsResponse {
     }
 }
 
+impl ErrorCodes for AlterConfigsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.responses {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for AlterConfigsResponse {
     const API_KEY: i16 = 33;
     const MIN_VERSION: i16 = 0;
@@ -233,5 +241,11 @@ impl Encodable for AlterConfigsResourceResponse {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for AlterConfigsResourceResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

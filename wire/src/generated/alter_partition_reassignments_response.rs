@@ -146,6 +146,15 @@ impl Encodable for AlterPartitionReassignmentsResponse {
     }
 }
 
+impl ErrorCodes for AlterPartitionReassignmentsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.responses {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for AlterPartitionReassignmentsResponse {
     const API_KEY: i16 = 45;
     const MIN_VERSION: i16 = 0;
@@ -257,6 +266,14 @@ impl Encodable for ReassignableTopicResponse {
     }
 }
 
+impl ErrorCodes for ReassignableTopicResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 /// The responses to partitions to reassign
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReassignablePartitionResponse {
@@ -356,5 +373,11 @@ impl Encodable for ReassignablePartitionResponse {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for ReassignablePartitionResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

@@ -122,6 +122,15 @@ impl Encodable for AlterPartitionResponse {
     }
 }
 
+impl ErrorCodes for AlterPartitionResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for AlterPartitionResponse {
     const API_KEY: i16 = 56;
     const MIN_VERSION: i16 = 0;
@@ -250,6 +259,14 @@ impl Encodable for TopicData {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for TopicData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -396,5 +413,11 @@ impl Encodable for PartitionData {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for PartitionData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

@@ -118,6 +118,14 @@ impl Encodable for AlterReplicaLogDirsResponse {
     }
 }
 
+impl ErrorCodes for AlterReplicaLogDirsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for AlterReplicaLogDirsResponse {
     const API_KEY: i16 = 34;
     const MIN_VERSION: i16 = 0;
@@ -229,6 +237,14 @@ impl Encodable for AlterReplicaLogDirTopicResult {
     }
 }
 
+impl ErrorCodes for AlterReplicaLogDirTopicResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 /// The results for each partition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlterReplicaLogDirPartitionResult {
@@ -309,5 +325,11 @@ impl Encodable for AlterReplicaLogDirPartitionResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for AlterReplicaLogDirPartitionResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

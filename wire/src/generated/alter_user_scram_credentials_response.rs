@@ -118,6 +118,14 @@ impl Encodable for AlterUserScramCredentialsResponse {
     }
 }
 
+impl ErrorCodes for AlterUserScramCredentialsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for AlterUserScramCredentialsResponse {
     const API_KEY: i16 = 51;
     const MIN_VERSION: i16 = 0;
@@ -224,5 +232,11 @@ impl Encodable for AlterUserScramCredentialsResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for AlterUserScramCredentialsResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

@@ -281,6 +281,12 @@ impl Encodable for ApiVersionsResponse {
     }
 }
 
+impl ErrorCodes for ApiVersionsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for ApiVersionsResponse {
     const API_KEY: i16 = 18;
     const MIN_VERSION: i16 = 0;
@@ -378,6 +384,10 @@ impl Encodable for ApiVersion {
         }
         n
     }
+}
+
+impl ErrorCodes for ApiVersion {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }
 
 /// Features supported by the broker. Note: in v0-v3, features with MinSupportedVersion = 0 are omitted.
@@ -514,6 +524,10 @@ impl Encodable for SupportedFeatureKey {
     }
 }
 
+impl ErrorCodes for SupportedFeatureKey {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 /// List of cluster-wide finalized features. The information is valid only if FinalizedFeaturesEpoch >= 0.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinalizedFeatureKey {
@@ -646,4 +660,8 @@ impl Encodable for FinalizedFeatureKey {
         }
         n
     }
+}
+
+impl ErrorCodes for FinalizedFeatureKey {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

@@ -125,6 +125,15 @@ impl Encodable for AssignReplicasToDirsResponse {
     }
 }
 
+impl ErrorCodes for AssignReplicasToDirsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.directories {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for AssignReplicasToDirsResponse {
     const API_KEY: i16 = 73;
     const MIN_VERSION: i16 = 0;
@@ -228,6 +237,14 @@ impl Encodable for DirectoryData {
     }
 }
 
+impl ErrorCodes for DirectoryData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicData {
     /// The ID of the assigned topic
@@ -327,6 +344,14 @@ impl Encodable for TopicData {
     }
 }
 
+impl ErrorCodes for TopicData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionData {
     /// The partition index
@@ -406,5 +431,11 @@ impl Encodable for PartitionData {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for PartitionData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

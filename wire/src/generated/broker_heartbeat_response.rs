@@ -126,6 +126,12 @@ impl Encodable for BrokerHeartbeatResponse {
     }
 }
 
+impl ErrorCodes for BrokerHeartbeatResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for BrokerHeartbeatResponse {
     const API_KEY: i16 = 63;
     const MIN_VERSION: i16 = 0;

@@ -108,6 +108,12 @@ impl Encodable for BrokerRegistrationResponse {
     }
 }
 
+impl ErrorCodes for BrokerRegistrationResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for BrokerRegistrationResponse {
     const API_KEY: i16 = 62;
     const MIN_VERSION: i16 = 0;

@@ -114,6 +114,14 @@ impl Encodable for ConsumerGroupDescribeResponse {
     }
 }
 
+impl ErrorCodes for ConsumerGroupDescribeResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.groups {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for ConsumerGroupDescribeResponse {
     const API_KEY: i16 = 69;
     const MIN_VERSION: i16 = 0;
@@ -289,6 +297,12 @@ impl Encodable for DescribedGroup {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for DescribedGroup {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }
 
@@ -495,6 +509,10 @@ impl Encodable for Member {
     }
 }
 
+impl ErrorCodes for Member {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartitions {
     /// The topic ID.
@@ -598,6 +616,10 @@ impl Encodable for TopicPartitions {
     }
 }
 
+impl ErrorCodes for TopicPartitions {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assignment {
     /// The assigned topic-partitions to the member.
@@ -686,4 +708,8 @@ impl Encodable for Assignment {
         }
         n
     }
+}
+
+impl ErrorCodes for Assignment {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

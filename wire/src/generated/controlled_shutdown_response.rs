@@ -116,6 +116,12 @@ impl Encodable for ControlledShutdownResponse {
     }
 }
 
+impl ErrorCodes for ControlledShutdownResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for ControlledShutdownResponse {
     const API_KEY: i16 = 7;
     const MIN_VERSION: i16 = 0;
@@ -204,4 +210,8 @@ impl Encodable for RemainingPartition {
         }
         n
     }
+}
+
+impl ErrorCodes for RemainingPartition {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

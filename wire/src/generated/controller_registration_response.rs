@@ -118,6 +118,12 @@ impl Encodable for ControllerRegistrationResponse {
     }
 }
 
+impl ErrorCodes for ControllerRegistrationResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for ControllerRegistrationResponse {
     const API_KEY: i16 = 70;
     const MIN_VERSION: i16 = 0;

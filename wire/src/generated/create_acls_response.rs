@@ -114,6 +114,14 @@ impl Encodable for CreateAclsResponse {
     }
 }
 
+impl ErrorCodes for CreateAclsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for CreateAclsResponse {
     const API_KEY: i16 = 30;
     const MIN_VERSION: i16 = 0;
@@ -211,5 +219,11 @@ impl Encodable for AclCreationResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for AclCreationResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

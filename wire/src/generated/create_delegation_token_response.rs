@@ -210,6 +210,12 @@ impl Encodable for CreateDelegationTokenResponse {
     }
 }
 
+impl ErrorCodes for CreateDelegationTokenResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for CreateDelegationTokenResponse {
     const API_KEY: i16 = 38;
     const MIN_VERSION: i16 = 0;

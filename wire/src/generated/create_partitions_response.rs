@@ -118,6 +118,14 @@ impl Encodable for CreatePartitionsResponse {
     }
 }
 
+impl ErrorCodes for CreatePartitionsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for CreatePartitionsResponse {
     const API_KEY: i16 = 37;
     const MIN_VERSION: i16 = 0;
@@ -224,5 +232,11 @@ impl Encodable for CreatePartitionsTopicResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for CreatePartitionsTopicResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

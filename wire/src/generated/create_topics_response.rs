@@ -126,6 +126,14 @@ impl Encodable for CreateTopicsResponse {
     }
 }
 
+impl ErrorCodes for CreateTopicsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for CreateTopicsResponse {
     const API_KEY: i16 = 19;
     const MIN_VERSION: i16 = 0;
@@ -385,6 +393,12 @@ impl Encodable for CreatableTopicResult {
     }
 }
 
+impl ErrorCodes for CreatableTopicResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 /// Configuration of the topic.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreatableTopicConfigs {
@@ -575,4 +589,8 @@ impl Encodable for CreatableTopicConfigs {
         }
         n
     }
+}
+
+impl ErrorCodes for CreatableTopicConfigs {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

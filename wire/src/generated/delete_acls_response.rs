@@ -120,6 +120,14 @@ impl Encodable for DeleteAclsResponse {
     }
 }
 
+impl ErrorCodes for DeleteAclsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.filter_results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for DeleteAclsResponse {
     const API_KEY: i16 = 31;
     const MIN_VERSION: i16 = 0;
@@ -247,6 +255,15 @@ impl Encodable for DeleteAclsFilterResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for DeleteAclsFilterResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.matching_acls {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -417,5 +434,11 @@ impl Encodable for DeleteAclsMatchingAcl {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for DeleteAclsMatchingAcl {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

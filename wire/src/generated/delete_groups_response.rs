@@ -118,6 +118,14 @@ impl Encodable for DeleteGroupsResponse {
     }
 }
 
+impl ErrorCodes for DeleteGroupsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for DeleteGroupsResponse {
     const API_KEY: i16 = 42;
     const MIN_VERSION: i16 = 0;
@@ -205,5 +213,11 @@ impl Encodable for DeletableGroupResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for DeletableGroupResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

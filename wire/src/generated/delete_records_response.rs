@@ -118,6 +118,14 @@ impl Encodable for DeleteRecordsResponse {
     }
 }
 
+impl ErrorCodes for DeleteRecordsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for DeleteRecordsResponse {
     const API_KEY: i16 = 21;
     const MIN_VERSION: i16 = 0;
@@ -229,6 +237,14 @@ impl Encodable for DeleteRecordsTopicResult {
     }
 }
 
+impl ErrorCodes for DeleteRecordsTopicResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 /// Each partition that we wanted to delete records from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeleteRecordsPartitionResult {
@@ -318,5 +334,11 @@ impl Encodable for DeleteRecordsPartitionResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for DeleteRecordsPartitionResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

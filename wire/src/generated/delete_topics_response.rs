@@ -126,6 +126,14 @@ impl Encodable for DeleteTopicsResponse {
     }
 }
 
+impl ErrorCodes for DeleteTopicsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.responses {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for DeleteTopicsResponse {
     const API_KEY: i16 = 20;
     const MIN_VERSION: i16 = 0;
@@ -285,5 +293,11 @@ impl Encodable for DeletableTopicResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for DeletableTopicResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

@@ -146,6 +146,12 @@ impl Encodable for DescribeAclsResponse {
     }
 }
 
+impl ErrorCodes for DescribeAclsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for DescribeAclsResponse {
     const API_KEY: i16 = 29;
     const MIN_VERSION: i16 = 0;
@@ -283,6 +289,10 @@ impl Encodable for DescribeAclsResource {
     }
 }
 
+impl ErrorCodes for DescribeAclsResource {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 /// The ACLs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AclDescription {
@@ -382,4 +392,8 @@ impl Encodable for AclDescription {
         }
         n
     }
+}
+
+impl ErrorCodes for AclDescription {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

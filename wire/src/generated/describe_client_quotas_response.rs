@@ -152,6 +152,12 @@ impl Encodable for DescribeClientQuotasResponse {
     }
 }
 
+impl ErrorCodes for DescribeClientQuotasResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for DescribeClientQuotasResponse {
     const API_KEY: i16 = 48;
     const MIN_VERSION: i16 = 0;
@@ -272,6 +278,10 @@ impl Encodable for EntryData {
     }
 }
 
+impl ErrorCodes for EntryData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 /// The quota entity description.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EntityData {
@@ -365,6 +375,10 @@ impl Encodable for EntityData {
     }
 }
 
+impl ErrorCodes for EntityData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 /// The quota values for the entity.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValueData {
@@ -446,4 +460,8 @@ impl Encodable for ValueData {
         }
         n
     }
+}
+
+impl ErrorCodes for ValueData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

@@ -196,6 +196,12 @@ impl Encodable for DescribeClusterResponse {
     }
 }
 
+impl ErrorCodes for DescribeClusterResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for DescribeClusterResponse {
     const API_KEY: i16 = 60;
     const MIN_VERSION: i16 = 0;
@@ -312,4 +318,8 @@ impl Encodable for DescribeClusterBroker {
         }
         n
     }
+}
+
+impl ErrorCodes for DescribeClusterBroker {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

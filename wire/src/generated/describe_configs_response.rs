@@ -118,6 +118,14 @@ impl Encodable for DescribeConfigsResponse {
     }
 }
 
+impl ErrorCodes for DescribeConfigsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for DescribeConfigsResponse {
     const API_KEY: i16 = 32;
     const MIN_VERSION: i16 = 0;
@@ -261,6 +269,12 @@ impl Encodable for DescribeConfigsResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for DescribeConfigsResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }
 
@@ -495,6 +509,10 @@ impl Encodable for DescribeConfigsResourceResult {
     }
 }
 
+impl ErrorCodes for DescribeConfigsResourceResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 /// The synonyms for this configuration key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeConfigsSynonym {
@@ -637,4 +655,8 @@ impl Encodable for DescribeConfigsSynonym {
         }
         n
     }
+}
+
+impl ErrorCodes for DescribeConfigsSynonym {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

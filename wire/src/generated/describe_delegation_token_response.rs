@@ -127,6 +127,12 @@ impl Encodable for DescribeDelegationTokenResponse {
     }
 }
 
+impl ErrorCodes for DescribeDelegationTokenResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for DescribeDelegationTokenResponse {
     const API_KEY: i16 = 41;
     const MIN_VERSION: i16 = 0;
@@ -338,6 +344,10 @@ impl Encodable for DescribedDelegationToken {
     }
 }
 
+impl ErrorCodes for DescribedDelegationToken {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 /// Those who are able to renew this token before it expires.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribedDelegationTokenRenewer {
@@ -419,4 +429,8 @@ impl Encodable for DescribedDelegationTokenRenewer {
         }
         n
     }
+}
+
+impl ErrorCodes for DescribedDelegationTokenRenewer {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

@@ -122,6 +122,14 @@ impl Encodable for DescribeGroupsResponse {
     }
 }
 
+impl ErrorCodes for DescribeGroupsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.groups {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for DescribeGroupsResponse {
     const API_KEY: i16 = 15;
     const MIN_VERSION: i16 = 0;
@@ -290,6 +298,12 @@ impl Encodable for DescribedGroup {
     }
 }
 
+impl ErrorCodes for DescribedGroup {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 /// The group members.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribedGroupMember {
@@ -435,4 +449,8 @@ impl Encodable for DescribedGroupMember {
         }
         n
     }
+}
+
+impl ErrorCodes for DescribedGroupMember {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

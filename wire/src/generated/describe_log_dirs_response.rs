@@ -135,6 +135,15 @@ impl Encodable for DescribeLogDirsResponse {
     }
 }
 
+impl ErrorCodes for DescribeLogDirsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for DescribeLogDirsResponse {
     const API_KEY: i16 = 35;
     const MIN_VERSION: i16 = 0;
@@ -287,6 +296,12 @@ impl Encodable for DescribeLogDirsResult {
     }
 }
 
+impl ErrorCodes for DescribeLogDirsResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 /// Each topic.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeLogDirsTopic {
@@ -390,6 +405,10 @@ impl Encodable for DescribeLogDirsTopic {
     }
 }
 
+impl ErrorCodes for DescribeLogDirsTopic {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeLogDirsPartition {
     /// The partition index.
@@ -488,4 +507,8 @@ impl Encodable for DescribeLogDirsPartition {
         }
         n
     }
+}
+
+impl ErrorCodes for DescribeLogDirsPartition {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

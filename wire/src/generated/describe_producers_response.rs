@@ -114,6 +114,14 @@ impl Encodable for DescribeProducersResponse {
     }
 }
 
+impl ErrorCodes for DescribeProducersResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for DescribeProducersResponse {
     const API_KEY: i16 = 61;
     const MIN_VERSION: i16 = 0;
@@ -218,6 +226,14 @@ impl Encodable for TopicResponse {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for TopicResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -349,6 +365,12 @@ impl Encodable for PartitionResponse {
     }
 }
 
+impl ErrorCodes for PartitionResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProducerState {
     ///
@@ -459,4 +481,8 @@ impl Encodable for ProducerState {
         }
         n
     }
+}
+
+impl ErrorCodes for ProducerState {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

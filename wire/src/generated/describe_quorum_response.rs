@@ -187,6 +187,15 @@ impl Encodable for DescribeQuorumResponse {
     }
 }
 
+impl ErrorCodes for DescribeQuorumResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for DescribeQuorumResponse {
     const API_KEY: i16 = 55;
     const MIN_VERSION: i16 = 0;
@@ -290,6 +299,14 @@ impl Encodable for TopicData {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for TopicData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -486,6 +503,12 @@ impl Encodable for PartitionData {
     }
 }
 
+impl ErrorCodes for PartitionData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     /// The ID of the associated node
@@ -609,6 +632,10 @@ impl Encodable for Node {
         }
         n
     }
+}
+
+impl ErrorCodes for Node {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }
 
 /// The listeners of this controller
@@ -743,6 +770,10 @@ impl Encodable for Listener {
         }
         n
     }
+}
+
+impl ErrorCodes for Listener {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -880,4 +911,8 @@ impl Encodable for ReplicaState {
         }
         n
     }
+}
+
+impl ErrorCodes for ReplicaState {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

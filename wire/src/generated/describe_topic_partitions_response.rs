@@ -146,6 +146,14 @@ impl Encodable for DescribeTopicPartitionsResponse {
     }
 }
 
+impl ErrorCodes for DescribeTopicPartitionsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for DescribeTopicPartitionsResponse {
     const API_KEY: i16 = 75;
     const MIN_VERSION: i16 = 0;
@@ -302,6 +310,15 @@ impl Encodable for DescribeTopicPartitionsResponseTopic {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for DescribeTopicPartitionsResponseTopic {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -532,6 +549,12 @@ impl Encodable for DescribeTopicPartitionsResponsePartition {
     }
 }
 
+impl ErrorCodes for DescribeTopicPartitionsResponsePartition {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 /// The next topic and partition index to fetch details for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cursor {
@@ -613,4 +636,8 @@ impl Encodable for Cursor {
         }
         n
     }
+}
+
+impl ErrorCodes for Cursor {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

@@ -115,6 +115,14 @@ impl Encodable for DescribeTransactionsResponse {
     }
 }
 
+impl ErrorCodes for DescribeTransactionsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.transaction_states {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for DescribeTransactionsResponse {
     const API_KEY: i16 = 65;
     const MIN_VERSION: i16 = 0;
@@ -266,6 +274,12 @@ impl Encodable for TransactionState {
     }
 }
 
+impl ErrorCodes for TransactionState {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 /// The set of partitions included in the current transaction (if active). When a transaction is preparing to commit or abort, this will include only partitions which do not have markers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicData {
@@ -357,4 +371,8 @@ impl Encodable for TopicData {
         }
         n
     }
+}
+
+impl ErrorCodes for TopicData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

@@ -146,6 +146,15 @@ impl Encodable for DescribeUserScramCredentialsResponse {
     }
 }
 
+impl ErrorCodes for DescribeUserScramCredentialsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for DescribeUserScramCredentialsResponse {
     const API_KEY: i16 = 50;
     const MIN_VERSION: i16 = 0;
@@ -281,6 +290,12 @@ impl Encodable for DescribeUserScramCredentialsResult {
     }
 }
 
+impl ErrorCodes for DescribeUserScramCredentialsResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 /// The mechanism and related information associated with the user's SCRAM credentials.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CredentialInfo {
@@ -362,4 +377,8 @@ impl Encodable for CredentialInfo {
         }
         n
     }
+}
+
+impl ErrorCodes for CredentialInfo {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

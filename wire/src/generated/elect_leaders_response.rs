@@ -143,6 +143,15 @@ impl Encodable for ElectLeadersResponse {
     }
 }
 
+impl ErrorCodes for ElectLeadersResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.replica_election_results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for ElectLeadersResponse {
     const API_KEY: i16 = 43;
     const MIN_VERSION: i16 = 0;
@@ -250,6 +259,14 @@ impl Encodable for ReplicaElectionResult {
     }
 }
 
+impl ErrorCodes for ReplicaElectionResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partition_result {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 /// The results for each partition
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionResult {
@@ -349,5 +366,11 @@ impl Encodable for PartitionResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for PartitionResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

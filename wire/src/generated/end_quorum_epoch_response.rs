@@ -169,6 +169,15 @@ impl Encodable for EndQuorumEpochResponse {
     }
 }
 
+impl ErrorCodes for EndQuorumEpochResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for EndQuorumEpochResponse {
     const API_KEY: i16 = 54;
     const MIN_VERSION: i16 = 0;
@@ -275,6 +284,14 @@ impl Encodable for TopicData {
     }
 }
 
+impl ErrorCodes for TopicData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionData {
     /// The partition index.
@@ -371,6 +388,12 @@ impl Encodable for PartitionData {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for PartitionData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }
 
@@ -506,4 +529,8 @@ impl Encodable for NodeEndpoint {
         }
         n
     }
+}
+
+impl ErrorCodes for NodeEndpoint {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

@@ -133,6 +133,12 @@ impl Encodable for EndTxnResponse {
     }
 }
 
+impl ErrorCodes for EndTxnResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for EndTxnResponse {
     const API_KEY: i16 = 26;
     const MIN_VERSION: i16 = 0;

@@ -109,6 +109,12 @@ impl Encodable for EnvelopeResponse {
     }
 }
 
+impl ErrorCodes for EnvelopeResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for EnvelopeResponse {
     const API_KEY: i16 = 58;
     const MIN_VERSION: i16 = 0;

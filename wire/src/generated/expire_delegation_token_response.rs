@@ -108,6 +108,12 @@ impl Encodable for ExpireDelegationTokenResponse {
     }
 }
 
+impl ErrorCodes for ExpireDelegationTokenResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for ExpireDelegationTokenResponse {
     const API_KEY: i16 = 40;
     const MIN_VERSION: i16 = 0;

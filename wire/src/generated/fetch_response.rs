@@ -222,6 +222,15 @@ impl Encodable for FetchResponse {
     }
 }
 
+impl ErrorCodes for FetchResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.responses {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for FetchResponse {
     const API_KEY: i16 = 1;
     const MIN_VERSION: i16 = 0;
@@ -352,6 +361,14 @@ impl Encodable for FetchableTopicResponse {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for FetchableTopicResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -677,6 +694,12 @@ impl Encodable for PartitionData {
     }
 }
 
+impl ErrorCodes for PartitionData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 /// In case divergence is detected based on the `LastFetchedEpoch` and `FetchOffset` in the request, this field indicates the largest epoch and its end offset such that subsequent records are known to diverge
 #[derive(Debug, Clone, PartialEq)]
 pub struct EpochEndOffset {
@@ -784,6 +807,10 @@ impl Encodable for EpochEndOffset {
         }
         n
     }
+}
+
+impl ErrorCodes for EpochEndOffset {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -896,6 +923,10 @@ impl Encodable for LeaderIdAndEpoch {
     }
 }
 
+impl ErrorCodes for LeaderIdAndEpoch {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 /// In the case of fetching an offset less than the LogStartOffset, this is the end offset and epoch that should be used in the FetchSnapshot request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SnapshotId {
@@ -975,6 +1006,10 @@ impl Encodable for SnapshotId {
         }
         n
     }
+}
+
+impl ErrorCodes for SnapshotId {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }
 
 /// The aborted transactions.
@@ -1086,6 +1121,10 @@ impl Encodable for AbortedTransaction {
         }
         n
     }
+}
+
+impl ErrorCodes for AbortedTransaction {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }
 
 /// Endpoints for all current-leaders enumerated in PartitionData, with errors NOT_LEADER_OR_FOLLOWER & FENCED_LEADER_EPOCH.
@@ -1261,4 +1300,8 @@ impl Encodable for NodeEndpoint {
         }
         n
     }
+}
+
+impl ErrorCodes for NodeEndpoint {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

@@ -179,6 +179,15 @@ impl Encodable for FetchSnapshotResponse {
     }
 }
 
+impl ErrorCodes for FetchSnapshotResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for FetchSnapshotResponse {
     const API_KEY: i16 = 59;
     const MIN_VERSION: i16 = 0;
@@ -283,6 +292,14 @@ impl Encodable for TopicSnapshot {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for TopicSnapshot {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -441,6 +458,12 @@ impl Encodable for PartitionSnapshot {
     }
 }
 
+impl ErrorCodes for PartitionSnapshot {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 /// The snapshot endOffset and epoch fetched
 #[derive(Debug, Clone, PartialEq)]
 pub struct SnapshotId {
@@ -520,6 +543,10 @@ impl Encodable for SnapshotId {
         }
         n
     }
+}
+
+impl ErrorCodes for SnapshotId {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -602,6 +629,10 @@ impl Encodable for LeaderIdAndEpoch {
         }
         n
     }
+}
+
+impl ErrorCodes for LeaderIdAndEpoch {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }
 
 /// Endpoints for all current-leaders enumerated in PartitionSnapshot
@@ -736,4 +767,8 @@ impl Encodable for NodeEndpoint {
         }
         n
     }
+}
+
+impl ErrorCodes for NodeEndpoint {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

@@ -267,6 +267,15 @@ impl Encodable for FindCoordinatorResponse {
     }
 }
 
+impl ErrorCodes for FindCoordinatorResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.coordinators {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for FindCoordinatorResponse {
     const API_KEY: i16 = 10;
     const MIN_VERSION: i16 = 0;
@@ -488,5 +497,11 @@ impl Encodable for Coordinator {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for Coordinator {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

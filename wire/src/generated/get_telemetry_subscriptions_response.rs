@@ -197,6 +197,12 @@ impl Encodable for GetTelemetrySubscriptionsResponse {
     }
 }
 
+impl ErrorCodes for GetTelemetrySubscriptionsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for GetTelemetrySubscriptionsResponse {
     const API_KEY: i16 = 71;
     const MIN_VERSION: i16 = 0;

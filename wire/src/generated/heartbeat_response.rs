@@ -107,6 +107,12 @@ impl Encodable for HeartbeatResponse {
     }
 }
 
+impl ErrorCodes for HeartbeatResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for HeartbeatResponse {
     const API_KEY: i16 = 12;
     const MIN_VERSION: i16 = 0;

@@ -117,6 +117,12 @@ impl Encodable for InitProducerIdResponse {
     }
 }
 
+impl ErrorCodes for InitProducerIdResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for InitProducerIdResponse {
     const API_KEY: i16 = 22;
     const MIN_VERSION: i16 = 0;

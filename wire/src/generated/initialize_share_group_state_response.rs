@@ -109,6 +109,14 @@ impl Encodable for InitializeShareGroupStateResponse {
     }
 }
 
+impl ErrorCodes for InitializeShareGroupStateResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for InitializeShareGroupStateResponse {
     const API_KEY: i16 = 83;
     const MIN_VERSION: i16 = 0;
@@ -216,6 +224,14 @@ impl Encodable for InitializeStateResult {
     }
 }
 
+impl ErrorCodes for InitializeStateResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 /// The results for the partitions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionResult {
@@ -315,5 +331,11 @@ impl Encodable for PartitionResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for PartitionResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

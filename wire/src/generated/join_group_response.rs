@@ -250,6 +250,12 @@ impl Encodable for JoinGroupResponse {
     }
 }
 
+impl ErrorCodes for JoinGroupResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for JoinGroupResponse {
     const API_KEY: i16 = 11;
     const MIN_VERSION: i16 = 0;
@@ -374,4 +380,8 @@ impl Encodable for JoinGroupResponseMember {
         }
         n
     }
+}
+
+impl ErrorCodes for JoinGroupResponseMember {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

@@ -176,6 +176,18 @@ impl Encodable for LeaderAndIsrResponse {
     }
 }
 
+impl ErrorCodes for LeaderAndIsrResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.partition_errors {
+            item.for_each_error_code(f);
+        }
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for LeaderAndIsrResponse {
     const API_KEY: i16 = 4;
     const MIN_VERSION: i16 = 0;
@@ -315,6 +327,14 @@ impl Encodable for LeaderAndIsrTopicError {
     }
 }
 
+impl ErrorCodes for LeaderAndIsrTopicError {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partition_errors {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderAndIsrPartitionError {
     /// The topic name.
@@ -411,5 +431,11 @@ impl Encodable for LeaderAndIsrPartitionError {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for LeaderAndIsrPartitionError {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

@@ -145,6 +145,15 @@ impl Encodable for LeaveGroupResponse {
     }
 }
 
+impl ErrorCodes for LeaveGroupResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.members {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for LeaveGroupResponse {
     const API_KEY: i16 = 13;
     const MIN_VERSION: i16 = 0;
@@ -303,5 +312,11 @@ impl Encodable for MemberResponse {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for MemberResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

@@ -129,6 +129,12 @@ impl Encodable for ListClientMetricsResourcesResponse {
     }
 }
 
+impl ErrorCodes for ListClientMetricsResourcesResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for ListClientMetricsResourcesResponse {
     const API_KEY: i16 = 74;
     const MIN_VERSION: i16 = 0;
@@ -208,4 +214,8 @@ impl Encodable for ClientMetricsResource {
         }
         n
     }
+}
+
+impl ErrorCodes for ClientMetricsResource {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

@@ -131,6 +131,12 @@ impl Encodable for ListGroupsResponse {
     }
 }
 
+impl ErrorCodes for ListGroupsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for ListGroupsResponse {
     const API_KEY: i16 = 16;
     const MIN_VERSION: i16 = 0;
@@ -253,4 +259,8 @@ impl Encodable for ListedGroup {
         }
         n
     }
+}
+
+impl ErrorCodes for ListedGroup {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

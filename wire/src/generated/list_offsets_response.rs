@@ -126,6 +126,14 @@ impl Encodable for ListOffsetsResponse {
     }
 }
 
+impl ErrorCodes for ListOffsetsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for ListOffsetsResponse {
     const API_KEY: i16 = 2;
     const MIN_VERSION: i16 = 0;
@@ -234,6 +242,14 @@ impl Encodable for ListOffsetsTopicResponse {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for ListOffsetsTopicResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -421,5 +437,11 @@ impl Encodable for ListOffsetsPartitionResponse {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for ListOffsetsPartitionResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

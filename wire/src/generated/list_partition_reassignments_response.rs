@@ -146,6 +146,12 @@ impl Encodable for ListPartitionReassignmentsResponse {
     }
 }
 
+impl ErrorCodes for ListPartitionReassignmentsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for ListPartitionReassignmentsResponse {
     const API_KEY: i16 = 46;
     const MIN_VERSION: i16 = 0;
@@ -255,6 +261,10 @@ impl Encodable for OngoingTopicReassignment {
         }
         n
     }
+}
+
+impl ErrorCodes for OngoingTopicReassignment {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }
 
 /// The ongoing reassignments for each partition.
@@ -393,4 +403,8 @@ impl Encodable for OngoingPartitionReassignment {
         }
         n
     }
+}
+
+impl ErrorCodes for OngoingPartitionReassignment {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

@@ -150,6 +150,12 @@ impl Encodable for ListTransactionsResponse {
     }
 }
 
+impl ErrorCodes for ListTransactionsResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for ListTransactionsResponse {
     const API_KEY: i16 = 66;
     const MIN_VERSION: i16 = 0;
@@ -244,4 +250,8 @@ impl Encodable for TransactionState {
         }
         n
     }
+}
+
+impl ErrorCodes for TransactionState {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

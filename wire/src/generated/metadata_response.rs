@@ -230,6 +230,14 @@ impl Encodable for MetadataResponse {
     }
 }
 
+impl ErrorCodes for MetadataResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for MetadataResponse {
     const API_KEY: i16 = 3;
     const MIN_VERSION: i16 = 0;
@@ -362,6 +370,10 @@ impl Encodable for MetadataResponseBroker {
         }
         n
     }
+}
+
+impl ErrorCodes for MetadataResponseBroker {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }
 
 /// Each topic in the response.
@@ -552,6 +564,15 @@ impl Encodable for MetadataResponseTopic {
     }
 }
 
+impl ErrorCodes for MetadataResponseTopic {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 /// Each partition in the topic.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetadataResponsePartition {
@@ -730,5 +751,11 @@ impl Encodable for MetadataResponsePartition {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for MetadataResponsePartition {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

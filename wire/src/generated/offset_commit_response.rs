@@ -126,6 +126,14 @@ impl Encodable for OffsetCommitResponse {
     }
 }
 
+impl ErrorCodes for OffsetCommitResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for OffsetCommitResponse {
     const API_KEY: i16 = 8;
     const MIN_VERSION: i16 = 0;
@@ -237,6 +245,14 @@ impl Encodable for OffsetCommitResponseTopic {
     }
 }
 
+impl ErrorCodes for OffsetCommitResponseTopic {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 /// The responses for each partition in the topic.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetCommitResponsePartition {
@@ -317,5 +333,11 @@ impl Encodable for OffsetCommitResponsePartition {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for OffsetCommitResponsePartition {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

@@ -127,6 +127,15 @@ impl Encodable for OffsetDeleteResponse {
     }
 }
 
+impl ErrorCodes for OffsetDeleteResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for OffsetDeleteResponse {
     const API_KEY: i16 = 47;
     const MIN_VERSION: i16 = 0;
@@ -238,6 +247,14 @@ impl Encodable for OffsetDeleteResponseTopic {
     }
 }
 
+impl ErrorCodes for OffsetDeleteResponseTopic {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 /// The responses for each partition in the topic.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetDeleteResponsePartition {
@@ -318,5 +335,11 @@ impl Encodable for OffsetDeleteResponsePartition {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for OffsetDeleteResponsePartition {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

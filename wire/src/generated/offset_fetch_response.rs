@@ -199,6 +199,18 @@ impl Encodable for OffsetFetchResponse {
     }
 }
 
+impl ErrorCodes for OffsetFetchResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+        f(self.error_code);
+        for item in &self.groups {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for OffsetFetchResponse {
     const API_KEY: i16 = 9;
     const MIN_VERSION: i16 = 0;
@@ -335,6 +347,14 @@ impl Encodable for OffsetFetchResponseTopic {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for OffsetFetchResponseTopic {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -530,6 +550,12 @@ impl Encodable for OffsetFetchResponsePartition {
     }
 }
 
+impl ErrorCodes for OffsetFetchResponsePartition {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 /// The responses per group id.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchResponseGroup {
@@ -683,6 +709,15 @@ impl Encodable for OffsetFetchResponseGroup {
     }
 }
 
+impl ErrorCodes for OffsetFetchResponseGroup {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+        f(self.error_code);
+    }
+}
+
 /// The responses per topic.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchResponseTopics {
@@ -812,6 +847,14 @@ impl Encodable for OffsetFetchResponseTopics {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for OffsetFetchResponseTopics {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -1004,5 +1047,11 @@ impl Encodable for OffsetFetchResponsePartitions {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for OffsetFetchResponsePartitions {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

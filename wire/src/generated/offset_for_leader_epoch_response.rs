@@ -126,6 +126,14 @@ impl Encodable for OffsetForLeaderEpochResponse {
     }
 }
 
+impl ErrorCodes for OffsetForLeaderEpochResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for OffsetForLeaderEpochResponse {
     const API_KEY: i16 = 23;
     const MIN_VERSION: i16 = 0;
@@ -230,6 +238,14 @@ impl Encodable for OffsetForLeaderTopicResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for OffsetForLeaderTopicResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -339,5 +355,11 @@ impl Encodable for EpochEndOffset {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for EpochEndOffset {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

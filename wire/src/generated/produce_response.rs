@@ -182,6 +182,14 @@ impl Encodable for ProduceResponse {
     }
 }
 
+impl ErrorCodes for ProduceResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.responses {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for ProduceResponse {
     const API_KEY: i16 = 0;
     const MIN_VERSION: i16 = 0;
@@ -290,6 +298,14 @@ impl Encodable for TopicProduceResponse {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for TopicProduceResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partition_responses {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -524,6 +540,12 @@ impl Encodable for PartitionProduceResponse {
     }
 }
 
+impl ErrorCodes for PartitionProduceResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 /// The batch indices of records that caused the batch to be dropped
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchIndexAndErrorMessage {
@@ -655,6 +677,10 @@ impl Encodable for BatchIndexAndErrorMessage {
     }
 }
 
+impl ErrorCodes for BatchIndexAndErrorMessage {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderIdAndEpoch {
     /// The ID of the current leader or -1 if the leader is unknown.
@@ -763,6 +789,10 @@ impl Encodable for LeaderIdAndEpoch {
         }
         n
     }
+}
+
+impl ErrorCodes for LeaderIdAndEpoch {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }
 
 /// Endpoints for all current-leaders enumerated in PartitionProduceResponses, with errors NOT_LEADER_OR_FOLLOWER.
@@ -938,4 +968,8 @@ impl Encodable for NodeEndpoint {
         }
         n
     }
+}
+
+impl ErrorCodes for NodeEndpoint {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

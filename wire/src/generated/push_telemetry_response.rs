@@ -99,6 +99,12 @@ impl Encodable for PushTelemetryResponse {
     }
 }
 
+impl ErrorCodes for PushTelemetryResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for PushTelemetryResponse {
     const API_KEY: i16 = 72;
     const MIN_VERSION: i16 = 0;

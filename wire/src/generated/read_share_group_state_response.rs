@@ -105,6 +105,14 @@ impl Encodable for ReadShareGroupStateResponse {
     }
 }
 
+impl ErrorCodes for ReadShareGroupStateResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for ReadShareGroupStateResponse {
     const API_KEY: i16 = 84;
     const MIN_VERSION: i16 = 0;
@@ -209,6 +217,14 @@ impl Encodable for ReadStateResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for ReadStateResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -358,6 +374,12 @@ impl Encodable for PartitionResult {
     }
 }
 
+impl ErrorCodes for PartitionResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct StateBatch {
     /// The base offset of this state batch.
@@ -456,4 +478,8 @@ impl Encodable for StateBatch {
         }
         n
     }
+}
+
+impl ErrorCodes for StateBatch {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

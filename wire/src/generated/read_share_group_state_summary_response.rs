@@ -109,6 +109,14 @@ impl Encodable for ReadShareGroupStateSummaryResponse {
     }
 }
 
+impl ErrorCodes for ReadShareGroupStateSummaryResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for ReadShareGroupStateSummaryResponse {
     const API_KEY: i16 = 87;
     const MIN_VERSION: i16 = 0;
@@ -213,6 +221,14 @@ impl Encodable for ReadStateSummaryResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for ReadStateSummaryResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -333,5 +349,11 @@ impl Encodable for PartitionResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for PartitionResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

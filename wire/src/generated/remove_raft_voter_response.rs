@@ -118,6 +118,12 @@ impl Encodable for RemoveRaftVoterResponse {
     }
 }
 
+impl ErrorCodes for RemoveRaftVoterResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for RemoveRaftVoterResponse {
     const API_KEY: i16 = 81;
     const MIN_VERSION: i16 = 0;

@@ -108,6 +108,12 @@ impl Encodable for RenewDelegationTokenResponse {
     }
 }
 
+impl ErrorCodes for RenewDelegationTokenResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for RenewDelegationTokenResponse {
     const API_KEY: i16 = 39;
     const MIN_VERSION: i16 = 0;

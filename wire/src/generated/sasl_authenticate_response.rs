@@ -135,6 +135,12 @@ impl Encodable for SaslAuthenticateResponse {
     }
 }
 
+impl ErrorCodes for SaslAuthenticateResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for SaslAuthenticateResponse {
     const API_KEY: i16 = 36;
     const MIN_VERSION: i16 = 0;

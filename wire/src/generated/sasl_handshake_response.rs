@@ -117,6 +117,12 @@ impl Encodable for SaslHandshakeResponse {
     }
 }
 
+impl ErrorCodes for SaslHandshakeResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for SaslHandshakeResponse {
     const API_KEY: i16 = 17;
     const MIN_VERSION: i16 = 0;

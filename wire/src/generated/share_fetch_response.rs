@@ -173,6 +173,15 @@ impl Encodable for ShareFetchResponse {
     }
 }
 
+impl ErrorCodes for ShareFetchResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.responses {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for ShareFetchResponse {
     const API_KEY: i16 = 78;
     const MIN_VERSION: i16 = 0;
@@ -278,6 +287,14 @@ impl Encodable for ShareFetchableTopicResponse {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for ShareFetchableTopicResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -464,6 +481,12 @@ impl Encodable for PartitionData {
     }
 }
 
+impl ErrorCodes for PartitionData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderIdAndEpoch {
     /// The ID of the current leader or -1 if the leader is unknown.
@@ -544,6 +567,10 @@ impl Encodable for LeaderIdAndEpoch {
         }
         n
     }
+}
+
+impl ErrorCodes for LeaderIdAndEpoch {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }
 
 /// The acquired records.
@@ -636,6 +663,10 @@ impl Encodable for AcquiredRecords {
         }
         n
     }
+}
+
+impl ErrorCodes for AcquiredRecords {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }
 
 /// Endpoints for all current leaders enumerated in PartitionData with error NOT_LEADER_OR_FOLLOWER.
@@ -747,4 +778,8 @@ impl Encodable for NodeEndpoint {
         }
         n
     }
+}
+
+impl ErrorCodes for NodeEndpoint {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

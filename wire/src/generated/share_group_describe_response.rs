@@ -114,6 +114,14 @@ impl Encodable for ShareGroupDescribeResponse {
     }
 }
 
+impl ErrorCodes for ShareGroupDescribeResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.groups {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for ShareGroupDescribeResponse {
     const API_KEY: i16 = 77;
     const MIN_VERSION: i16 = 0;
@@ -292,6 +300,12 @@ impl Encodable for DescribedGroup {
     }
 }
 
+impl ErrorCodes for DescribedGroup {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 /// The members.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Member {
@@ -448,6 +462,10 @@ impl Encodable for Member {
     }
 }
 
+impl ErrorCodes for Member {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartitions {
     /// The topic ID.
@@ -551,6 +569,10 @@ impl Encodable for TopicPartitions {
     }
 }
 
+impl ErrorCodes for TopicPartitions {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assignment {
     /// The assigned topic-partitions to the member.
@@ -639,4 +661,8 @@ impl Encodable for Assignment {
         }
         n
     }
+}
+
+impl ErrorCodes for Assignment {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

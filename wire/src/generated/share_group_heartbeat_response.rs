@@ -183,6 +183,12 @@ impl Encodable for ShareGroupHeartbeatResponse {
     }
 }
 
+impl ErrorCodes for ShareGroupHeartbeatResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for ShareGroupHeartbeatResponse {
     const API_KEY: i16 = 76;
     const MIN_VERSION: i16 = 0;
@@ -281,6 +287,10 @@ impl Encodable for Assignment {
     }
 }
 
+impl ErrorCodes for Assignment {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartitions {
     /// The topic ID.
@@ -373,4 +383,8 @@ impl Encodable for TopicPartitions {
         }
         n
     }
+}
+
+impl ErrorCodes for TopicPartitions {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

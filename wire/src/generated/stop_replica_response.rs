@@ -120,6 +120,15 @@ impl Encodable for StopReplicaResponse {
     }
 }
 
+impl ErrorCodes for StopReplicaResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.partition_errors {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for StopReplicaResponse {
     const API_KEY: i16 = 5;
     const MIN_VERSION: i16 = 0;
@@ -216,5 +225,11 @@ impl Encodable for StopReplicaPartitionError {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for StopReplicaPartitionError {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

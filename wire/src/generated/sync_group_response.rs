@@ -190,6 +190,12 @@ impl Encodable for SyncGroupResponse {
     }
 }
 
+impl ErrorCodes for SyncGroupResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for SyncGroupResponse {
     const API_KEY: i16 = 14;
     const MIN_VERSION: i16 = 0;

@@ -118,6 +118,14 @@ impl Encodable for TxnOffsetCommitResponse {
     }
 }
 
+impl ErrorCodes for TxnOffsetCommitResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for TxnOffsetCommitResponse {
     const API_KEY: i16 = 28;
     const MIN_VERSION: i16 = 0;
@@ -229,6 +237,14 @@ impl Encodable for TxnOffsetCommitResponseTopic {
     }
 }
 
+impl ErrorCodes for TxnOffsetCommitResponseTopic {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 /// The responses for each partition in the topic.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitResponsePartition {
@@ -309,5 +325,11 @@ impl Encodable for TxnOffsetCommitResponsePartition {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for TxnOffsetCommitResponsePartition {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

@@ -118,6 +118,12 @@ impl Encodable for UnregisterBrokerResponse {
     }
 }
 
+impl ErrorCodes for UnregisterBrokerResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for UnregisterBrokerResponse {
     const API_KEY: i16 = 64;
     const MIN_VERSION: i16 = 0;

@@ -154,6 +154,15 @@ impl Encodable for UpdateFeaturesResponse {
     }
 }
 
+impl ErrorCodes for UpdateFeaturesResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for UpdateFeaturesResponse {
     const API_KEY: i16 = 57;
     const MIN_VERSION: i16 = 0;
@@ -260,5 +269,11 @@ impl Encodable for UpdatableFeatureResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for UpdatableFeatureResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

@@ -90,6 +90,12 @@ impl Encodable for UpdateMetadataResponse {
     }
 }
 
+impl ErrorCodes for UpdateMetadataResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for UpdateMetadataResponse {
     const API_KEY: i16 = 6;
     const MIN_VERSION: i16 = 0;

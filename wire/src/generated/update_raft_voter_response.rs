@@ -123,6 +123,12 @@ impl Encodable for UpdateRaftVoterResponse {
     }
 }
 
+impl ErrorCodes for UpdateRaftVoterResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+    }
+}
+
 impl Message for UpdateRaftVoterResponse {
     const API_KEY: i16 = 82;
     const MIN_VERSION: i16 = 0;
@@ -228,4 +234,8 @@ impl Encodable for CurrentLeader {
         }
         n
     }
+}
+
+impl ErrorCodes for CurrentLeader {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

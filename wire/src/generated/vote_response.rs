@@ -169,6 +169,15 @@ impl Encodable for VoteResponse {
     }
 }
 
+impl ErrorCodes for VoteResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for VoteResponse {
     const API_KEY: i16 = 52;
     const MIN_VERSION: i16 = 0;
@@ -272,6 +281,14 @@ impl Encodable for TopicData {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for TopicData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
     }
 }
 
@@ -380,6 +397,12 @@ impl Encodable for PartitionData {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for PartitionData {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }
 
@@ -515,4 +538,8 @@ impl Encodable for NodeEndpoint {
         }
         n
     }
+}
+
+impl ErrorCodes for NodeEndpoint {
+    fn for_each_error_code<F: FnMut(i16)>(&self, _f: &mut F) {}
 }

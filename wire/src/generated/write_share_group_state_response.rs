@@ -105,6 +105,14 @@ impl Encodable for WriteShareGroupStateResponse {
     }
 }
 
+impl ErrorCodes for WriteShareGroupStateResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.results {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for WriteShareGroupStateResponse {
     const API_KEY: i16 = 85;
     const MIN_VERSION: i16 = 0;
@@ -212,6 +220,14 @@ impl Encodable for WriteStateResult {
     }
 }
 
+impl ErrorCodes for WriteStateResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 /// The results for the partitions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionResult {
@@ -311,5 +327,11 @@ impl Encodable for PartitionResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for PartitionResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }

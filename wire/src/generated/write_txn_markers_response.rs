@@ -109,6 +109,14 @@ impl Encodable for WriteTxnMarkersResponse {
     }
 }
 
+impl ErrorCodes for WriteTxnMarkersResponse {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.markers {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 impl Message for WriteTxnMarkersResponse {
     const API_KEY: i16 = 27;
     const MIN_VERSION: i16 = 0;
@@ -218,6 +226,14 @@ impl Encodable for WritableTxnMarkerResult {
     }
 }
 
+impl ErrorCodes for WritableTxnMarkerResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.topics {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 /// The results by topic.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WritableTxnMarkerTopicResult {
@@ -322,6 +338,14 @@ impl Encodable for WritableTxnMarkerTopicResult {
     }
 }
 
+impl ErrorCodes for WritableTxnMarkerTopicResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        for item in &self.partitions {
+            item.for_each_error_code(f);
+        }
+    }
+}
+
 /// The results by partition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WritableTxnMarkerPartitionResult {
@@ -402,5 +426,11 @@ impl Encodable for WritableTxnMarkerPartitionResult {
             n += uvarint_len(count as u32);
         }
         n
+    }
+}
+
+impl ErrorCodes for WritableTxnMarkerPartitionResult {
+    fn for_each_error_code<F: FnMut(i16)>(&self, f: &mut F) {
+        f(self.error_code);
     }
 }
