@@ -203,6 +203,20 @@ impl ErrorCode {
     pub fn is_ok(self) -> bool {
         self == ErrorCode::None
     }
+
+    /// Kafka's name of the code, the Java `Errors` constant (`MESSAGE_TOO_LARGE`), as its
+    /// tools print it and its metrics label it.
+    pub fn kafka_name(self) -> String {
+        let camel = format!("{self:?}");
+        let mut name = String::with_capacity(camel.len() + 8);
+        for (i, c) in camel.chars().enumerate() {
+            if c.is_ascii_uppercase() && i > 0 {
+                name.push('_');
+            }
+            name.push(c.to_ascii_uppercase());
+        }
+        name
+    }
 }
 
 impl From<ErrorCode> for i16 {
@@ -232,6 +246,8 @@ mod tests {
             assert_eq!(ErrorCode::from_code(code.code()), Some(code));
             assert!(!code.message().is_empty());
         }
+        assert_eq!(ErrorCode::MessageTooLarge.kafka_name(), "MESSAGE_TOO_LARGE");
+        assert_eq!(ErrorCode::None.kafka_name(), "NONE");
         assert_eq!(ErrorCode::from_code(134), None);
         assert_eq!(ErrorCode::from_code(-2), None);
         assert_eq!(

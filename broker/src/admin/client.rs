@@ -24,18 +24,10 @@ const CLIENT_ID: &str = "broker-admin";
 
 /// Kafka's name for an error code (`TOPIC_ALREADY_EXISTS`), as its tools print it.
 pub fn error_name(code: i16) -> String {
-    let Some(error) = ErrorCode::from_code(code) else {
-        return format!("UNKNOWN_ERROR_CODE_{code}");
-    };
-    let camel = format!("{error:?}");
-    let mut name = String::with_capacity(camel.len() + 8);
-    for (i, c) in camel.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            name.push('_');
-        }
-        name.push(c.to_ascii_uppercase());
-    }
-    name
+    ErrorCode::from_code(code).map_or_else(
+        || format!("UNKNOWN_ERROR_CODE_{code}"),
+        ErrorCode::kafka_name,
+    )
 }
 
 /// Kafka's default message for an error code.

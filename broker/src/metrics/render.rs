@@ -301,15 +301,7 @@ fn request_errors(text: &mut Exposition, shards: &[ShardSnapshot], labels: &[Str
 /// Kafka's name of an error code (`MESSAGE_TOO_LARGE`, the Java `Errors` constant), or
 /// UNKNOWN_SERVER_ERROR for a code this build does not know.
 fn error_name(code: i16) -> String {
-    let camel = format!("{:?}", ErrorCode::from_code_or_unknown(code));
-    let mut name = String::with_capacity(camel.len() + 8);
-    for (i, c) in camel.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            name.push('_');
-        }
-        name.push(c.to_ascii_uppercase());
-    }
-    name
+    ErrorCode::from_code_or_unknown(code).kafka_name()
 }
 
 /// Kafka's name of an API key (`Produce`), or the number of one we do not know.
