@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import REPO, free_port
 from e2e_helpers import (admin as ck_admin, ck_consume, ck_consumer, ck_produce, ck_producer,
-                         create_topic, unique)
+                         create_topic, kp_consumer, unique)
 
 DASHBOARD = REPO / "deploy" / "grafana" / "broker-dashboard.json"
 PROMETHEUS_YML = REPO / "deploy" / "prometheus" / "prometheus.yml"
@@ -329,6 +329,33 @@ def test_fsyncs_counted_by_reason(metered):
     reasons = {dict(ls)["reason"] for (n, ls) in after if n == "broker_fsyncs_total"}
     assert reasons == {"group_commit", "segment_roll", "partition_create", "log_start_offset",
                        "open_close", "other"}
+
+
+def test_fetch_sessions_counted(metered):
+    """kafka-python fetches through an incremental fetch session (KIP-227): the scrape shows
+    the session and its cached partitions (Kafka's NumIncrementalFetchSessions and
+    NumIncrementalFetchPartitionsCached), none before it fetched."""
+    from kafka import TopicPartition as KTP
+
+    port = metered.metrics_port
+    topic = create_topic(metered.bootstrap, unique("sessions"), PARTITIONS)
+    before = samples(port)
+    assert total(before, "broker_fetch_sessions") == 0
+    assert total(before, "broker_fetch_session_partitions") == 0
+    assert total(before, "broker_fetch_session_evictions_total") == 0
+    consumer = kp_consumer(metered.bootstrap)
+    try:
+        consumer.assign([KTP(topic, p) for p in range(PARTITIONS)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            consumer.poll(timeout_ms=200)
+            during = samples(port)
+            if total(during, "broker_fetch_session_partitions") >= PARTITIONS:
+                break
+        assert total(during, "broker_fetch_sessions") >= 1
+        assert total(during, "broker_fetch_session_partitions") >= PARTITIONS
+    finally:
+        consumer.close()
 
 
 def test_prometheus_example_scrapes_the_documented_listener():

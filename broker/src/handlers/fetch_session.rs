@@ -453,6 +453,28 @@ impl ShardSessions {
     pub fn close(&self, shard: &Shard, id: i32) {
         self.with(shard, |cache| cache.remove(id));
     }
+
+    /// Kafka's NumIncrementalFetchSessions, NumIncrementalFetchPartitionsCached and the count
+    /// behind IncrementalFetchSessionEvictionsPerSec, for this shard's metrics (zeros before
+    /// the first fetch made the cache).
+    pub fn figures(&self) -> SessionFigures {
+        self.cache
+            .borrow()
+            .as_ref()
+            .map_or_else(SessionFigures::default, |cache| SessionFigures {
+                sessions: cache.len() as u64,
+                partitions: cache.total_partitions() as u64,
+                evictions: cache.evictions,
+            })
+    }
+}
+
+/// A shard's fetch-session figures at one moment (see `ShardSessions::figures`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionFigures {
+    pub sessions: u64,
+    pub partitions: u64,
+    pub evictions: u64,
 }
 
 /// How a fetch request relates to sessions (Kafka's FetchContext kinds).

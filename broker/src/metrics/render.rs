@@ -82,6 +82,24 @@ const PER_SHARD: &[PerShard] = &[
         value: |s| s.fetches,
     },
     PerShard {
+        name: "broker_fetch_sessions",
+        kind: Kind::Gauge,
+        help: "Incremental fetch sessions the shard holds (Kafka's NumIncrementalFetchSessions).",
+        value: |s| s.fetch_sessions.sessions,
+    },
+    PerShard {
+        name: "broker_fetch_session_partitions",
+        kind: Kind::Gauge,
+        help: "Partitions cached in the shard's fetch sessions (NumIncrementalFetchPartitionsCached).",
+        value: |s| s.fetch_sessions.partitions,
+    },
+    PerShard {
+        name: "broker_fetch_session_evictions_total",
+        kind: Kind::Counter,
+        help: "Fetch sessions evicted to make room for new ones (IncrementalFetchSessionEvictionsPerSec).",
+        value: |s| s.fetch_sessions.evictions,
+    },
+    PerShard {
         name: "broker_fetch_cold_read_bytes_total",
         kind: Kind::Counter,
         help: "Fetched record bytes that were not in the page cache and were read from disk first.",

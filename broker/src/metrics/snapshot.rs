@@ -69,6 +69,7 @@ pub struct ShardSnapshot {
     pub sendfile_bytes: u64,
     pub copied_bytes: u64,
     pub remote_range_bytes: u64,
+    pub fetch_sessions: crate::handlers::fetch_session::SessionFigures,
     pub fsync_rounds: u64,
     /// fsync/fdatasync calls on partition logs by reason (`shard::fsyncs`).
     pub fsyncs: [(&'static str, u64); 6],
@@ -141,6 +142,7 @@ impl ShardSnapshot {
             sendfile_bytes: stats.send.sendfile_bytes.get(),
             copied_bytes: stats.send.copied_bytes.get(),
             remote_range_bytes: stats.remote_range_bytes.get(),
+            fetch_sessions: shard.fetch_sessions.figures(),
             fsync_rounds: commit.rounds.get(),
             fsyncs: ::shard::fsyncs::counts(),
             fsync_round_latency: prometheus_buckets(&commit.sync_us),
