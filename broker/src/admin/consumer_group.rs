@@ -260,7 +260,7 @@ impl GroupMember {
             protocol_type: PROTOCOL_TYPE.to_owned(),
             protocols: vec![JoinGroupRequestProtocol {
                 name: ASSIGNOR.to_owned(),
-                metadata: Bytes::from(encode_subscription(&[self.topic.clone()])),
+                metadata: Bytes::from(encode_subscription(std::slice::from_ref(&self.topic))),
                 ..Default::default()
             }],
             reason: None,
