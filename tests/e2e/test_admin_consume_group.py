@@ -129,3 +129,55 @@ def test_group_flags_are_checked_as_kafkas(broker):
                                        "--consumer-property", "auto.offset.reset=latest")
     assert "unsupported consumer property" in fails("--consumer-property", "fetch.min.bytes=1")
     assert fails("--group", "a", "--partition", "0")
+
+
+def test_shares_the_partitions_with_a_librdkafka_member(broker):
+    """A librdkafka consumer joining makes the running `consume` rejoin (Heartbeat answers
+    REBALANCE_IN_PROGRESS); the range assignment splits the partitions and each record is
+    read by exactly one of the two."""
+    b = broker.bootstrap
+    topic = create_topic(b, unique("cgrp4"), PARTS)
+    group = unique("g4")
+    a = admin(b)
+    proc = subprocess.Popen(
+        [BROKER_BIN, "consume", "--bootstrap-server", b, "--topic", topic, "--group", group,
+         "--timeout-ms", "12000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    c = Consumer({"bootstrap.servers": b, "group.id": group, "auto.offset.reset": "earliest",
+                  "partition.assignment.strategy": "range", "enable.auto.commit": False})
+    try:
+        deadline = time.time() + TIMEOUT
+        while not describe(a, group).members:
+            assert time.time() < deadline, "consume never joined"
+            time.sleep(0.2)
+        c.subscribe([topic])
+        while not c.assignment():
+            c.poll(0.2)
+            assert time.time() < deadline, "librdkafka never got an assignment"
+        d = describe(a, group)
+        assert d.state == ConsumerGroupState.STABLE and len(d.members) == 2
+        owned = sorted(tp.partition for m in d.members for tp in m.assignment.topic_partitions)
+        assert owned == list(range(PARTS)), "every partition owned once"
+        mine = {tp.partition for tp in c.assignment()}
+        assert 0 < len(mine) < PARTS
+        values = produce(b, topic)
+        got = []
+        while time.time() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                if len(got) and time.time() > quiet:
+                    break
+                continue
+            assert not m.error(), m.error()
+            assert m.partition() in mine
+            got.append(m.value().decode())
+            quiet = time.time() + 3
+        out, err = proc.communicate(timeout=TIMEOUT)
+        assert proc.returncode == 0, err
+    finally:
+        c.close()
+        if proc.poll() is None:
+            proc.kill()
+    theirs = out.splitlines()
+    assert theirs and got
+    assert sorted(theirs + got) == sorted(values), "each record read by exactly one member"
