@@ -147,7 +147,8 @@ def test_shares_the_partitions_with_a_librdkafka_member(broker):
                   "partition.assignment.strategy": "range", "enable.auto.commit": False})
     try:
         deadline = time.time() + TIMEOUT
-        while not describe(a, group).members:
+        # Only once its first generation is Stable, so that the join below is a rebalance.
+        while (d := describe(a, group)).state != ConsumerGroupState.STABLE or not d.members:
             assert time.time() < deadline, "consume never joined"
             time.sleep(0.2)
         c.subscribe([topic])
