@@ -4,7 +4,8 @@ Records produced by librdkafka are read by two `consume --group` runs in turn: t
 commits exactly what it printed (librdkafka's `committed()` agrees), the second starts there
 and prints the rest, no record twice. While a long run is in the group, librdkafka's admin
 client describes it as the one member owning every partition; once it exits (LeaveGroup) the
-group is Empty."""
+group is Empty. A librdkafka member joining a running `consume` makes it rejoin; the range
+assignment splits the partitions and every record is read by exactly one of them."""
 
 import subprocess
 import time
