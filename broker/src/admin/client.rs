@@ -144,6 +144,14 @@ impl Client {
         Ok(v)
     }
 
+    /// How long to wait for each response from now on (a JoinGroup is answered only when
+    /// its rebalance completes, which may take longer than [`IO_TIMEOUT`]).
+    pub fn set_response_timeout(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        self.stream
+            .set_read_timeout(Some(timeout))
+            .context("setting the response timeout")
+    }
+
     /// Whether the broker answers `key` at any version this client speaks.
     pub fn supports(&self, key: ApiKey) -> bool {
         self.versions.get(key as usize).is_some_and(|&v| v >= 0)

@@ -1,7 +1,10 @@
 //! `broker consume --bootstrap-server HOST:PORT --topic T`: what Kafka's
-//! `kafka-console-consumer.sh` prints, without a consumer group: the start offsets come from
-//! ListOffsets (latest, or earliest with `--from-beginning`, or `--partition N --offset X`),
-//! then each partition's leader is fetched from (sessionless Fetch, every partition it leads
+//! `kafka-console-consumer.sh` prints. Without `--group`, every partition is read and the
+//! start offsets come from ListOffsets (latest, or earliest with `--from-beginning`, or
+//! `--partition N --offset X`); with `--group G` (or `--consumer-property group.id=G`) the
+//! process is a member of classic consumer group G ([`super::consumer_group`]): it reads the
+//! partitions the group assigns it, from the group's committed offsets (those without one as
+//! above), and commits what it printed. Then each partition's leader is fetched from (sessionless Fetch, every partition it leads
 //! in one request) until `--max-messages` records were printed or nothing arrived for
 //! `--timeout-ms`. Compressed batches (gzip, snappy, lz4, zstd) are read with the `wire`
 //! crate's bounded decompression; control batches (transaction markers) are skipped, as a
@@ -19,6 +22,7 @@ use wire::generated::{FetchRequest, FetchResponse};
 use wire::record_batch::{self, BatchHeader, Record, TimestampType};
 use wire::ErrorCode;
 
+use super::consumer_group::GroupMember;
 use super::produce::parse_bool;
 use super::progress::RecordProgress;
 use super::routing::{kafka_error, Cluster, EARLIEST, LATEST};
@@ -267,6 +271,14 @@ pub struct ConsumeArgs {
     /// print.value (true/false), key.separator, line.separator, null.literal; repeatable.
     #[arg(long = "property", value_name = "KEY=VALUE")]
     pub properties: Vec<String>,
+    /// Read as a member of this consumer group: the group assigns the partitions, reading
+    /// starts at its committed offsets, and the offsets printed are committed.
+    #[arg(long, conflicts_with = "partition")]
+    pub group: Option<String>,
+    /// Consumer settings: group.id (as --group) and auto.offset.reset (earliest or latest,
+    /// as --from-beginning); repeatable.
+    #[arg(long = "consumer-property", value_name = "KEY=VALUE")]
+    pub consumer_properties: Vec<String>,
     /// read_committed leaves out aborted transactions' records; read_uncommitted (the
     /// default) prints every record.
     #[arg(long, default_value = "read_uncommitted", value_parser = parse_isolation_level)]
@@ -291,6 +303,69 @@ pub fn parse_isolation_level(text: &str) -> Result<IsolationLevel, String> {
     }
 }
 
+/// The group and whether to start at the earliest offset (else the latest) where nothing
+/// was committed, from `--group`, `--from-beginning` and `--consumer-property`, refusing
+/// contradictions as kafka-console-consumer.sh does.
+pub fn group_and_reset(args: &ConsumeArgs) -> anyhow::Result<(Option<String>, bool)> {
+    let mut group = args.group.clone();
+    let mut earliest = args.from_beginning;
+    for p in &args.consumer_properties {
+        let Some((k, v)) = p.split_once('=') else {
+            bail!("--consumer-property expects key=value, got {p:?}");
+        };
+        match k {
+            "group.id" => {
+                if group.as_deref().is_some_and(|g| g != v) {
+                    bail!(
+                        "The group ids provided in different places (directly using '--group', \
+                         via '--consumer-property') do not match"
+                    );
+                }
+                group = Some(v.to_owned());
+            }
+            "auto.offset.reset" => {
+                let wants_earliest = match v {
+                    "earliest" => true,
+                    "latest" => false,
+                    _ => bail!("auto.offset.reset must be earliest or latest, got {v:?}"),
+                };
+                if args.from_beginning && !wants_earliest {
+                    bail!(
+                        "Can't simultaneously specify --from-beginning and \
+                         'auto.offset.reset={v}' to consumer"
+                    );
+                }
+                earliest = wants_earliest;
+            }
+            _ => bail!("unsupported consumer property {k:?} (known: group.id, auto.offset.reset)"),
+        }
+    }
+    if group.is_some() && args.partition.is_some() {
+        bail!("Options group and partition cannot be specified together");
+    }
+    Ok((group, earliest))
+}
+
+/// Where a group member starts on `assigned`: the committed offset, else `reset`.
+fn group_positions(
+    cluster: &mut Cluster,
+    member: &GroupMember,
+    topic: &str,
+    leaders: &[(i32, i32)],
+    reset: i64,
+) -> anyhow::Result<BTreeMap<i32, i64>> {
+    let mut positions = member.committed(cluster)?;
+    let missing: Vec<(i32, i32)> = leaders
+        .iter()
+        .copied()
+        .filter(|(p, _)| !positions.contains_key(p))
+        .collect();
+    if !missing.is_empty() {
+        positions.extend(cluster.list_offsets(topic, &missing, reset)?);
+    }
+    Ok(positions)
+}
+
 /// Prints the records the arguments ask for to `out`; returns how many were printed.
 pub fn run(
     args: &ConsumeArgs,
@@ -298,28 +373,33 @@ pub fn run(
     progress: &mut RecordProgress,
 ) -> anyhow::Result<u64> {
     let format = formatter(&args.properties)?;
+    let (group, from_beginning) = group_and_reset(args)?;
     let mut cluster = Cluster::connect(args.common.bootstrap_server())?;
     let mut leaders = cluster.partitions(&args.topic)?;
+    let mut member = match &group {
+        Some(g) => Some(GroupMember::join(&mut cluster, g, &args.topic)?),
+        None => None,
+    };
+    if let Some(m) = &member {
+        leaders.retain(|(p, _)| m.assigned().contains(p));
+    }
     if let Some(p) = args.partition {
         leaders.retain(|&(q, _)| q == p);
         if leaders.is_empty() {
             return Err(kafka_error(format!("{}-{p}", args.topic), 3, None).into());
         }
     }
-    let reset = if args.from_beginning {
-        EARLIEST
-    } else {
-        LATEST
-    };
+    let reset = if from_beginning { EARLIEST } else { LATEST };
     let start = match args.offset {
         Some(StartOffset::Earliest) => EARLIEST,
         Some(StartOffset::Latest) => LATEST,
         Some(StartOffset::At(_)) => 0,
         None => reset,
     };
-    let mut positions = match args.offset {
-        Some(StartOffset::At(n)) => leaders.iter().map(|&(p, _)| (p, n)).collect(),
-        _ => cluster.list_offsets(&args.topic, &leaders, start)?,
+    let mut positions = match (&member, args.offset) {
+        (Some(m), _) => group_positions(&mut cluster, m, &args.topic, &leaders, reset)?,
+        (None, Some(StartOffset::At(n))) => leaders.iter().map(|&(p, _)| (p, n)).collect(),
+        (None, _) => cluster.list_offsets(&args.topic, &leaders, start)?,
     };
     let mut printed = 0u64;
     let mut bytes = 0u64;
@@ -333,6 +413,18 @@ pub fn run(
     'outer: loop {
         let mut got_any = false;
         let mut stale = false;
+        if let Some(m) = member.as_mut() {
+            if let Some(assigned) = m.poll(&mut cluster, &positions)? {
+                let mut fresh = cluster.partitions(&args.topic)?;
+                fresh.retain(|(p, _)| assigned.contains(p));
+                positions = group_positions(&mut cluster, m, &args.topic, &fresh, reset)?;
+                by_leader = group_by_leader(&fresh);
+            }
+        }
+        if by_leader.is_empty() {
+            // A member the group assigned nothing: no Fetch waits, so wait here.
+            std::thread::sleep(Duration::from_millis(FETCH_MAX_WAIT_MS as u64));
+        }
         for (&leader, parts) in &by_leader {
             if args.max_messages.is_some_and(|max| printed >= max) {
                 break 'outer;
@@ -422,6 +514,9 @@ pub fn run(
             if let Some(p) = args.partition {
                 fresh.retain(|&(q, _)| q == p);
             }
+            if let Some(m) = &member {
+                fresh.retain(|(p, _)| m.assigned().contains(p));
+            }
             by_leader = group_by_leader(&fresh);
         } else {
             refreshes = 0;
@@ -438,6 +533,9 @@ pub fn run(
         }
     }
     out.flush()?;
+    if let Some(m) = member {
+        m.close(&mut cluster, &positions, &mut std::io::stderr())?;
+    }
     progress.finish(printed, bytes);
     Ok(printed)
 }

@@ -577,7 +577,7 @@ pub fn decode_assignment(buf: &[u8]) -> Option<Vec<(String, Vec<i32>)>> {
 }
 
 /// Every offset `group` committed (OffsetFetch with all topics).
-fn committed_offsets(
+pub fn committed_offsets(
     client: &mut Client,
     group: &str,
 ) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
@@ -1102,6 +1102,22 @@ fn reset_offsets(args: &ResetArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
 }
 
 fn commit(client: &mut Client, group: &str, plan: &[(String, i32, i64)]) -> anyhow::Result<()> {
+    // An admin commit: no member, generation -1, which a group without members accepts.
+    if let Some((topic, p, code)) = commit_offsets(client, group, -1, "", plan)? {
+        return Err(kafka_error(format!("group {group}, {topic}-{p}"), code, None).into());
+    }
+    Ok(())
+}
+
+/// OffsetCommit of `plan` (topic, partition, offset) for `group` as member `member_id` of
+/// `generation`; the first partition the coordinator refused, with its error code.
+pub fn commit_offsets(
+    client: &mut Client,
+    group: &str,
+    generation: i32,
+    member_id: &str,
+    plan: &[(String, i32, i64)],
+) -> anyhow::Result<Option<(String, i32, i16)>> {
     let version = client.version(ApiKey::OffsetCommit, OFFSET_COMMIT_MIN_VERSION, i16::MAX)?;
     let mut by_topic: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
     for (topic, p, offset) in plan {
@@ -1117,11 +1133,10 @@ fn commit(client: &mut Client, group: &str, plan: &[(String, i32, i64)]) -> anyh
                 ..Default::default()
             });
     }
-    // An admin commit: no member, generation -1, which a group without members accepts.
     let request = OffsetCommitRequest {
         group_id: group.to_owned(),
-        generation_id_or_member_epoch: -1,
-        member_id: String::new(),
+        generation_id_or_member_epoch: generation,
+        member_id: member_id.to_owned(),
         group_instance_id: None,
         retention_time_ms: -1,
         topics: by_topic
@@ -1140,16 +1155,11 @@ fn commit(client: &mut Client, group: &str, plan: &[(String, i32, i64)]) -> anyh
     for t in &resp.topics {
         for p in &t.partitions {
             if p.error_code != 0 {
-                return Err(kafka_error(
-                    format!("group {group}, {}-{}", t.name, p.partition_index),
-                    p.error_code,
-                    None,
-                )
-                .into());
+                return Ok(Some((t.name.clone(), p.partition_index, p.error_code)));
             }
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Kafka's reset table: GROUP TOPIC PARTITION NEW-OFFSET.

@@ -5,6 +5,8 @@ pub mod client;
 pub mod cluster;
 pub mod configs;
 pub mod consume;
+pub mod consumer_group;
+pub mod consumer_protocol;
 pub mod dump_log;
 #[cfg(test)]
 pub mod fake_broker;
