@@ -22,8 +22,10 @@ use wire::generated::{
 };
 use wire::ErrorCode;
 
-use super::consumer_protocol::{encode_assignment, encode_subscription, range_assign};
-use super::groups::{commit_offsets, committed_offsets, decode_assignment};
+use super::consumer_protocol::{
+    decode_assignment, encode_assignment, encode_subscription, range_assign,
+};
+use super::groups::{commit_offsets, committed_offsets};
 use super::routing::{kafka_error, leaders, Cluster};
 use crate::group::classic::subscribed_topics;
 

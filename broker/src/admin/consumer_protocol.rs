@@ -1,6 +1,6 @@
 //! The classic consumer protocol's byte blobs a group member exchanges through JoinGroup and
-//! SyncGroup (Kafka's ConsumerProtocolSubscription and ConsumerProtocolAssignment, v0), and
-//! Kafka's RangeAssignor, which the group's leader runs for every member.
+//! SyncGroup (Kafka's ConsumerProtocolSubscription and ConsumerProtocolAssignment: written as
+//! v0, read at every version), and Kafka's RangeAssignor, which the group's leader runs for every member.
 
 use std::collections::BTreeMap;
 
@@ -84,10 +84,57 @@ pub fn range_assign(
     out
 }
 
+/// Decodes a classic consumer's assignment (Kafka's ConsumerProtocolAssignment, every
+/// version: i16 version, then topics, each a string and an array of i32 partitions, then
+/// user data). `None` for bytes that are not one.
+pub fn decode_assignment(buf: &[u8]) -> Option<Vec<(String, Vec<i32>)>> {
+    struct Cursor<'a>(&'a [u8]);
+    impl Cursor<'_> {
+        fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+            let (head, rest) = self.0.split_first_chunk::<N>()?;
+            self.0 = rest;
+            Some(*head)
+        }
+    }
+    let mut c = Cursor(buf);
+    if buf.is_empty() {
+        return Some(Vec::new());
+    }
+    let version = i16::from_be_bytes(c.take::<2>()?);
+    if version < 0 {
+        return None;
+    }
+    let topics = i32::from_be_bytes(c.take::<4>()?);
+    // Each topic takes at least 6 bytes, so a count the buffer cannot hold is garbage.
+    if topics < 0 || topics as usize > c.0.len() / 6 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(topics as usize);
+    for _ in 0..topics {
+        let len = i16::from_be_bytes(c.take::<2>()?);
+        let len = usize::try_from(len).ok()?;
+        if c.0.len() < len {
+            return None;
+        }
+        let (name, rest) = c.0.split_at(len);
+        c.0 = rest;
+        let name = String::from_utf8(name.to_vec()).ok()?;
+        let n = i32::from_be_bytes(c.take::<4>()?);
+        if n < 0 || n as usize > c.0.len() / 4 {
+            return None;
+        }
+        let mut partitions = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            partitions.push(i32::from_be_bytes(c.take::<4>()?));
+        }
+        out.push((name, partitions));
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admin::groups::decode_assignment;
     use crate::group::classic::subscribed_topics;
 
     fn subs(list: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
@@ -159,5 +206,23 @@ mod tests {
         assert_eq!(blob[blob.len() - 4..], [0xff; 4]);
         assert_eq!(decode_assignment(&blob), Some(assigned));
         assert_eq!(decode_assignment(&encode_assignment(&[])), Some(vec![]));
+    }
+
+    #[test]
+    fn classic_assignments_decode_and_garbage_does_not() {
+        // version 1, [("orders", [0, 2]), ("x", [])], user data null.
+        let mut buf = vec![0, 1, 0, 0, 0, 2];
+        buf.extend_from_slice(&[0, 6]);
+        buf.extend_from_slice(b"orders");
+        buf.extend_from_slice(&[0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 2]);
+        buf.extend_from_slice(&[0, 1, b'x', 0, 0, 0, 0]);
+        buf.extend_from_slice(&[0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(
+            decode_assignment(&buf).unwrap(),
+            vec![("orders".to_owned(), vec![0, 2]), ("x".to_owned(), vec![])]
+        );
+        assert_eq!(decode_assignment(&[]).unwrap(), vec![]);
+        assert!(decode_assignment(&[0, 1, 0x7f, 0xff, 0xff, 0xff]).is_none());
+        assert!(decode_assignment(&buf[..9]).is_none());
     }
 }

@@ -25,6 +25,7 @@ use wire::generated::{
 };
 
 use super::client::Client;
+use super::consumer_protocol::decode_assignment;
 use super::group_delete;
 use super::group_time::{parse_datetime, parse_duration};
 use super::reset_plan;
@@ -526,54 +527,6 @@ fn describe_classic_group(client: &mut Client, group: &str) -> anyhow::Result<Gr
             .collect(),
         ..Default::default()
     })
-}
-
-/// Decodes a classic consumer's assignment (Kafka's ConsumerProtocolAssignment, every
-/// version: i16 version, then topics, each a string and an array of i32 partitions, then
-/// user data). `None` for bytes that are not one.
-pub fn decode_assignment(buf: &[u8]) -> Option<Vec<(String, Vec<i32>)>> {
-    struct Cursor<'a>(&'a [u8]);
-    impl Cursor<'_> {
-        fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-            let (head, rest) = self.0.split_first_chunk::<N>()?;
-            self.0 = rest;
-            Some(*head)
-        }
-    }
-    let mut c = Cursor(buf);
-    if buf.is_empty() {
-        return Some(Vec::new());
-    }
-    let version = i16::from_be_bytes(c.take::<2>()?);
-    if version < 0 {
-        return None;
-    }
-    let topics = i32::from_be_bytes(c.take::<4>()?);
-    // Each topic takes at least 6 bytes, so a count the buffer cannot hold is garbage.
-    if topics < 0 || topics as usize > c.0.len() / 6 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(topics as usize);
-    for _ in 0..topics {
-        let len = i16::from_be_bytes(c.take::<2>()?);
-        let len = usize::try_from(len).ok()?;
-        if c.0.len() < len {
-            return None;
-        }
-        let (name, rest) = c.0.split_at(len);
-        c.0 = rest;
-        let name = String::from_utf8(name.to_vec()).ok()?;
-        let n = i32::from_be_bytes(c.take::<4>()?);
-        if n < 0 || n as usize > c.0.len() / 4 {
-            return None;
-        }
-        let mut partitions = Vec::with_capacity(n as usize);
-        for _ in 0..n {
-            partitions.push(i32::from_be_bytes(c.take::<4>()?));
-        }
-        out.push((name, partitions));
-    }
-    Some(out)
 }
 
 /// Every offset `group` committed (OffsetFetch with all topics).
@@ -1238,24 +1191,6 @@ mod tests {
         assert!(new_offset(Scenario::FromFile, "t-0", 0, 9, None, None).is_err());
         let err = new_offset(Scenario::ShiftBy(1), "t-0", 0, 9, None, None).unwrap_err();
         assert!(err.to_string().contains("no current committed offset"));
-    }
-
-    #[test]
-    fn classic_assignments_decode_and_garbage_does_not() {
-        // version 1, [("orders", [0, 2]), ("x", [])], user data null.
-        let mut buf = vec![0, 1, 0, 0, 0, 2];
-        buf.extend_from_slice(&[0, 6]);
-        buf.extend_from_slice(b"orders");
-        buf.extend_from_slice(&[0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 2]);
-        buf.extend_from_slice(&[0, 1, b'x', 0, 0, 0, 0]);
-        buf.extend_from_slice(&[0xff, 0xff, 0xff, 0xff]);
-        assert_eq!(
-            decode_assignment(&buf).unwrap(),
-            vec![("orders".to_owned(), vec![0, 2]), ("x".to_owned(), vec![])]
-        );
-        assert_eq!(decode_assignment(&[]).unwrap(), vec![]);
-        assert!(decode_assignment(&[0, 1, 0x7f, 0xff, 0xff, 0xff]).is_none());
-        assert!(decode_assignment(&buf[..9]).is_none());
     }
 
     fn listed(id: &str, state: &str, t: &str) -> Listed {
