@@ -3,7 +3,7 @@
 
 pub mod admin;
 pub mod busy_poll;
-pub mod config;
+pub use config;
 pub mod connection;
 pub mod forward;
 pub mod group;
@@ -11,6 +11,7 @@ pub mod handlers;
 pub mod handoff;
 pub mod host_checks;
 pub mod limits;
+pub mod log_config;
 pub mod logging;
 pub mod metadata;
 pub mod metrics;

@@ -107,7 +107,9 @@ impl Partition {
     /// Applies a changed topic config to this partition: the broker-side checks read it from
     /// the next request on, the log (retention, rolling, flushing) from its next operation.
     pub fn set_config(&self, config: TopicConfig) {
-        self.log.borrow_mut().set_config(config.to_log_config());
+        self.log
+            .borrow_mut()
+            .set_config(crate::log_config::log_config(&config));
         *self.config.borrow_mut() = Rc::new(config);
     }
 }
@@ -943,7 +945,7 @@ impl Shard {
         tracing::debug!(shard = self.id, dir = %dir.display(), "opening partition log");
         match PartitionLog::open_for_topic(
             dir.clone(),
-            topic_config.to_log_config(),
+            crate::log_config::log_config(&topic_config),
             topic.topic_id,
         )
         .await

@@ -2,16 +2,7 @@
 //! enforces. Owns only the values and their defaults (Kafka's); parsing of topic configs from
 //! CreateTopics / AlterConfigs belongs to the broker.
 
-/// When the log's bytes are made durable (fdatasync).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FlushPolicy {
-    /// fdatasync before an acks=all produce is answered (group commit, see `flush`). The
-    /// single-node default: with no replicas, the page cache alone is not a copy worth acking.
-    Ack,
-    /// Kafka's behaviour: never fsync on the produce path; durability comes from replication.
-    /// Only `flush_messages` / `flush_ms` (and clean shutdown) sync.
-    Replication,
-}
+pub use wire::FlushPolicy;
 
 /// Settings of one partition log. Defaults are Kafka's.
 #[derive(Clone, Debug)]

@@ -10,8 +10,10 @@ pub mod error_code;
 pub mod frame;
 pub mod generated;
 pub mod group_records;
+pub mod ids;
 pub mod primitives;
 pub mod record_batch;
 pub mod varint;
 
 pub use error_code::ErrorCode;
+pub use ids::{FlushPolicy, TopicId};

@@ -18,7 +18,7 @@ use wire::generated::{
 use super::client::{error_message, error_name, Client};
 use super::CommonArgs;
 use crate::logging::broker_logger::RESOURCE_BROKER_LOGGER;
-use crate::logging::levels::{Level, ROOT};
+use config::log_levels::{Level, ROOT};
 
 /// `AlterConfigOp.OpType` ids.
 const OP_SET: i8 = 0;

@@ -12,46 +12,23 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A topic id (Kafka's Uuid).
-pub type TopicId = [u8; 16];
+pub use wire::TopicId;
 
 /// Partitions by topic: a member's assignment.
 pub type Assignment = BTreeMap<TopicId, BTreeSet<i32>>;
 
-/// The assignor names Kafka knows, in `group.consumer.assignors`' default order (the first is
-/// the default).
-pub const ASSIGNOR_NAMES: [&str; 2] = ["uniform", "range"];
+pub use config::ASSIGNOR_NAMES;
 
-/// A broker-side assignor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Assignor {
-    Uniform,
-    Range,
+pub use config::Assignor;
+
+/// Runs a broker-side assignor (the enum is configuration and lives in `config`).
+pub trait Assign {
+    /// The next target assignment: one entry per member, empty assignments included.
+    fn assign(self, members: &[MemberSpec], topics: &[TopicSpec]) -> BTreeMap<String, Assignment>;
 }
 
-impl Assignor {
-    pub fn name(self) -> &'static str {
-        match self {
-            Assignor::Uniform => "uniform",
-            Assignor::Range => "range",
-        }
-    }
-
-    /// The assignor called `name` (Kafka also accepts the class names, which we do not serve).
-    pub fn from_name(name: &str) -> Option<Assignor> {
-        match name {
-            "uniform" => Some(Assignor::Uniform),
-            "range" => Some(Assignor::Range),
-            _ => None,
-        }
-    }
-
-    /// The next target assignment: one entry per member, empty assignments included.
-    pub fn assign(
-        self,
-        members: &[MemberSpec],
-        topics: &[TopicSpec],
-    ) -> BTreeMap<String, Assignment> {
+impl Assign for Assignor {
+    fn assign(self, members: &[MemberSpec], topics: &[TopicSpec]) -> BTreeMap<String, Assignment> {
         let group = ResolvedGroup::new(members, topics);
         match self {
             Assignor::Uniform => uniform(&group),

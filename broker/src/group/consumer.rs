@@ -28,7 +28,7 @@ use wire::group_records::*;
 use wire::primitives::Uuid;
 use wire::ErrorCode;
 
-use super::assignor::{Assignment, Assignor, MemberSpec, TopicId, TopicSpec};
+use super::assignor::{Assign, Assignment, Assignor, MemberSpec, TopicId, TopicSpec};
 use super::records::GroupRecord;
 
 /// `member_epoch` of a request leaving the group.
@@ -38,42 +38,7 @@ pub const LEAVE_GROUP_STATIC_MEMBER_EPOCH: i32 = -2;
 /// The protocol type ListGroups shows for these groups.
 pub const PROTOCOL_TYPE: &str = "consumer";
 
-/// Kafka's `group.consumer.*` settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConsumerGroupConfig {
-    /// `group.consumer.session.timeout.ms`: a member that does not heartbeat for this long is
-    /// fenced.
-    pub session_timeout_ms: i32,
-    /// `group.consumer.heartbeat.interval.ms`: told to members in every response.
-    pub heartbeat_interval_ms: i32,
-    /// `group.consumer.max.size`: members per group.
-    pub max_size: u32,
-    /// `group.consumer.assignors`: the assignors members may name; the first is the default.
-    pub assignors: Vec<Assignor>,
-}
-
-impl ConsumerGroupConfig {
-    pub const SESSION_TIMEOUT_MS_KEY: &'static str = "group.consumer.session.timeout.ms";
-    pub const HEARTBEAT_INTERVAL_MS_KEY: &'static str = "group.consumer.heartbeat.interval.ms";
-    pub const MAX_SIZE_KEY: &'static str = "group.consumer.max.size";
-    pub const ASSIGNORS_KEY: &'static str = "group.consumer.assignors";
-
-    fn default_assignor(&self) -> Assignor {
-        self.assignors.first().copied().unwrap_or(Assignor::Uniform)
-    }
-}
-
-impl Default for ConsumerGroupConfig {
-    /// Kafka's defaults.
-    fn default() -> Self {
-        ConsumerGroupConfig {
-            session_timeout_ms: 45_000,
-            heartbeat_interval_ms: 5_000,
-            max_size: i32::MAX as u32,
-            assignors: vec![Assignor::Uniform, Assignor::Range],
-        }
-    }
-}
+pub use config::ConsumerGroupConfig;
 
 /// Where a member stands in reconciling to the target assignment (Kafka's `MemberState`;
 /// the numbers are the record's `State` byte).

@@ -6,8 +6,8 @@
 
 use std::collections::BTreeSet;
 
-use super::levels::{Level, LoggerLevels, KAFKA_LEVEL_NAMES, ROOT};
 use crate::config::{AlterError, AlterOp};
+use config::log_levels::{Level, LoggerLevels, KAFKA_LEVEL_NAMES, ROOT};
 
 /// `ConfigResource.Type.BROKER_LOGGER`.
 pub const RESOURCE_BROKER_LOGGER: i8 = 8;

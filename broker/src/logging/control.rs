@@ -13,7 +13,7 @@ use tracing::subscriber::Interest;
 use tracing::{Metadata, Subscriber};
 use tracing_subscriber::layer::Context;
 
-use super::levels::{Level, LoggerLevels};
+use config::log_levels::{Level, LoggerLevels};
 
 /// The current levels (one per process: tracing's subscriber is global too).
 pub struct Control {

@@ -14,7 +14,6 @@
 
 pub mod broker_logger;
 pub mod control;
-pub mod levels;
 pub mod one_line;
 pub mod panics;
 pub mod signals;
@@ -22,28 +21,8 @@ pub mod signals;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+pub use config::log_levels::{Level, LevelsError, LogFormat, LoggerLevels};
 pub use control::{control, Control};
-pub use levels::{Level, LevelsError, LoggerLevels};
-
-/// `log.format`: how each event is written to stderr.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LogFormat {
-    /// `time LEVEL target: message key=value ...`
-    #[default]
-    Text,
-    /// One JSON object per line: timestamp, level, target, message and fields at top level.
-    Json,
-}
-
-impl LogFormat {
-    pub fn parse(value: &str) -> Option<LogFormat> {
-        match value.trim().to_ascii_lowercase().as_str() {
-            "text" => Some(LogFormat::Text),
-            "json" => Some(LogFormat::Json),
-            _ => None,
-        }
-    }
-}
 
 /// The levels to start with: `RUST_LOG` when set (it wins, as it always has), else
 /// `log.level`.

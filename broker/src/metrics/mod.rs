@@ -25,25 +25,7 @@ pub use snapshot::Board;
 /// The config key.
 pub const LISTENER_KEY: &str = "metrics.listener";
 
-/// Parses `http://host:port` into `host:port` (the host may be a name, an IPv4 address or a
-/// bracketed IPv6 address; no path).
-pub fn parse_listener(value: &str) -> Result<String, String> {
-    let Some(rest) = value.strip_prefix("http://") else {
-        return Err("an address of the form http://host:port (only http is served)".into());
-    };
-    let address = rest.strip_suffix('/').unwrap_or(rest);
-    let Some((host, port)) = address.rsplit_once(':') else {
-        return Err("an address of the form http://host:port (the port is missing)".into());
-    };
-    let bracketed = host.starts_with('[') && host.ends_with(']') && host.len() > 2;
-    if host.is_empty() || host.contains('/') || (host.contains(':') && !bracketed) {
-        return Err("an address of the form http://host:port (bad host)".into());
-    }
-    if port.parse::<u16>().is_err() {
-        return Err("an address of the form http://host:port (the port is 0-65535)".into());
-    }
-    Ok(address.to_string())
-}
+pub use config::parse_http_listener as parse_listener;
 
 /// Binds the endpoint (before any shard starts, so that a port in use fails start-up with
 /// the key named) and serves it from its own thread. `None` when the key is unset.

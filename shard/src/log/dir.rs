@@ -18,7 +18,7 @@ use super::LogError;
 use crate::storage::Disk;
 
 /// Kafka's topic id (a UUID), as in the metadata log's records.
-pub type TopicId = [u8; 16];
+pub use wire::TopicId;
 
 pub(crate) const PARTITION_METADATA_FILE: &str = "partition.metadata";
 

@@ -195,3 +195,23 @@ pub fn parse_listeners(
     }
     Ok(out)
 }
+
+/// Parses `http://host:port` into `host:port` (the host may be a name, an IPv4 address or a
+/// bracketed IPv6 address; no path).
+pub fn parse_http_listener(value: &str) -> Result<String, String> {
+    let Some(rest) = value.strip_prefix("http://") else {
+        return Err("an address of the form http://host:port (only http is served)".into());
+    };
+    let address = rest.strip_suffix('/').unwrap_or(rest);
+    let Some((host, port)) = address.rsplit_once(':') else {
+        return Err("an address of the form http://host:port (the port is missing)".into());
+    };
+    let bracketed = host.starts_with('[') && host.ends_with(']') && host.len() > 2;
+    if host.is_empty() || host.contains('/') || (host.contains(':') && !bracketed) {
+        return Err("an address of the form http://host:port (bad host)".into());
+    }
+    if port.parse::<u16>().is_err() {
+        return Err("an address of the form http://host:port (the port is 0-65535)".into());
+    }
+    Ok(address.to_string())
+}

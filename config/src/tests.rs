@@ -328,45 +328,6 @@ fn describe_broker_sources() {
 }
 
 #[test]
-fn default_topic_matches_shard_defaults() {
-    let lc = resolve(&BrokerConfig::default(), &BTreeMap::new())
-        .unwrap()
-        .to_log_config();
-    let d = shard::LogConfig::default();
-    assert_eq!(
-        (
-            lc.segment_bytes,
-            lc.segment_ms,
-            lc.index_interval_bytes,
-            lc.segment_index_bytes
-        ),
-        (
-            d.segment_bytes,
-            d.segment_ms,
-            d.index_interval_bytes,
-            d.segment_index_bytes
-        )
-    );
-    assert_eq!(
-        (
-            lc.max_message_bytes,
-            lc.flush_messages,
-            lc.flush_ms,
-            lc.retention_ms,
-            lc.retention_bytes
-        ),
-        (
-            d.max_message_bytes,
-            d.flush_messages,
-            d.flush_ms,
-            d.retention_ms,
-            d.retention_bytes
-        )
-    );
-    assert_eq!(lc.flush_policy, d.flush_policy);
-}
-
-#[test]
 fn every_row_is_well_formed() {
     for table in [BROKER_KEYS, TOPIC_KEYS] {
         for (i, spec) in table.iter().enumerate() {
@@ -416,13 +377,12 @@ fn typed_topic_values() {
     assert_eq!(t.message_timestamp_type, TimestampType::LogAppendTime);
     assert!(t.message_timestamp_type == "LogAppendTime");
     assert_eq!(t.compression_type, CompressionType::Zstd);
-    assert!(!t.to_log_config().cleanup_delete || t.cleanup_policy.delete);
     let compact_only = resolve(
         &BrokerConfig::default(),
         &ov(&[("cleanup.policy", "compact")]),
     )
     .unwrap();
-    assert!(!compact_only.to_log_config().cleanup_delete);
+    assert!(!compact_only.cleanup_policy.delete);
 }
 
 #[test]

@@ -243,6 +243,26 @@ impl LoggerLevels {
     }
 }
 
+/// `log.format`: how each event is written to stderr.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// `time LEVEL target: message key=value ...`
+    #[default]
+    Text,
+    /// One JSON object per line: timestamp, level, target, message and fields at top level.
+    Json,
+}
+
+impl LogFormat {
+    pub fn parse(value: &str) -> Option<LogFormat> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "text" => Some(LogFormat::Text),
+            "json" => Some(LogFormat::Json),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

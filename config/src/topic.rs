@@ -10,26 +10,7 @@ use super::keys::{find, Spec, BROKER_KEYS, TOPIC_KEYS};
 use super::validate::{check_value, list_items};
 use super::ConfigError;
 
-/// When a produce is acknowledged relative to fsync (our key `log.flush.policy` /
-/// topic `flush.policy`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum FlushPolicy {
-    /// fsync before acknowledging (the only durable choice on a single node).
-    #[default]
-    Ack,
-    /// Kafka's model: rely on replication, flush per flush.messages / flush.ms.
-    Replication,
-}
-
-impl FlushPolicy {
-    pub(super) fn parse(s: &str) -> Option<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "ack" => Some(FlushPolicy::Ack),
-            "replication" => Some(FlushPolicy::Replication),
-            _ => None,
-        }
-    }
-}
+pub use wire::FlushPolicy;
 
 /// `cleanup.policy`: `delete`, `compact`, or both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -240,41 +221,4 @@ pub fn resolve(
 /// Names of all topic keys (e.g. for DescribeConfigs with a key filter).
 pub fn topic_key_names() -> impl Iterator<Item = &'static str> {
     TOPIC_KEYS.iter().map(|s| s.name)
-}
-
-// Conversion to the shard crate's LogConfig (checked against shard/src/config.rs; if its field
-// names shift, this is the one place to fix).
-impl TopicConfig {
-    pub fn to_log_config(&self) -> shard::LogConfig {
-        let compact = self.cleanup_policy.compact;
-        shard::LogConfig {
-            segment_bytes: self.segment_bytes,
-            // Kafka's `LogConfig.maxSegmentMs`: a compacted log also rolls by
-            // max.compaction.lag.ms, or records in the active segment would outlive it.
-            segment_ms: if compact {
-                self.segment_ms
-                    .min(self.max_compaction_lag_ms.max(1) as u64)
-            } else {
-                self.segment_ms
-            },
-            index_interval_bytes: self.index_interval_bytes,
-            segment_index_bytes: self.segment_index_bytes,
-            max_message_bytes: self.max_message_bytes,
-            flush_policy: match self.flush_policy {
-                FlushPolicy::Ack => shard::FlushPolicy::Ack,
-                FlushPolicy::Replication => shard::FlushPolicy::Replication,
-            },
-            flush_messages: self.flush_messages,
-            flush_ms: self.flush_ms,
-            retention_ms: self.retention_ms,
-            retention_bytes: self.retention_bytes,
-            cleanup_delete: self.cleanup_policy.delete,
-            producer_id_expiration_ms: self.producer_id_expiration_ms,
-            cleanup_compact: compact,
-            min_cleanable_dirty_ratio: self.min_cleanable_dirty_ratio,
-            min_compaction_lag_ms: self.min_compaction_lag_ms,
-            max_compaction_lag_ms: self.max_compaction_lag_ms,
-            delete_retention_ms: self.delete_retention_ms,
-        }
-    }
 }

@@ -94,7 +94,7 @@ pub(super) fn check_value(spec: &Spec, value: &str) -> Result<(), ConfigError> {
         }
         (Check::Listeners, _) => parse_endpoints(spec.name, v).map(|_| ()),
         (Check::ProtocolMap, _) => parse_protocol_map(spec.name, v).map(|_| ()),
-        (Check::HttpListener, _) if !v.is_empty() => crate::metrics::parse_listener(v)
+        (Check::HttpListener, _) if !v.is_empty() => crate::parse_http_listener(v)
             .map(|_| ())
             .map_err(|expected| invalid(spec, value, expected)),
         _ => Ok(()),

@@ -40,11 +40,13 @@
 
 mod alter;
 mod broker;
+mod consumer_group;
 mod describe;
 mod docs;
 mod error;
 mod keys;
 mod listeners;
+pub mod log_levels;
 mod properties;
 mod ssl;
 mod topic;
@@ -58,13 +60,14 @@ pub use alter::{
     incremental_alter_topic_overrides, AlterError, AlterOp,
 };
 pub use broker::{from_pairs, load, validate_broker_overrides, BrokerConfig, GroupConfig};
+pub use consumer_group::{Assignor, ConsumerGroupConfig, ASSIGNOR_NAMES};
 pub use describe::{describe_broker, describe_topic, ConfigEntry, ConfigSource, ConfigSynonym};
 pub use docs::render_markdown;
 pub use error::ConfigError;
 pub use keys::{
     find_broker_key, find_topic_key, Check, ConfigType, Spec, BROKER_KEYS, IGNORED_KEYS, TOPIC_KEYS,
 };
-pub use listeners::{parse_listeners, Listener, SecurityProtocol};
+pub use listeners::{parse_http_listener, parse_listeners, Listener, SecurityProtocol};
 pub use properties::parse_properties;
 pub use ssl::{ClientAuth, SslConfig, TlsVersion};
 pub use topic::{

@@ -26,7 +26,7 @@ pub struct GroupConfig {
     pub max_session_timeout_ms: i32,
     pub max_size: usize,
     /// KIP-848 consumer groups (`group.consumer.*`).
-    pub consumer: crate::group::consumer::ConsumerGroupConfig,
+    pub consumer: crate::ConsumerGroupConfig,
 }
 
 /// Typed broker configuration. Effective values: aliases and unit variants are already folded
@@ -88,9 +88,9 @@ pub struct BrokerConfig {
     /// what they touch (see `handoff`).
     pub connection_handoff_enable: bool,
     /// `log.format`.
-    pub log_format: crate::logging::LogFormat,
+    pub log_format: crate::log_levels::LogFormat,
     /// `log.level`, parsed (RUST_LOG may still win at start, see `logging`).
-    pub log_levels: crate::logging::LoggerLevels,
+    pub log_levels: crate::log_levels::LoggerLevels,
     /// `metrics.listener` (ours): `host:port` of the Prometheus endpoint; `None` = off.
     pub metrics_listener: Option<String>,
     /// Per shard; <= 0 = `limits::DEFAULT_SHARD_PENDING_BYTES`.
@@ -322,7 +322,7 @@ impl BrokerConfig {
                     get("group.max.session.timeout.ms"),
                 )?,
                 max_size: num("group.max.size", get("group.max.size"))?,
-                consumer: crate::group::consumer::ConsumerGroupConfig {
+                consumer: crate::ConsumerGroupConfig {
                     session_timeout_ms: num(
                         "group.consumer.session.timeout.ms",
                         get("group.consumer.session.timeout.ms"),
@@ -336,9 +336,7 @@ impl BrokerConfig {
                         .unwrap_or("uniform,range")
                         .split(',')
                         .filter_map(|name| {
-                            crate::group::assignor::Assignor::from_name(
-                                &name.trim().to_ascii_lowercase(),
-                            )
+                            crate::Assignor::from_name(&name.trim().to_ascii_lowercase())
                         })
                         .collect(),
                 },
@@ -380,11 +378,11 @@ impl BrokerConfig {
             queued_max_requests: num("queued.max.requests", get("queued.max.requests"))?,
             fetch_copy: get("fetch.path") == Some("copy"),
             connection_handoff_enable: !matches!(get("connection.handoff.enable"), Some(v) if v.eq_ignore_ascii_case("false")),
-            log_format: crate::logging::LogFormat::parse(get("log.format").unwrap_or("text"))
+            log_format: crate::log_levels::LogFormat::parse(get("log.format").unwrap_or("text"))
                 .unwrap_or_default(),
             log_levels: {
                 let value = get("log.level").unwrap_or("INFO");
-                crate::logging::LoggerLevels::parse(value).map_err(|error| {
+                crate::log_levels::LoggerLevels::parse(value).map_err(|error| {
                     ConfigError::InvalidValue {
                         key: "log.level".into(),
                         value: value.into(),
@@ -395,7 +393,7 @@ impl BrokerConfig {
             metrics_listener: set("metrics.listener")
                 .map(str::trim)
                 .filter(|v| !v.is_empty())
-                .and_then(|v| crate::metrics::parse_listener(v).ok()),
+                .and_then(|v| crate::parse_http_listener(v).ok()),
             queued_max_request_bytes: num(
                 "queued.max.request.bytes",
                 get("queued.max.request.bytes"),
