@@ -13,7 +13,7 @@ pub mod host_checks;
 pub mod limits;
 pub mod log_config;
 pub mod logging;
-pub mod metadata;
+pub use metadata;
 pub mod metrics;
 pub mod partition_ops;
 pub mod server;

@@ -18,7 +18,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::{self, BrokerConfig, ConfigError};
+use config::{BrokerConfig, ConfigError};
 
 use image::Image;
 pub use log::{LogError, MetadataLog};

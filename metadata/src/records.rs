@@ -19,7 +19,7 @@
 //! allocation.
 
 /// Kafka-style 16-byte topic id.
-pub type TopicId = [u8; 16];
+pub use wire::TopicId;
 
 /// Frames larger than this are treated as corruption (a metadata record is tiny; this bounds
 /// what a corrupt length field can make us read).
