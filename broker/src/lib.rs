@@ -2,15 +2,12 @@
 //! `main.rs` is only the command line; everything else is here so that tests can use it.
 
 pub mod admin;
-pub mod busy_poll;
 pub use config;
 pub mod connection;
 pub mod forward;
 pub mod group;
 pub mod handlers;
-pub mod handoff;
 pub mod host_checks;
-pub mod limits;
 pub mod log_config;
 pub mod logging;
 pub use metadata;
@@ -19,5 +16,4 @@ pub mod partition_ops;
 pub mod server;
 pub mod shard;
 pub mod startup_log;
-pub mod tls;
-pub mod transport;
+pub use net::{busy_poll, handoff, limits, tls, transport};

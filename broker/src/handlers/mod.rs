@@ -345,12 +345,7 @@ fn decode<T: Decodable>(ctx: &RequestContext, mut body: Bytes) -> Result<T, Stri
     })
 }
 
-/// What a request's task produces: `Ok(Some(frame))` to write (bytes, and for a fetch file
-/// ranges: see `transport`), `Ok(None)` for a request that
-/// gets no response (acks=0 produce), `Err(reason)` when the connection must be closed (a
-/// response that cannot be encoded: writing nothing would silently desynchronise the client's
-/// correlation ids, as if it were acks=0).
-pub type Response = Result<Option<Frame>, String>;
+pub use net::Response;
 
 /// Largest response frame ever built. A frame's size is an i32 on the wire; every API's own
 /// bounds (Fetch `max_bytes` capped by `fetch.max.bytes`, de-duplicated Metadata/ListOffsets/

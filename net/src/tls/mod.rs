@@ -28,7 +28,7 @@ pub use config::TlsConfigError;
 pub use ktls::KtlsSupport;
 pub use stream::{HandshakeError, TlsReader, TlsWriter};
 
-use crate::config::SslConfig;
+use ::config::SslConfig;
 
 /// How long a client may take to complete the handshake before its connection is closed (a
 /// connection that never speaks must not hold its slot under `max.connections` forever).

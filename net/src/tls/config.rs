@@ -12,7 +12,7 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig, SupportedCipherSuite};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::config::{ClientAuth, SslConfig, TlsVersion};
+use config::{ClientAuth, SslConfig, TlsVersion};
 
 /// Why the SSL listeners cannot be set up.
 #[derive(Debug, thiserror::Error)]

@@ -164,7 +164,7 @@ pub struct ShardHandoff {
 
 impl ShardHandoff {
     /// The shard's connection budget (`queued.max.request.bytes`), made on first use.
-    pub fn budget(&self, config: &crate::config::BrokerConfig) -> Rc<ShardBudget> {
+    pub fn budget(&self, config: &config::BrokerConfig) -> Rc<ShardBudget> {
         self.budget.get_or_init(|| ShardBudget::new(config)).clone()
     }
 }

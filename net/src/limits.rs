@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::config::BrokerConfig;
+use config::BrokerConfig;
 
 /// `queued.max.request.bytes` when unset (Kafka's -1, unlimited): bytes of requests and
 /// unwritten responses one shard holds before its connections stop reading.
@@ -422,7 +422,7 @@ impl Held {
 
     /// The handler is done: the frame's bytes are released and the response's are held until
     /// it is written. `response` is a handler's output (`handlers::Response`).
-    pub fn finish(self, response: crate::handlers::Response) -> Outcome {
+    pub fn finish(self, response: crate::Response) -> Outcome {
         let Held {
             load,
             slot,
