@@ -1,7 +1,7 @@
 //! The broker: configuration, start-up, connections, request handlers and the metadata log.
 //! `main.rs` is only the command line; everything else is here so that tests can use it.
 
-pub mod admin;
+pub use admin;
 pub use config;
 pub mod connection;
 pub mod forward;

@@ -5,6 +5,9 @@
 
 use std::collections::BTreeMap;
 
+/// `ConfigResource.Type.BROKER_LOGGER`: the config resource the levels are read and changed as.
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+
 /// The root logger's name (Kafka's `Log4jController.ROOT_LOGGER`).
 pub const ROOT: &str = "root";
 

@@ -6,6 +6,7 @@
 //! panics on input, whatever the bytes.
 
 pub mod compression;
+pub mod consumer_protocol;
 pub mod error_code;
 pub mod frame;
 pub mod generated;

@@ -9,8 +9,7 @@ use std::collections::BTreeSet;
 use crate::config::{AlterError, AlterOp};
 use config::log_levels::{Level, LoggerLevels, KAFKA_LEVEL_NAMES, ROOT};
 
-/// `ConfigResource.Type.BROKER_LOGGER`.
-pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+pub use config::log_levels::RESOURCE_BROKER_LOGGER;
 /// DescribeConfigs `ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG`: the source of every logger.
 pub const SOURCE_DYNAMIC_BROKER_LOGGER: i8 = 6;
 

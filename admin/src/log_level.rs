@@ -17,7 +17,7 @@ use wire::generated::{
 
 use super::client::{error_message, error_name, Client};
 use super::CommonArgs;
-use crate::logging::broker_logger::RESOURCE_BROKER_LOGGER;
+use config::log_levels::RESOURCE_BROKER_LOGGER;
 use config::log_levels::{Level, ROOT};
 
 /// `AlterConfigOp.OpType` ids.

@@ -27,7 +27,7 @@ use super::consumer_protocol::{
 };
 use super::groups::{commit_offsets, committed_offsets};
 use super::routing::{kafka_error, leaders, Cluster};
-use crate::group::classic::subscribed_topics;
+use wire::consumer_protocol::subscribed_topics;
 
 /// Kafka's consumer `session.timeout.ms` default: the coordinator drops a member that did
 /// not heartbeat for this long.

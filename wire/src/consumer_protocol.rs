@@ -132,10 +132,42 @@ pub fn decode_assignment(buf: &[u8]) -> Option<Vec<(String, Vec<i32>)>> {
     Some(out)
 }
 
+/// Decoded `(member id -> (topic, partitions))` is not needed by the coordinator; what it
+/// needs from the consumer protocol is only which topics members subscribe to (OffsetDelete's
+/// GROUP_SUBSCRIBED_TO_TOPIC). Kafka's ConsumerProtocolSubscription: version i16, topics
+/// array of strings, then fields we do not read.
+pub fn subscribed_topics(subscription: &[u8]) -> Vec<String> {
+    fn read_i16(buf: &[u8], at: &mut usize) -> Option<i16> {
+        let bytes = buf.get(*at..*at + 2)?;
+        *at += 2;
+        Some(i16::from_be_bytes([bytes[0], bytes[1]]))
+    }
+    let mut at = 0;
+    let mut topics = Vec::new();
+    let Some(_version) = read_i16(subscription, &mut at) else {
+        return topics;
+    };
+    let Some(count) = subscription.get(at..at + 4) else {
+        return topics;
+    };
+    let count = i32::from_be_bytes([count[0], count[1], count[2], count[3]]);
+    at += 4;
+    for _ in 0..count.clamp(0, 100_000) {
+        let Some(len) = read_i16(subscription, &mut at) else {
+            break;
+        };
+        let Some(name) = subscription.get(at..at + len.max(0) as usize) else {
+            break;
+        };
+        at += len.max(0) as usize;
+        topics.push(String::from_utf8_lossy(name).into_owned());
+    }
+    topics
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::group::classic::subscribed_topics;
 
     fn subs(list: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
         list.iter()

@@ -362,7 +362,7 @@ fn first_outcome(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admin::fake_broker;
+    use crate::fake_broker;
     use bytes::BytesMut;
     use std::sync::{mpsc, Mutex};
     use wire::generated::alter_configs_response::AlterConfigsResourceResponse;

@@ -1,12 +1,12 @@
 //! Admin commands of the `broker` binary, one module per command family, each writing to a
 //! caller-supplied `Write` so that tests can read what a command printed.
 
-pub mod client;
 pub mod cluster;
+pub use kclient::{client, routing};
+pub use wire::consumer_protocol;
 pub mod configs;
 pub mod consume;
 pub mod consumer_group;
-pub mod consumer_protocol;
 pub mod dump_log;
 #[cfg(test)]
 pub mod fake_broker;
@@ -18,7 +18,6 @@ pub mod offsets;
 pub mod produce;
 pub mod progress;
 pub mod reset_plan;
-pub mod routing;
 pub mod topic_filter;
 pub mod topics;
 pub mod txn_filter;

@@ -658,7 +658,7 @@ impl TopicsCommand {
 fn read_config_file(path: &std::path::Path) -> anyhow::Result<Vec<(String, String)>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the config file {}", path.display()))?;
-    let pairs = crate::config::parse_properties(&path.display().to_string(), &text)?;
+    let pairs = config::parse_properties(&path.display().to_string(), &text)?;
     Ok(pairs
         .into_iter()
         .map(|(key, value, _)| (key, value))
