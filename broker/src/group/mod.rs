@@ -13,10 +13,7 @@
 //! (start-up, or the topic's creation) it replays the partition from its start before serving
 //! its groups; until then their requests get COORDINATOR_LOAD_IN_PROGRESS.
 
-pub mod assignor;
-pub mod classic;
-pub mod consumer;
-pub mod records;
+pub use groups::{assignor, classic, consumer, records};
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};

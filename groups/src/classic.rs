@@ -203,7 +203,7 @@ impl ClassicGroup {
     }
 
     fn new_member_id(client_id: &str) -> String {
-        let b = crate::metadata::random_topic_id();
+        let b = metadata::random_topic_id();
         let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
         format!(
             "{client_id}-{}-{}-{}-{}-{}",

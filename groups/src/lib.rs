@@ -1,0 +1,9 @@
+//! Consumer groups as state machines: no I/O, no shard, time passed in. `classic` is the
+//! JoinGroup/SyncGroup/Heartbeat protocol's group, `consumer` a KIP-848 consumer group with
+//! its broker-side `assignor`s, and `records` the `__consumer_offsets` records both are
+//! persisted as (the coordinator in the broker appends them and replays them at load).
+
+pub mod assignor;
+pub mod classic;
+pub mod consumer;
+pub mod records;
