@@ -38,8 +38,8 @@ pub fn render_markdown() -> String {
     let mut out = String::new();
     out.push_str(
         "# Configuration reference\n\n\
-         Generated from `broker/src/config/keys.rs` (do not edit by hand: run\n\
-         `UPDATE_CONFIG_DOCS=1 cargo test --release -p broker --lib config::tests::docs`).\n\
+         Generated from `config/src/keys.rs` (do not edit by hand: run\n\
+         `UPDATE_CONFIG_DOCS=1 cargo test -p config --lib tests::docs`).\n\
          Key names, types and defaults are Kafka's. Broker keys are set in `server.properties`\n\
          or with `--override key=value`; topic keys with CreateTopics, AlterConfigs or\n\
          IncrementalAlterConfigs. \"Dynamic\" keys can change while the broker runs.\n\n\
