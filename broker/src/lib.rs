@@ -1,19 +1,17 @@
-//! The broker: configuration, start-up, connections, request handlers and the metadata log.
-//! `main.rs` is only the command line; everything else is here so that tests can use it.
+//! The broker binary's library: start-up and shutdown (`server`), the logs' subscriber
+//! (`logging`), the metrics endpoint (`metrics`), start-up reports (`startup_log`,
+//! `host_checks`). `main.rs` is only the command line. Everything a request touches is in the
+//! crates below (`api`, `net`, `shard`, `groups`, `metadata`, `config`, `wire`); they are
+//! re-exported here under their module names so tests and tools reach them through one path.
+
+pub mod host_checks;
+pub mod logging;
+pub mod metrics;
+pub mod server;
+pub mod startup_log;
 
 pub use admin;
+pub use api::{connection, forward, group, handlers, log_config, partition_ops, shard};
 pub use config;
-pub mod connection;
-pub mod forward;
-pub mod group;
-pub mod handlers;
-pub mod host_checks;
-pub mod log_config;
-pub mod logging;
 pub use metadata;
-pub mod metrics;
-pub mod partition_ops;
-pub mod server;
-pub mod shard;
-pub mod startup_log;
 pub use net::{busy_poll, handoff, limits, tls, transport};

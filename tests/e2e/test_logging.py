@@ -163,13 +163,13 @@ def test_broker_logger_with_kafka_python(start_broker):
         assert before["root"]["value"] == "INFO"
         assert before["root"]["config_source"] == "DYNAMIC_BROKER_LOGGER_CONFIG"
         assert before["broker::server"]["value"] == "INFO"
-        assert not before["broker::connection"]["read_only"]
+        assert not before["api::connection"]["read_only"]
         assert not accepts_are_logged(b)
 
         assert alter({"broker::server": "DEBUG"}) == "OK"
         after = loggers()
         assert after["broker::server"]["value"] == "DEBUG"
-        assert after["broker::connection"]["value"] == "INFO"
+        assert after["api::connection"]["value"] == "INFO"
         assert after["root"]["value"] == "INFO"
         assert accepts_are_logged(b)
         assert re.search(r"log levels changed cause=\"?IncrementalAlterConfigs", b.output())
@@ -206,7 +206,7 @@ def test_log_level_cli(start_broker):
     res = log_level(b.bootstrap)
     assert res.returncode == 0, res.stderr
     rows = dict(line.split() for line in res.stdout.splitlines()[1:])
-    assert rows["root"] == "INFO" and rows["broker::connection"] == "INFO", res.stdout
+    assert rows["root"] == "INFO" and rows["api::connection"] == "INFO", res.stdout
 
     res = log_level(b.bootstrap, "--logger", "broker::server", "debug")
     assert res.returncode == 0, res.stderr

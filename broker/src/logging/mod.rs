@@ -12,8 +12,6 @@
 //! or IncrementalAlterConfigs on BROKER_LOGGER (`kafka-configs.sh --entity-type
 //! broker-loggers`, `broker log-level`).
 
-pub mod broker_logger;
-pub mod control;
 pub mod one_line;
 pub mod panics;
 pub mod signals;
@@ -21,8 +19,8 @@ pub mod signals;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+pub use api::logging::{broker_logger, control, control::Control};
 pub use config::log_levels::{Level, LevelsError, LogFormat, LoggerLevels};
-pub use control::{control, Control};
 
 /// The levels to start with: `RUST_LOG` when set (it wins, as it always has), else
 /// `log.level`.

@@ -8,9 +8,7 @@
 //! do not even read the clock for it and no publisher task runs.
 
 pub mod exposition;
-pub mod histogram;
 pub mod http;
-pub mod recorder;
 pub mod render;
 pub mod snapshot;
 
@@ -19,7 +17,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-pub use recorder::ShardRecorder;
+pub use api::metrics::{histogram, recorder, ShardRecorder};
 pub use snapshot::Board;
 
 /// The config key.

@@ -14,7 +14,7 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_producers;
 mod fetch;
-pub(crate) mod fetch_session;
+pub mod fetch_session;
 mod groups;
 mod init_producer_id;
 mod list_offsets;

@@ -28,7 +28,7 @@ pub fn control() -> &'static Control {
 }
 
 /// Sets the starting levels (before the subscriber is installed).
-pub(super) fn install(levels: LoggerLevels) -> &'static Control {
+pub fn install(levels: LoggerLevels) -> &'static Control {
     let control = control();
     *control.write() = levels;
     control
@@ -93,7 +93,7 @@ impl Control {
 
     /// Makes every callsite ask the filter again, and moves the `log` crate's ceiling (its
     /// records below it are dropped before they reach tracing).
-    pub(super) fn levels_changed(&self) {
+    pub fn levels_changed(&self) {
         tracing::callsite::rebuild_interest_cache();
         let ceiling = match self.levels().most_verbose() {
             Level::Off => tracing_log::log::LevelFilter::Off,
@@ -137,7 +137,7 @@ mod tests {
     use tracing_subscriber::layer::SubscriberExt;
 
     use super::{install, LevelsFilter};
-    use crate::logging::LoggerLevels;
+    use config::log_levels::LoggerLevels;
 
     /// Lines the formatter wrote (so the enabled case is proven to format and write).
     static LINES: AtomicU64 = AtomicU64::new(0);

@@ -8,7 +8,12 @@ use std::path::{Path, PathBuf};
 
 /// Our crates whose modules log: (crate name, its `src` directory from this manifest).
 const CRATES: &[(&str, &str)] = &[
-    ("broker", "src"),
+    ("api", "src"),
+    ("broker", "../broker/src"),
+    ("config", "../config/src"),
+    ("groups", "../groups/src"),
+    ("metadata", "../metadata/src"),
+    ("net", "../net/src"),
     ("shard", "../shard/src"),
     ("tuning", "../tuning/src"),
     ("wire", "../wire/src"),
