@@ -650,7 +650,7 @@ pub const BROKER_KEYS: &[Spec] = &[
         T::String,
         Some("INFO"),
         Check::None,
-        "Ours, not Kafka's: the starting log levels: a level (TRACE, DEBUG, INFO, WARN, ERROR, OFF; FATAL = ERROR) and LOGGER=LEVEL items, comma-separated (INFO,broker::connection=DEBUG), a logger being a module path. RUST_LOG, when set, wins. At run time: SIGUSR1/SIGUSR2 or IncrementalAlterConfigs on BROKER_LOGGER.",
+        "Ours, not Kafka's: the starting log levels: a level (TRACE, DEBUG, INFO, WARN, ERROR, OFF; FATAL = ERROR) and LOGGER=LEVEL items, comma-separated (INFO,api::connection=DEBUG), a logger being a module path. RUST_LOG, when set, wins. At run time: SIGUSR1/SIGUSR2 or IncrementalAlterConfigs on BROKER_LOGGER.",
     ),
     spec(
         "metrics.listener",
