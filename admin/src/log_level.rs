@@ -29,7 +29,7 @@ const OP_DELETE: i8 = 1;
 pub struct LogLevelArgs {
     #[command(flatten)]
     pub common: CommonArgs,
-    /// The logger: a module path such as broker::connection, or root. Changing: root when
+    /// The logger: a module path such as api::connection, or root. Changing: root when
     /// not given; describing: every logger when not given.
     #[arg(long)]
     pub logger: Option<String>,

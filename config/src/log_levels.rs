@@ -1,5 +1,5 @@
 //! Log levels by logger, as Kafka's log4j controller sees them: a `root` level and levels set
-//! on loggers, a logger being a tracing target (a module path such as `broker::connection`)
+//! on loggers, a logger being a tracing target (a module path such as `api::connection`)
 //! that covers itself and every module below it (`broker::handlers` covers
 //! `broker::handlers::fetch`, not `broker::handlers_x`). The most specific logger set wins.
 
@@ -114,7 +114,7 @@ impl Level {
 pub enum LevelsError {
     #[error("`{0}` is not a log level (one of {KAFKA_LEVEL_NAMES})")]
     BadLevel(String),
-    #[error("`{0}` is not a logger name (a module path such as broker::connection, or root)")]
+    #[error("`{0}` is not a logger name (a module path such as api::connection, or root)")]
     BadLogger(String),
 }
 
@@ -150,7 +150,7 @@ impl LoggerLevels {
         }
     }
 
-    /// `LEVEL` and `LOGGER=LEVEL` items separated by commas (`INFO,broker::connection=DEBUG`),
+    /// `LEVEL` and `LOGGER=LEVEL` items separated by commas (`INFO,api::connection=DEBUG`),
     /// levels in any case, `root=LEVEL` naming the root; later items win. The simple form of
     /// `RUST_LOG` is the same syntax.
     pub fn parse(spec: &str) -> Result<LoggerLevels, LevelsError> {
@@ -236,7 +236,7 @@ impl LoggerLevels {
         }
     }
 
-    /// One line for the log: `root=INFO broker::connection=DEBUG`.
+    /// One line for the log: `root=INFO api::connection=DEBUG`.
     pub fn summary(&self) -> String {
         let mut out = format!("{ROOT}={}", self.root.kafka_name());
         for (name, level) in &self.loggers {
@@ -315,9 +315,9 @@ mod tests {
 
     #[test]
     fn parse_specs() {
-        let levels = LoggerLevels::parse("warn, broker::connection=DEBUG,shard=trace").unwrap();
+        let levels = LoggerLevels::parse("warn, api::connection=DEBUG,shard=trace").unwrap();
         assert_eq!(levels.root(), Level::Warn);
-        assert_eq!(levels.effective("broker::connection"), Level::Debug);
+        assert_eq!(levels.effective("api::connection"), Level::Debug);
         assert_eq!(levels.effective("shard::log::segment"), Level::Trace);
         assert_eq!(levels.effective("broker::server"), Level::Warn);
         assert_eq!(LoggerLevels::parse("").unwrap(), LoggerLevels::default());
@@ -363,11 +363,11 @@ mod tests {
 
     #[test]
     fn step_moves_every_logger() {
-        let mut levels = LoggerLevels::parse("INFO,broker::connection=WARN").unwrap();
+        let mut levels = LoggerLevels::parse("INFO,api::connection=WARN").unwrap();
         levels.step(true);
-        assert_eq!(levels.summary(), "root=DEBUG broker::connection=INFO");
+        assert_eq!(levels.summary(), "root=DEBUG api::connection=INFO");
         levels.step(false);
         levels.step(false);
-        assert_eq!(levels.summary(), "root=WARN broker::connection=ERROR");
+        assert_eq!(levels.summary(), "root=WARN api::connection=ERROR");
     }
 }
