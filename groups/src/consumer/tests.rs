@@ -1,6 +1,9 @@
 use super::*;
+use crate::records::GroupRecord;
 use proptest::prelude::*;
 use wire::generated::consumer_group_heartbeat_request::TopicPartitions as OwnedPartitions;
+use wire::generated::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
+use wire::primitives::Uuid;
 
 const T1: TopicId = [1; 16];
 const T2: TopicId = [2; 16];
