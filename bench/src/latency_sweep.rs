@@ -42,9 +42,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::broker_process::{default_broker_bin, exit_reason, free_ports, listening, settle};
 use crate::cpu::{self, BrokerCpu, CpuSampler};
 use crate::engine::{self, ClientKind, Props};
-use crate::fetch_cost::{default_broker_bin, exit_reason, free_ports, listening, settle};
 use crate::native::producer::PRODUCE_REQUESTS_SENT;
 use crate::null_broker::{NullBroker, NullBrokerArgs};
 use crate::perf;
