@@ -9,8 +9,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use super::member::Member;
-use super::protocol::{config_value, find_coordinator, first_bootstrap};
-use super::{unique_name, MemoryArgs, CLIENT_ID, INITIAL_DELAY_KEY, IO_TIMEOUT, RESOURCE_BROKER};
+use super::protocol::{find_coordinator, first_bootstrap, initial_rebalance_delay_ms};
+use super::{unique_name, MemoryArgs, CLIENT_ID, INITIAL_DELAY_KEY, IO_TIMEOUT};
 use crate::cpu::resolve_broker_pid;
 use crate::native::connection::Connection;
 use crate::native::MetaClient;
@@ -129,13 +129,7 @@ pub fn run_memory(a: &MemoryArgs) -> Result<MemoryReport> {
     // The offsets topic exists (and its partitions are loaded) before the first sample.
     let mut boot = Connection::connect(&bootstrap, CLIENT_ID, IO_TIMEOUT)?;
     let (node, _) = find_coordinator(&mut boot, &format!("{prefix}-warmup"))?;
-    let delay = config_value(
-        &mut boot,
-        RESOURCE_BROKER,
-        &node.to_string(),
-        INITIAL_DELAY_KEY,
-    )
-    .and_then(|v| v.parse::<u64>().ok());
+    let delay = initial_rebalance_delay_ms(&mut boot, node);
     if let Some(d) = delay.filter(|d| *d > 0) {
         eprintln!(
             "warning: {INITIAL_DELAY_KEY}={d}: every group's first join waits {d} ms \

@@ -16,7 +16,10 @@ use wire::generated::{
 };
 use wire::ErrorCode;
 
-use super::{COORDINATOR_BACKOFF, MAX_COORDINATOR_RETRIES, SUBSCRIBED_TOPIC};
+use super::{
+    COORDINATOR_BACKOFF, INITIAL_DELAY_KEY, MAX_COORDINATOR_RETRIES, RESOURCE_BROKER,
+    SUBSCRIBED_TOPIC,
+};
 use crate::native::connection::Connection;
 use crate::native::{error_name, parse_bootstrap};
 
@@ -142,6 +145,13 @@ pub(super) fn config_value(
     describe_configs(conn, resource_type, name, &[key])
         .remove(key)
         .flatten()
+}
+
+/// The broker's `group.initial.rebalance.delay.ms` (None: it does not tell), which every new
+/// group's first join waits.
+pub(super) fn initial_rebalance_delay_ms(conn: &mut Connection, node: i32) -> Option<u64> {
+    config_value(conn, RESOURCE_BROKER, &node.to_string(), INITIAL_DELAY_KEY)
+        .and_then(|v| v.parse::<u64>().ok())
 }
 
 /// An OffsetCommit of `offset` for partitions 0..partitions of `topic`.

@@ -10,10 +10,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use super::member::Member;
-use super::protocol::{config_value, find_coordinator, first_bootstrap};
-use super::{
-    unique_name, StabilizeArgs, CLIENT_ID, INITIAL_DELAY_KEY, IO_TIMEOUT, RESOURCE_BROKER,
-};
+use super::protocol::{find_coordinator, first_bootstrap, initial_rebalance_delay_ms};
+use super::{unique_name, StabilizeArgs, CLIENT_ID, INITIAL_DELAY_KEY, IO_TIMEOUT};
 use crate::native::connection::Connection;
 
 #[derive(Debug, Clone, Serialize)]
@@ -80,13 +78,7 @@ pub fn run_stabilize(a: &StabilizeArgs) -> Result<StabilizeReport> {
     let mut boot = Connection::connect(&bootstrap, CLIENT_ID, IO_TIMEOUT)
         .with_context(|| format!("connecting to {bootstrap}"))?;
     let (node, coordinator) = find_coordinator(&mut boot, &group)?;
-    let delay = config_value(
-        &mut boot,
-        RESOURCE_BROKER,
-        &node.to_string(),
-        INITIAL_DELAY_KEY,
-    )
-    .and_then(|v| v.parse::<u64>().ok());
+    let delay = initial_rebalance_delay_ms(&mut boot, node);
     if a.initial_delay_aware && delay.is_none() {
         bail!("--initial-delay-aware: the broker does not tell its {INITIAL_DELAY_KEY}");
     }
