@@ -80,6 +80,7 @@ pub(crate) fn exit_reason(log: &str) -> String {
     }
     reason
 }
+
 /// Waits until the broker uses (almost) no CPU for a quarter second: start-up work done.
 pub(crate) fn settle(pid: u32) {
     let deadline = Instant::now() + SETTLE_TIMEOUT;

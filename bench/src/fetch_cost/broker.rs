@@ -14,6 +14,7 @@ use crate::broker_process::{exit_reason, listening, stop};
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the SSL listener may lag the PLAINTEXT one at start-up.
 const SSL_AFTER_PLAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Where the broker comes from.
 pub(super) enum Source {
     Started(Launcher),

@@ -12,7 +12,8 @@ use anyhow::{Context, Result};
 use crate::native::connection::Connection;
 
 /// `setsockopt(SOL_TCP, TCP_ULP, "tls")` (linux/tcp.h).
-pub(super) const TCP_ULP: libc::c_int = 31;
+const TCP_ULP: libc::c_int = 31;
+
 /// A CA and a broker keystore made by [`make_certs`].
 pub struct Certs {
     /// PEM of the CA certificate (the client's truststore).

@@ -18,9 +18,9 @@ use crate::native::MetaClient;
 use crate::perf;
 
 /// Only AES-128-GCM is offered over TLS: the cipher `bench limits` measures.
-pub(super) const AES128_SUITES: &str =
-    "TLS_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,\
+const AES128_SUITES: &str = "TLS_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,\
                              TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256";
+
 /// Reads every file under `dir` once, so that the segments are in the page cache.
 pub(super) fn warm(dir: &Path) -> u64 {
     let mut total = 0;
@@ -65,6 +65,7 @@ pub(super) fn consumer_props(
     }
     Ok(props)
 }
+
 /// Consumes the whole topic `rounds` times; the broker's CPU over each consume.
 pub(super) fn consume_rounds(
     args: &FetchCostArgs,
