@@ -2,9 +2,10 @@
 //! listens yet, its binary, why it exited, when its start-up work is done, and how it is
 //! stopped. Shared by `fetch-cost` and `latency-sweep`, which start brokers of their own.
 
+use std::fs::File;
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::Child;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -97,6 +98,35 @@ pub(crate) fn settle(pid: u32) {
         }
         last = now;
     }
+}
+
+/// Spawns `bin start --override KEY ...` with its stdout and stderr in the file `log`; with
+/// `verbose_as`, that command's name, the command line is echoed first. Err: what failed, in
+/// the words the caller reports.
+pub(crate) fn spawn_broker(
+    bin: &Path,
+    keys: &[String],
+    log: &Path,
+    verbose_as: Option<&str>,
+) -> Result<Child, String> {
+    let log_file = File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let mut cmd = Command::new(bin);
+    cmd.arg("start");
+    for k in keys {
+        cmd.args(["--override", k]);
+    }
+    if let Some(who) = verbose_as {
+        eprintln!(
+            "{who}: {} start --override {}",
+            bin.display(),
+            keys.join(" --override ")
+        );
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(log_file.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log_file)
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", bin.display()))
 }
 
 /// Stops a broker we started: SIGTERM first (the shards print their counters and close

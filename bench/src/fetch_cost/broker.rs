@@ -2,13 +2,12 @@
 //! directory, with that path's keys) or one given by address; and the fetch-path byte
 //! counters it logs at exit.
 
-use std::fs::File;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use super::{Certs, PathKind};
-use crate::broker_process::{exit_reason, listening, stop};
+use crate::broker_process::{exit_reason, listening, spawn_broker, stop};
 
 /// How long a started broker may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -146,25 +145,7 @@ impl Launcher {
     pub(super) fn start(&mut self, keys: &[String], wait_ssl: bool) -> Result<Running, String> {
         self.starts += 1;
         let log = self.dir.join(format!("broker-{}.log", self.starts));
-        let log_file = File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let mut cmd = Command::new(&self.bin);
-        cmd.arg("start");
-        for k in keys {
-            cmd.args(["--override", k]);
-        }
-        if self.verbose {
-            eprintln!(
-                "fetch-cost: {} start --override {}",
-                self.bin.display(),
-                keys.join(" --override ")
-            );
-        }
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone().map_err(|e| e.to_string())?)
-            .stderr(log_file)
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", self.bin.display()))?;
+        let child = spawn_broker(&self.bin, keys, &log, self.verbose.then_some("fetch-cost"))?;
         let mut running = Running { child, log };
         let deadline = Instant::now() + START_TIMEOUT;
         let plain = self.plain_addr();

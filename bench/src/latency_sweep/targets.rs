@@ -3,13 +3,13 @@
 //! every target.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 
 use super::TargetInfo;
-use crate::broker_process::{exit_reason, free_ports, listening, stop};
+use crate::broker_process::{exit_reason, free_ports, listening, spawn_broker, stop};
 use crate::cpu::BrokerCpu;
 
 /// How long our broker may take to listen after start.
@@ -33,30 +33,13 @@ impl Started {
         let addr = format!("127.0.0.1:{port}");
         let data = dir.join(format!("{name}-data"));
         let log = dir.join(format!("{name}.log"));
-        let log_file = std::fs::File::create(&log).with_context(|| format!("{}", log.display()))?;
         let mut all = vec![
             format!("listeners=PLAINTEXT://{addr}"),
             format!("log.dirs={}", data.display()),
         ];
         all.extend(keys.iter().cloned());
-        let mut cmd = Command::new(bin);
-        cmd.arg("start");
-        for k in &all {
-            cmd.args(["--override", k]);
-        }
-        if verbose {
-            eprintln!(
-                "latency-sweep: {} start --override {}",
-                bin.display(),
-                all.join(" --override ")
-            );
-        }
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .spawn()
-            .with_context(|| format!("starting {}", bin.display()))?;
+        let child = spawn_broker(bin, &all, &log, verbose.then_some("latency-sweep"))
+            .map_err(anyhow::Error::msg)?;
         let mut started = Started { child, log };
         let deadline = Instant::now() + START_TIMEOUT;
         while !listening(&addr) {
