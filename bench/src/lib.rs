@@ -4,6 +4,7 @@
 //! against any Kafka-protocol broker through a pluggable client [`engine`] (librdkafka or the
 //! native Rust client in [`native`]). `compare`, `limits` and the null broker reuse them.
 
+mod broker_process;
 pub mod compare;
 pub mod cpu;
 pub mod engine;

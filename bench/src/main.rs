@@ -21,7 +21,7 @@ enum Command {
     ConsumerPerf(ConsumerArgs),
     /// End-to-end latency at a fixed rate, like Kafka's EndToEndLatency tool.
     E2eLatency(E2eArgs),
-    // other subcommands: compare, limits, null-broker (bench/src/compare.rs, limits.rs)
+    // other subcommands: compare, limits, null-broker (bench/src/compare.rs, limits/)
     /// The same workload against two brokers, A B A B for several rounds: medians and A/B.
     Compare(bench::compare::CompareArgs),
     /// This machine's floors and ceilings (loopback TCP, fdatasync, AES-GCM, sendfile, null broker).
@@ -45,7 +45,7 @@ fn main() {
         Command::ProducerPerf(args) => args.run(),
         Command::ConsumerPerf(args) => args.run(),
         Command::E2eLatency(args) => args.run(),
-        // other subcommands: compare, limits, null-broker (bench/src/compare.rs, limits.rs)
+        // other subcommands: compare, limits, null-broker (bench/src/compare.rs, limits/)
         Command::Compare(args) => bench::compare::run(&args).map(drop),
         Command::Limits(args) => bench::limits::run(&args).map(drop),
         Command::NullBroker(args) => bench::null_broker::run(&args),
