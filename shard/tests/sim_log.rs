@@ -18,7 +18,6 @@
 //! `SIM_EXPLORE=1` (no run cap), or exactly one seed with `SIM_SEED=<n>`. A failure prints its seed and the command that
 //! replays it.
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -26,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use shard::storage::sim::{FaultOp, SimRng};
-use shard::storage::{Clock, Disk, Env, SimDisk};
+use shard::storage::{Clock, Disk, Env, SimClock, SimDisk};
 use shard::{LogConfig, LogError, PartitionLog};
 use wire::record_batch::{patched_prefix, validate_batch, BatchBuilder, Compression};
 
@@ -60,7 +59,7 @@ struct Model {
 struct Sim {
     rng: SimRng,
     disk: Rc<SimDisk>,
-    clock: Rc<Cell<i64>>,
+    clock: Rc<SimClock>,
     config: LogConfig,
     dir: PathBuf,
     model: Model,
@@ -123,7 +122,7 @@ impl Sim {
         Sim {
             disk,
             rng,
-            clock: Rc::new(Cell::new(1_700_000_000_000)),
+            clock: SimClock::new(1_700_000_000_000),
             config,
             dir: PathBuf::from("/data/topic-0"),
             model: Model {
@@ -271,7 +270,7 @@ impl Sim {
     fn append(&mut self, log: &mut PartitionLog) -> Result<(), LogError> {
         let records = 1 + self.rng.below(5) as usize;
         let value_len = self.rng.below(300) as usize;
-        let ts = self.clock.get() - self.rng.below(1000) as i64;
+        let ts = self.clock.now_ms() - self.rng.below(1000) as i64;
         let mut b = BatchBuilder::new(Compression::None);
         for i in 0..records {
             let value = vec![self.rng.below(256) as u8; value_len];
@@ -426,13 +425,12 @@ impl Sim {
                 }
                 65..=76 => self.sync(l),
                 77..=84 => {
-                    self.clock
-                        .set(self.clock.get() + self.rng.below(30_000) as i64);
+                    self.clock.advance_ms(self.rng.below(30_000));
                     Ok(())
                 }
                 85..=86 => self.delete_records(l),
                 87..=88 => {
-                    let now = self.clock.get();
+                    let now = self.clock.now_ms();
                     l.apply_retention(now).map(|n| {
                         self.stats.retention_deletes += n as u64;
                         self.model.retention_floor =
