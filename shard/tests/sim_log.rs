@@ -13,11 +13,17 @@
 //! - a read returns whole valid batches only (never bytes past the last valid batch), the
 //!   first one containing the requested offset.
 //!
-//! Time-boxed: seeds run for `SIM_SECONDS` (default 20), a fixed sequence of at most
-//! `SIM_RUNS` (default 3,000) so CI is reproducible, or from a seed derived from the clock with
-//! `SIM_EXPLORE=1` (no run cap), or exactly one seed with `SIM_SEED=<n>`. A failure prints its seed and the command that
-//! replays it.
+//! A second workload (`GcSim`) runs one shard's group commit over several partitions on the
+//! virtual clock (`SimClock`): acks=all waiters, the `flush.ms` / `flush.messages` periodic
+//! check, fdatasyncs that take drawn virtual time so that rounds overlap, and crashes and
+//! power losses while syncs are in flight (see `GcSim` for its invariants).
+//!
+//! Time-boxed: each workload runs seeds for `SIM_SECONDS` (default 5), a fixed sequence of at
+//! most `SIM_RUNS` (default 3,000) so CI is reproducible, or from a seed derived from the clock
+//! with `SIM_EXPLORE=1` (no run cap), or exactly one seed with `SIM_SEED=<n>` (pick the
+//! workload by test name). A failure prints its seed and the command that replays it.
 
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -26,7 +32,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use shard::storage::sim::{FaultOp, SimRng};
 use shard::storage::{Clock, Disk, Env, SimClock, SimDisk};
-use shard::{LogConfig, LogError, PartitionLog};
+use shard::{FlushPolicy, GroupCommit, LogConfig, LogError, LogHandle, PartitionLog};
 use wire::record_batch::{patched_prefix, validate_batch, BatchBuilder, Compression};
 
 const LEADER_EPOCH: i32 = 3;
@@ -82,49 +88,66 @@ struct Stats {
     failed_appends_kept: u64,
 }
 
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    // The simulated disk completes every operation immediately: no reactor is needed, and
-    // none must be (a real reactor would make the run depend on the host).
-    futures::executor::block_on(f)
+/// A log configuration drawn from `rng` (segment sizes, index density, retention).
+fn draw_config(rng: &mut SimRng) -> LogConfig {
+    LogConfig {
+        segment_bytes: 2048 + rng.below(16 << 10),
+        segment_ms: 10_000 + rng.below(120_000),
+        index_interval_bytes: 64 + rng.below(1024) as u32,
+        segment_index_bytes: 96 + rng.below(1024) as u32,
+        retention_ms: if rng.chance(1, 2) {
+            60_000 + rng.below(600_000) as i64
+        } else {
+            -1
+        },
+        retention_bytes: if rng.chance(1, 2) {
+            16_384 + rng.below(65_536) as i64
+        } else {
+            -1
+        },
+        ..LogConfig::default()
+    }
+}
+
+/// The broker's log.dirs exist (durably) before any partition is created in them.
+fn make_data_dir(disk: &Rc<SimDisk>, clock: &SimClock) {
+    disk.set_trace(trace_on());
+    let env_disk = Disk::Sim(disk.clone());
+    env_disk.create_dir_all("/data".as_ref()).unwrap();
+    clock.block_on(env_disk.sync_dir("/".as_ref())).unwrap();
 }
 
 impl Sim {
     fn new(seed: u64) -> Sim {
         let mut rng = SimRng::new(seed);
-        let config = LogConfig {
-            segment_bytes: 2048 + rng.below(16 << 10),
-            segment_ms: 10_000 + rng.below(120_000),
-            index_interval_bytes: 64 + rng.below(1024) as u32,
-            segment_index_bytes: 96 + rng.below(1024) as u32,
-            retention_ms: if rng.chance(1, 2) {
-                60_000 + rng.below(600_000) as i64
-            } else {
-                -1
-            },
-            retention_bytes: if rng.chance(1, 2) {
-                16_384 + rng.below(65_536) as i64
-            } else {
-                -1
-            },
-            ..LogConfig::default()
-        };
+        let config = draw_config(&mut rng);
         let fault_rate_ppm = if rng.chance(1, 3) {
             rng.below(20_000)
         } else {
             0
         };
-        // The broker's log.dirs exist (durably) before any partition is created in them.
         let disk = SimDisk::new(rng.next_u64());
-        disk.set_trace(trace_on());
-        let env_disk = Disk::Sim(disk.clone());
-        env_disk.create_dir_all("/data".as_ref()).unwrap();
-        block_on(env_disk.sync_dir("/".as_ref())).unwrap();
+        let clock = SimClock::new(1_700_000_000_000);
+        make_data_dir(&disk, &clock);
+        let dir = PathBuf::from("/data/topic-0");
+        Sim::part(rng, disk, clock, dir, config, fault_rate_ppm)
+    }
+
+    /// One partition's model and checks, on a disk and clock it may share with others.
+    fn part(
+        rng: SimRng,
+        disk: Rc<SimDisk>,
+        clock: Rc<SimClock>,
+        dir: PathBuf,
+        config: LogConfig,
+        fault_rate_ppm: u64,
+    ) -> Sim {
         Sim {
             disk,
             rng,
-            clock: SimClock::new(1_700_000_000_000),
+            clock,
             config,
-            dir: PathBuf::from("/data/topic-0"),
+            dir,
             model: Model {
                 batches: BTreeMap::new(),
                 acked: 0,
@@ -150,7 +173,7 @@ impl Sim {
         self.disk.set_fault_rate(0);
         let mut tries = 0;
         let log = loop {
-            match block_on(PartitionLog::open_in(
+            match self.clock.block_on(PartitionLog::open_in(
                 self.env(),
                 self.dir.clone(),
                 self.config.clone(),
@@ -187,7 +210,9 @@ impl Sim {
         let mut present = Vec::new();
         let mut offset = log.log_start_offset();
         while offset < end {
-            let bytes = block_on(log.read(offset, 1 << 20, end))
+            let bytes = self
+                .clock
+                .block_on(log.read(offset, 1 << 20, end))
                 .unwrap_or_else(|e| panic!("read at {offset} after restart: {e}"));
             let batches = self.check_read(offset, &bytes, end);
             assert!(
@@ -321,7 +346,7 @@ impl Sim {
         let (start, end) = (log.log_start_offset(), log.log_end_offset());
         let offset = start + self.rng.below((end - start + 1) as u64) as i64;
         let max_bytes = 1 + self.rng.below(4096) as usize;
-        match block_on(log.read(offset, max_bytes, end)) {
+        match self.clock.block_on(log.read(offset, max_bytes, end)) {
             Ok(bytes) => {
                 let batches = self.check_read(offset, &bytes, end);
                 assert_eq!(
@@ -365,7 +390,10 @@ impl Sim {
             return;
         }
         let offset = self.rng.below(start as u64) as i64;
-        match block_on(log.read(offset, 1 << 20, log.log_end_offset())) {
+        match self
+            .clock
+            .block_on(log.read(offset, 1 << 20, log.log_end_offset()))
+        {
             Err(LogError::OffsetOutOfRange { .. }) | Err(LogError::Io { .. }) => {}
             Ok(bytes) => panic!(
                 "read at {offset} below the log start {start} returned {} bytes",
@@ -378,7 +406,7 @@ impl Sim {
     /// A sync as the group commit runs it; on success everything below its target is acked.
     fn sync(&mut self, log: &mut PartitionLog) -> Result<(), LogError> {
         if let Some(job) = log.begin_sync() {
-            let r = block_on(job.run());
+            let r = self.clock.block_on(job.run());
             let target = job.target();
             log.finish_sync(job, r)?;
             self.model.acked = self.model.acked.max(target);
@@ -459,7 +487,7 @@ impl Sim {
                 _ => {
                     let l = log.take().unwrap();
                     let end = l.log_end_offset();
-                    match block_on(l.close()) {
+                    match self.clock.block_on(l.close()) {
                         Ok(()) => {
                             // Closing synced everything: all of it is acknowledged now.
                             self.model.acked = self.model.acked.max(end);
@@ -496,8 +524,11 @@ fn run_seed(seed: u64) -> Stats {
     sim.stats
 }
 
-#[test]
-fn simulated_log_survives_crashes_and_power_loss() {
+/// Runs seeds of one workload: `SIM_SEED=<n>` exactly one; otherwise a fixed sequence (CI:
+/// a red run is red again) or, with `SIM_EXPLORE=1`, one from a clock-derived seed, for
+/// `SIM_SECONDS` (default 5) and at most `SIM_RUNS` runs (default 3,000 for the fixed
+/// sequence). A failure prints its seed and the command that replays it.
+fn run_seeds<S: std::fmt::Debug + Default>(test: &str, run: fn(u64) -> S, add: fn(&mut S, S)) {
     if trace_on() {
         let _ = tracing_subscriber::fmt()
             .with_writer(std::io::stderr)
@@ -506,16 +537,14 @@ fn simulated_log_survives_crashes_and_power_loss() {
     }
     if let Ok(seed) = std::env::var("SIM_SEED") {
         let seed: u64 = seed.parse().expect("SIM_SEED is a number");
-        let stats = run_seed(seed);
+        let stats = run(seed);
         eprintln!("seed {seed}: {stats:?}");
         return;
     }
     let seconds: u64 = std::env::var("SIM_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
-    // CI runs a fixed sequence of seeds (reproducible: a red run is red again); `SIM_EXPLORE=1`
-    // starts from a clock-derived seed to search new ground. `SIM_RUNS` caps the count.
+        .unwrap_or(5);
     let first: u64 = if std::env::var_os("SIM_EXPLORE").is_some() {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -529,25 +558,14 @@ fn simulated_log_survives_crashes_and_power_loss() {
         .unwrap_or(if first == 1 { 3_000 } else { u64::MAX });
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut runs = 0u64;
-    let mut total = Stats::default();
+    let mut total = S::default();
     // A panic in a run is caught to print its seed, then re-raised.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     while (Instant::now() < deadline || runs == 0) && runs < max_runs {
         let seed = first.wrapping_add(runs.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        match std::panic::catch_unwind(|| run_seed(seed)) {
-            Ok(s) => {
-                total.appends += s.appends;
-                total.reads += s.reads;
-                total.syncs += s.syncs;
-                total.crashes += s.crashes;
-                total.power_losses += s.power_losses;
-                total.clean_restarts += s.clean_restarts;
-                total.failures += s.failures;
-                total.retention_deletes += s.retention_deletes;
-                total.delete_records += s.delete_records;
-                total.failed_appends_kept += s.failed_appends_kept;
-            }
+        match std::panic::catch_unwind(|| run(seed)) {
+            Ok(s) => add(&mut total, s),
             Err(panic) => {
                 std::panic::set_hook(hook);
                 let msg = panic
@@ -556,14 +574,53 @@ fn simulated_log_survives_crashes_and_power_loss() {
                     .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_default();
                 panic!(
-                    "simulation failed with seed {seed}: {msg}\nreplay: SIM_SEED={seed} cargo test --release -p shard --test sim_log"
+                    "simulation failed with seed {seed}: {msg}\nreplay: SIM_SEED={seed} cargo test --release -p shard --test sim_log {test}"
                 );
             }
         }
         runs += 1;
     }
     std::panic::set_hook(hook);
-    eprintln!("{runs} seeded runs in {seconds} s: {total:?}");
+    eprintln!("{test}: {runs} seeded runs in {seconds} s: {total:?}");
+}
+
+#[test]
+fn simulated_log_survives_crashes_and_power_loss() {
+    run_seeds(
+        "simulated_log_survives_crashes_and_power_loss",
+        run_seed,
+        |total, s| {
+            total.appends += s.appends;
+            total.reads += s.reads;
+            total.syncs += s.syncs;
+            total.crashes += s.crashes;
+            total.power_losses += s.power_losses;
+            total.clean_restarts += s.clean_restarts;
+            total.failures += s.failures;
+            total.retention_deletes += s.retention_deletes;
+            total.delete_records += s.delete_records;
+            total.failed_appends_kept += s.failed_appends_kept;
+        },
+    );
+}
+
+#[test]
+fn simulated_group_commit_survives_crashes_and_power_loss() {
+    run_seeds(
+        "simulated_group_commit_survives_crashes_and_power_loss",
+        run_gc_seed,
+        |total, s| {
+            total.appends += s.appends;
+            total.waits += s.waits;
+            total.acked_by_waiters += s.acked_by_waiters;
+            total.rounds += s.rounds;
+            total.overlapped_rounds += s.overlapped_rounds;
+            total.crashes += s.crashes;
+            total.power_losses += s.power_losses;
+            total.clean_restarts += s.clean_restarts;
+            total.failures += s.failures;
+        },
+    );
 }
 
 /// Seed 9717031627346183530: an append hit ENOSPC after its whole batch (offset 241) reached
@@ -579,4 +636,335 @@ fn failed_append_kept_by_recovery() {
         stats.failed_appends_kept > 0,
         "the seed no longer exercises a kept failed append: {stats:?}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Group commit on the virtual clock
+// ---------------------------------------------------------------------------------------
+
+/// Partitions of a group-commit run (one shard's `GroupCommit` covers them all).
+const GC_PARTITIONS: usize = 4;
+/// Driver steps per group-commit run.
+const GC_STEPS_PER_RUN: usize = 300;
+
+/// One shard's group commit on the simulated disk and clock: several partitions, some
+/// `flush.policy=ack` with acks=all producers waiting on `wait_durable`, some `replication`
+/// with `flush.ms` / `flush.messages` served by the periodic check; fdatasyncs take drawn
+/// virtual time, so rounds overlap (`MAX_ROUNDS_IN_FLIGHT`) and crashes and power losses land
+/// while syncs are in flight. Checked, with each partition's `Sim` model:
+///
+/// - an acks=all waiter returns Ok only once its bytes are durable, and what it acknowledged
+///   survives any crash or power loss (as does everything below a log's `durable_offset`);
+/// - every waiter returns (Ok or the log's failure) within a bounded virtual time once
+///   producers stop;
+/// - `flush.ms` / `flush.messages`: an append that made a replication log due is durable
+///   within the check's bound (due + one tick + three fdatasyncs: its log's round in flight,
+///   a free slot, its own).
+struct GcSim {
+    rng: SimRng,
+    disk: Rc<SimDisk>,
+    clock: Rc<SimClock>,
+    parts: Vec<Sim>,
+    logs: Vec<LogHandle>,
+    gc: Rc<GroupCommit>,
+    tick: Duration,
+    sync_max: Duration,
+    /// Offsets acknowledged by waiters since the driver last looked: (partition, offset).
+    acks: Rc<RefCell<Vec<(usize, i64)>>>,
+    /// Waiters spawned and not yet returned.
+    waiting: Rc<Cell<u64>>,
+    /// Per partition: (virtual µs by which it must be durable, log end it must reach), for
+    /// appends that made a replication log due.
+    deadlines: Vec<Vec<(u64, i64)>>,
+    stats: GcStats,
+}
+
+#[derive(Default, Debug)]
+struct GcStats {
+    appends: u64,
+    waits: u64,
+    acked_by_waiters: u64,
+    rounds: u64,
+    overlapped_rounds: u64,
+    crashes: u64,
+    power_losses: u64,
+    clean_restarts: u64,
+    failures: u64,
+}
+
+impl GcSim {
+    fn new(seed: u64) -> GcSim {
+        let mut rng = SimRng::new(seed);
+        let disk = SimDisk::new(rng.next_u64());
+        let clock = SimClock::new(1_700_000_000_000);
+        make_data_dir(&disk, &clock);
+        let sync_min = Duration::from_micros(50 + rng.below(500));
+        let sync_max = sync_min + Duration::from_micros(rng.below(5_000));
+        disk.set_sync_latency(&clock, sync_min, sync_max);
+        let tick = Duration::from_millis(5 + rng.below(100));
+        let fault_rate_ppm = if rng.chance(1, 3) {
+            rng.below(5_000)
+        } else {
+            0
+        };
+        let mut parts = Vec::new();
+        for p in 0..GC_PARTITIONS {
+            let mut config = draw_config(&mut rng);
+            if p > 0 && rng.chance(1, 2) {
+                config.flush_policy = FlushPolicy::Replication;
+                if rng.chance(2, 3) {
+                    config.flush_ms = 1 + rng.below(200);
+                }
+                if rng.chance(1, 2) {
+                    config.flush_messages = 1 + rng.below(30);
+                }
+            }
+            let part_rng = SimRng::new(rng.next_u64());
+            let dir = PathBuf::from(format!("/data/topic-{p}"));
+            parts.push(Sim::part(
+                part_rng,
+                disk.clone(),
+                clock.clone(),
+                dir,
+                config,
+                fault_rate_ppm,
+            ));
+        }
+        let gc = GroupCommit::with_clock(Clock::Sim(clock.clone()), tick);
+        GcSim {
+            rng,
+            disk,
+            clock,
+            parts,
+            logs: Vec::new(),
+            gc,
+            tick,
+            sync_max,
+            acks: Rc::new(RefCell::new(Vec::new())),
+            waiting: Rc::new(Cell::new(0)),
+            deadlines: vec![Vec::new(); GC_PARTITIONS],
+            stats: GcStats::default(),
+        }
+    }
+
+    /// Opens every partition (checking each against its model) under a new group commit.
+    fn start(&mut self) {
+        self.gc = GroupCommit::with_clock(Clock::Sim(self.clock.clone()), self.tick);
+        self.gc.spawn();
+        self.logs = self
+            .parts
+            .iter_mut()
+            .map(|part| Rc::new(RefCell::new(part.open())))
+            .collect();
+        for log in &self.logs {
+            self.gc.register(log);
+        }
+        for d in &mut self.deadlines {
+            d.clear();
+        }
+    }
+
+    /// Takes in what waiters and completed syncs acknowledged, and checks the periodic
+    /// check's deadlines.
+    fn observe(&mut self) {
+        for (p, offset) in self.acks.borrow_mut().drain(..) {
+            let model = &mut self.parts[p].model;
+            model.acked = model.acked.max(offset);
+            self.stats.acked_by_waiters += 1;
+        }
+        let now = self.clock.now_us();
+        for (p, log) in self.logs.iter().enumerate() {
+            let l = log.borrow();
+            // A completed sync is a promise too (the periodic check's, or an acks=1 log
+            // swept up by a round).
+            let model = &mut self.parts[p].model;
+            model.acked = model.acked.max(l.durable_offset());
+            if l.failure().is_some() {
+                continue;
+            }
+            for &(by, end) in &self.deadlines[p] {
+                assert!(
+                    now < by || l.durable_offset() >= end,
+                    "partition {p}: flush.ms / flush.messages made offsets below {end} due, \
+                     yet at {now} µs (deadline {by} µs) the log is durable only to {}",
+                    l.durable_offset()
+                );
+            }
+            let durable = l.durable_offset();
+            self.deadlines[p].retain(|&(_, end)| durable < end);
+        }
+    }
+
+    fn append(&mut self, p: usize) {
+        let log = self.logs[p].clone();
+        let r = self.parts[p].append(&mut log.borrow_mut());
+        if r.is_err() {
+            return; // the log failed: the next step restarts it
+        }
+        self.stats.appends += 1;
+        let (end, due) = {
+            let l = log.borrow();
+            (l.log_end_offset(), l.flush_due(self.clock.now_ms()))
+        };
+        let config = &self.parts[p].config;
+        match config.flush_policy {
+            FlushPolicy::Ack => {
+                if self.rng.chance(3, 4) {
+                    self.spawn_waiter(p, end);
+                }
+            }
+            FlushPolicy::Replication => {
+                // Due now (flush.messages) or once flush.ms has passed since this append
+                // at the latest; then within one tick and three fdatasyncs (+1 ms: the
+                // log's clock counts whole ms).
+                let wait_ms = if due { 0 } else { config.flush_ms };
+                if wait_ms < 1_000_000 {
+                    let slack = self.tick + self.sync_max * 3 + Duration::from_millis(1);
+                    let by = self.clock.now_us() + wait_ms * 1000 + slack.as_micros() as u64;
+                    self.deadlines[p].push((by, end));
+                }
+            }
+        }
+    }
+
+    /// An acks=all producer: answers once `wait_durable` returns.
+    fn spawn_waiter(&mut self, p: usize, target: i64) {
+        let (gc, log) = (self.gc.clone(), self.logs[p].clone());
+        let (acks, waiting) = (self.acks.clone(), self.waiting.clone());
+        waiting.set(waiting.get() + 1);
+        self.stats.waits += 1;
+        self.clock.spawn(async move {
+            let r = gc.wait_durable(&log).await;
+            waiting.set(waiting.get() - 1);
+            if r.is_ok() {
+                let durable = log.borrow().durable_offset();
+                assert!(
+                    durable >= target,
+                    "wait_durable returned with the log durable to {durable}, below {target}"
+                );
+                acks.borrow_mut().push((p, target));
+            }
+        });
+    }
+
+    /// The process dies: tasks (rounds in flight, waiters) and logs are dropped.
+    fn kill(&mut self) {
+        self.observe();
+        self.stats.rounds += self.gc.stats().rounds.get();
+        self.stats.overlapped_rounds += self.gc.stats().overlapped_rounds.get();
+        self.clock.kill_tasks();
+        // The old group commit may hold logs it was asked to sync.
+        self.gc = GroupCommit::with_clock(Clock::Sim(self.clock.clone()), self.tick);
+        self.logs.clear();
+        self.waiting.set(0);
+    }
+
+    fn run_for_us(&mut self, us: u64) {
+        // In steps, so the deadlines are checked as time passes.
+        let mut left = us;
+        while left > 0 {
+            let step = left.min(500);
+            self.clock.run_for(Duration::from_micros(step));
+            left -= step;
+            self.observe();
+        }
+    }
+
+    fn run(&mut self) {
+        self.start();
+        for _ in 0..GC_STEPS_PER_RUN {
+            let op = self.rng.below(100);
+            trace!("gc op {op} at {} µs", self.clock.now_us());
+            match op {
+                0..=49 => {
+                    let p = self.rng.below(GC_PARTITIONS as u64) as usize;
+                    for _ in 0..1 + self.rng.below(3) {
+                        self.append(p);
+                    }
+                    self.clock.run_until_stalled();
+                }
+                50..=74 => {
+                    let us = self.rng.below(3_000);
+                    self.run_for_us(us);
+                }
+                75..=81 => {
+                    let us = self.tick.as_micros() as u64 + self.rng.below(50_000);
+                    self.run_for_us(us);
+                }
+                82..=85 => {
+                    // Producers stop: every waiter returns within a round in flight plus
+                    // the next, each of one fdatasync per log (and slots to start them).
+                    let bound = self.sync_max * 4 + Duration::from_millis(1);
+                    self.run_for_us(bound.as_micros() as u64);
+                    assert_eq!(
+                        self.waiting.get(),
+                        0,
+                        "acks=all waiters still waiting {bound:?} after the last append"
+                    );
+                }
+                86..=87 => {
+                    let p = self.rng.below(GC_PARTITIONS as u64) as usize;
+                    self.parts[p].inject_fault();
+                }
+                88..=92 => {
+                    self.kill();
+                    self.disk.crash();
+                    self.stats.crashes += 1;
+                    self.start();
+                }
+                93..=96 => {
+                    self.kill();
+                    self.disk.power_loss();
+                    self.stats.power_losses += 1;
+                    self.start();
+                }
+                _ => self.clean_restart(),
+            }
+            self.observe();
+            if self.logs.iter().any(|l| l.borrow().failure().is_some()) {
+                // A failed log: the broker restarts (its waiters got the failure).
+                self.clock.run_until_stalled();
+                self.stats.failures += 1;
+                self.kill();
+                self.disk.crash();
+                self.start();
+            }
+        }
+        self.kill();
+        self.disk.power_loss();
+        self.start();
+        self.kill();
+    }
+
+    /// Shutdown: waiters finish, the flusher exits, every log closes (synced).
+    fn clean_restart(&mut self) {
+        self.gc.shutdown();
+        self.run_for_us((self.sync_max * 4).as_micros() as u64 + 1_000);
+        let logs = std::mem::take(&mut self.logs);
+        let ends: Vec<i64> = logs.iter().map(|l| l.borrow().log_end_offset()).collect();
+        self.kill();
+        for (p, log) in logs.into_iter().enumerate() {
+            let log = Rc::try_unwrap(log)
+                .ok()
+                .expect("nothing holds a log once its tasks are gone")
+                .into_inner();
+            match self.clock.block_on(log.close()) {
+                Ok(()) => {
+                    // Closing synced everything: all of it is acknowledged now.
+                    let model = &mut self.parts[p].model;
+                    model.acked = model.acked.max(ends[p]);
+                }
+                Err(_) => self.stats.failures += 1,
+            }
+        }
+        self.disk.crash(); // the process exits
+        self.stats.clean_restarts += 1;
+        self.start();
+    }
+}
+
+fn run_gc_seed(seed: u64) -> GcStats {
+    let mut sim = GcSim::new(seed);
+    sim.run();
+    sim.stats
 }

@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -120,17 +122,22 @@ impl SimClock {
     }
 
     /// Runs `fut` (and every task) to completion, moving time to the next timer whenever
-    /// nothing can run. Panics when nothing can run and no timer is set (a deadlock).
-    pub fn block_on<T: 'static>(&self, fut: impl Future<Output = T> + 'static) -> T {
-        let out = Rc::new(RefCell::new(None));
-        let slot = out.clone();
-        self.spawn(async move {
-            *slot.borrow_mut() = Some(fut.await);
-        });
+    /// nothing can run. Panics when nothing can run and no timer is set (a deadlock). Not
+    /// from inside a task.
+    pub fn block_on<T>(&self, fut: impl Future<Output = T>) -> T {
+        let mut fut = std::pin::pin!(fut);
+        let woken = Arc::new(Woken(AtomicBool::new(true)));
+        let waker = Waker::from(woken.clone());
+        let mut cx = Context::from_waker(&waker);
         loop {
+            if woken.0.swap(false, Ordering::Relaxed) {
+                if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+                    return v;
+                }
+            }
             self.run_until_stalled();
-            if let Some(v) = out.borrow_mut().take() {
-                return v;
+            if woken.0.load(Ordering::Relaxed) {
+                continue;
             }
             let next = self.timers.borrow().first_key_value().map(|(k, _)| k.0);
             match next {
@@ -147,6 +154,15 @@ impl SimClock {
         let old = std::mem::replace(&mut *self.pool.borrow_mut(), pool);
         drop(old);
         self.timers.borrow_mut().clear();
+    }
+}
+
+/// `block_on`'s own future was woken (it is polled outside the pool).
+struct Woken(AtomicBool);
+
+impl std::task::Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
