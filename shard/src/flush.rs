@@ -26,6 +26,11 @@
 //! groups. Keeping a log in at most one round also keeps its durable offset and recovery point
 //! moving forward without ordering rounds among themselves.
 //!
+//! Time and tasks go through the storage seam's `Clock` (reading time, the periodic check's
+//! timer, spawning the flusher and its rounds) and syncs through the logs' `File`s, so the
+//! same code runs on glommio in production and on a `SimClock` in the simulation
+//! (`tests/sim_log.rs`), where fdatasyncs take virtual time and rounds overlap as here.
+//!
 //! Everything is single-threaded (one shard); `Rc` / `RefCell` / `Cell` only.
 
 use std::cell::{Cell, RefCell};
@@ -36,7 +41,8 @@ use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::config::FlushPolicy;
-use crate::log::{join_all, now_ms, DirtyLogs, LogError, PartitionLog};
+use crate::log::{join_all, DirtyLogs, LogError, PartitionLog};
+use crate::storage::Clock;
 
 /// How the broker shares a log between request handlers and the flusher. Never hold a borrow
 /// across an `.await` (use `read(..)` / `begin_sync()` which return owned futures / jobs).
@@ -56,6 +62,8 @@ const ROUND_STARTS_KEPT: usize = 8;
 
 pub struct GroupCommit {
     state: RefCell<State>,
+    /// Time, timers and tasks: the system's, or the simulation's virtual clock.
+    clock: Clock,
     tick: Duration,
     stats: CommitStats,
     /// Tests: rounds wait here before their fdatasyncs while this is set.
@@ -303,8 +311,14 @@ impl GroupCommit {
 
     /// `tick`: period of the `flush.ms` / `flush.messages` check.
     pub fn with_tick(tick: Duration) -> Rc<GroupCommit> {
+        Self::with_clock(Clock::Real, tick)
+    }
+
+    /// On `clock` (a `SimClock` in the simulation): its time, timers and executor.
+    pub fn with_clock(clock: Clock, tick: Duration) -> Rc<GroupCommit> {
         Rc::new(GroupCommit {
             state: RefCell::new(State::default()),
+            clock,
             tick,
             stats: CommitStats::default(),
             #[cfg(test)]
@@ -317,8 +331,9 @@ impl GroupCommit {
         &self.stats
     }
 
-    /// Spawns the flusher and the periodic check on the current glommio executor (detached;
-    /// idempotent). Must be called before anyone awaits `wait_durable`.
+    /// Spawns the flusher and the periodic check on the clock's executor (glommio's current
+    /// one on the real clock; detached; idempotent). Must be called before anyone awaits
+    /// `wait_durable`.
     pub fn spawn(self: &Rc<Self>) {
         {
             let mut s = self.state.borrow_mut();
@@ -327,20 +342,20 @@ impl GroupCommit {
             }
             s.spawned = true;
         }
-        glommio::spawn_local(self.clone().flusher()).detach();
+        self.clock.spawn(self.clone().flusher());
         let weak = Rc::downgrade(self);
         let tick = self.tick;
-        glommio::spawn_local(async move {
+        let clock = self.clock.clone();
+        self.clock.spawn(async move {
             loop {
-                glommio::timer::sleep(tick).await;
+                clock.sleep(tick).await;
                 let Some(gc) = weak.upgrade() else { break };
                 if gc.state.borrow().shutdown {
                     break;
                 }
-                gc.periodic_check(now_ms());
+                gc.periodic_check(clock.now_ms());
             }
-        })
-        .detach();
+        });
     }
 
     /// Makes a log part of this shard's rounds: written `Ack` logs are synced by every round,
@@ -358,7 +373,7 @@ impl GroupCommit {
     /// Completes once everything appended to `log` before this call is on disk (or the log
     /// failed: `LogError::Failed` / `Io`).
     pub async fn wait_durable(&self, log: &LogHandle) -> Result<(), LogError> {
-        let called = Instant::now();
+        let called = self.clock.instant();
         let target = log.borrow().log_end_offset();
         if self.state.borrow().flusher_done {
             // After shutdown (e.g. a straggler during close): no rounds any more, sync alone.
@@ -415,7 +430,7 @@ impl GroupCommit {
                 .waits_behind_round
                 .set(self.stats.waits_behind_round.get() + 1);
         }
-        let now = Instant::now();
+        let now = self.clock.instant();
         if waited {
             if let Some(end) = self.state.borrow().last_round_end {
                 self.stats
@@ -423,7 +438,9 @@ impl GroupCommit {
                     .record(now.saturating_duration_since(end));
             }
         }
-        self.stats.wait_us.record(now - called);
+        self.stats
+            .wait_us
+            .record(now.saturating_duration_since(called));
         Ok(())
     }
 
@@ -508,7 +525,7 @@ impl GroupCommit {
                 continue;
             }
             let round = self.start_round(logs);
-            glommio::spawn_local(self.clone().finish_round(round)).detach();
+            self.clock.spawn(self.clone().finish_round(round));
         }
     }
 
@@ -551,7 +568,7 @@ impl GroupCommit {
         }
         s.rounds_started += 1;
         let number = s.rounds_started;
-        let started = Instant::now();
+        let started = self.clock.instant();
         s.round_starts[number as usize % ROUND_STARTS_KEPT] = (number, Some(started));
         let mut jobs = Vec::with_capacity(logs.len());
         for log in logs {
@@ -581,7 +598,11 @@ impl GroupCommit {
         #[cfg(test)]
         self.hold.pass().await;
         let results = join_all(round.jobs.iter().map(|(_, job)| job.run()).collect()).await;
-        self.stats.sync_us.record(round.started.elapsed());
+        self.stats.sync_us.record(
+            self.clock
+                .instant()
+                .saturating_duration_since(round.started),
+        );
         self.stats.rounds.set(self.stats.rounds.get() + 1);
         self.stats
             .logs_synced
@@ -593,7 +614,7 @@ impl GroupCommit {
         let waiters = {
             let mut s = self.state.borrow_mut();
             s.complete(round.number);
-            s.last_round_end = Some(Instant::now());
+            s.last_round_end = Some(self.clock.instant());
             s.wake_flusher();
             std::mem::take(&mut s.round_waiters)
         };
@@ -612,14 +633,52 @@ struct Round {
 
 #[cfg(test)]
 mod tests {
+    //! Every test runs on the simulated disk and clock: fdatasyncs take 0.2-2 ms of virtual
+    //! time, timers fire on virtual time, so nothing here sleeps or depends on the host.
     use super::*;
     use crate::config::LogConfig;
-    use crate::log::test_util::{batch, run, tmp};
+    use crate::log::test_util::batch;
+    use crate::storage::{Disk, Env, SimClock, SimDisk};
+    use std::future::Future;
+    use std::path::{Path, PathBuf};
 
-    async fn open(dir: &std::path::Path, name: &str, cfg: LogConfig) -> LogHandle {
+    /// Runs `test` on a fresh simulated disk (with `/d` durable) and virtual clock.
+    fn sim<F: Future<Output = ()> + 'static>(test: impl FnOnce(Env, Rc<SimClock>) -> F) {
+        let clock = SimClock::new(1_700_000_000_000);
+        let disk = SimDisk::new(7);
+        disk.set_sync_latency(&clock, Duration::from_micros(200), Duration::from_millis(2));
+        disk.create_dir_all(Path::new("/d")).unwrap();
+        disk.sync_dir(Path::new("/")).unwrap();
+        let env = Env {
+            disk: Disk::Sim(disk),
+            clock: Clock::Sim(clock.clone()),
+        };
+        clock.block_on(test(env, clock.clone()));
+        clock.kill_tasks();
+    }
+
+    fn group_commit(env: &Env, tick: Duration) -> Rc<GroupCommit> {
+        GroupCommit::with_clock(env.clock.clone(), tick)
+    }
+
+    async fn open(env: &Env, name: &str, cfg: LogConfig) -> LogHandle {
+        let dir = PathBuf::from("/d").join(name);
         Rc::new(RefCell::new(
-            PartitionLog::open(dir.join(name), cfg).await.unwrap(),
+            PartitionLog::open_in(env.clone(), dir, cfg).await.unwrap(),
         ))
+    }
+
+    /// Spawns `task` on the simulated executor; the returned future completes with it.
+    fn spawn(
+        clock: &Rc<SimClock>,
+        task: impl Future<Output = ()> + 'static,
+    ) -> impl Future<Output = ()> {
+        let (done, finished) = futures::channel::oneshot::channel();
+        clock.spawn(async move {
+            task.await;
+            let _ = done.send(());
+        });
+        async move { finished.await.expect("task ran to completion") }
     }
 
     fn append(log: &LogHandle, records: usize) -> i64 {
@@ -645,13 +704,12 @@ mod tests {
 
     #[test]
     fn one_round_syncs_every_written_log() {
-        run(async {
-            let d = tmp();
-            let gc = GroupCommit::new();
+        sim(|env, clock| async move {
+            let gc = group_commit(&env, DEFAULT_TICK);
             gc.spawn();
             let mut logs = Vec::new();
             for p in 0..6 {
-                let l = open(d.path(), &format!("t-{p}"), LogConfig::default()).await;
+                let l = open(&env, &format!("t-{p}"), LogConfig::default()).await;
                 gc.register(&l);
                 logs.push(l);
             }
@@ -686,8 +744,8 @@ mod tests {
             gc.wait_durable(&logs[0]).await.unwrap();
             assert_eq!(gc.rounds_completed(), 1);
             gc.shutdown();
-            glommio::timer::sleep(Duration::from_millis(10)).await; // let the flusher exit
-                                                                    // After shutdown a waiter syncs by itself.
+            clock.sleep(Duration::from_millis(10)).await; // let the flusher exit
+                                                          // After shutdown a waiter syncs by itself.
             append(&logs[0], 1);
             gc.wait_durable(&logs[0]).await.unwrap();
             assert_eq!(logs[0].borrow().durable_offset(), 21);
@@ -699,9 +757,8 @@ mod tests {
     /// durable, and rounds are shared (far fewer rounds than waits).
     #[test]
     fn concurrent_producers_share_rounds() {
-        run(async {
-            let d = tmp();
-            let gc = GroupCommit::new();
+        sim(|env, clock| async move {
+            let gc = group_commit(&env, DEFAULT_TICK);
             gc.spawn();
             let mut logs = Vec::new();
             // Small segments: rounds must also cover segments rolled since the last one.
@@ -710,12 +767,12 @@ mod tests {
                 ..LogConfig::default()
             };
             for p in 0..4 {
-                logs.push(open(d.path(), &format!("t-{p}"), cfg.clone()).await);
+                logs.push(open(&env, &format!("t-{p}"), cfg.clone()).await);
             }
             let mut tasks = Vec::new();
             for t in 0..16usize {
                 let (gc, log) = (gc.clone(), logs[t % logs.len()].clone());
-                tasks.push(glommio::spawn_local(async move {
+                tasks.push(spawn(&clock, async move {
                     for _ in 0..20 {
                         let last = append(&log, 1);
                         gc.wait_durable(&log).await.unwrap();
@@ -743,17 +800,16 @@ mod tests {
 
     #[test]
     fn replication_policy_flushes_by_time_and_count_only() {
-        run(async {
-            let d = tmp();
-            let gc = GroupCommit::with_tick(Duration::from_millis(5));
+        sim(|env, clock| async move {
+            let gc = group_commit(&env, Duration::from_millis(5));
             gc.spawn();
             let repl = LogConfig {
                 flush_policy: FlushPolicy::Replication,
                 ..LogConfig::default()
             };
-            let never = open(d.path(), "never-0", repl.clone()).await;
+            let never = open(&env, "never-0", repl.clone()).await;
             let by_time = open(
-                d.path(),
+                &env,
                 "time-0",
                 LogConfig {
                     flush_ms: 20,
@@ -762,7 +818,7 @@ mod tests {
             )
             .await;
             let by_count = open(
-                d.path(),
+                &env,
                 "count-0",
                 LogConfig {
                     flush_messages: 5,
@@ -770,7 +826,7 @@ mod tests {
                 },
             )
             .await;
-            let ack = open(d.path(), "ack-0", LogConfig::default()).await;
+            let ack = open(&env, "ack-0", LogConfig::default()).await;
             for l in [&never, &by_time, &by_count, &ack] {
                 gc.register(l);
             }
@@ -781,11 +837,11 @@ mod tests {
             gc.wait_durable(&ack).await.unwrap();
             // An Ack round does not sync Replication logs.
             assert!(never.borrow().is_dirty() && by_count.borrow().is_dirty());
-            glommio::timer::sleep(Duration::from_millis(100)).await;
+            clock.sleep(Duration::from_millis(100)).await;
             assert_eq!(by_time.borrow().durable_offset(), 1);
             assert!(by_count.borrow().is_dirty(), "4 < flush.messages");
             append(&by_count, 1);
-            glommio::timer::sleep(Duration::from_millis(50)).await;
+            clock.sleep(Duration::from_millis(50)).await;
             assert_eq!(by_count.borrow().durable_offset(), 5);
             assert!(never.borrow().is_dirty());
             assert_eq!(never.borrow().durable_offset(), 0);
@@ -794,21 +850,24 @@ mod tests {
     }
 
     /// Yields to the executor until `cond` holds (bounded: a test that never gets there fails).
-    async fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    async fn until(clock: &Rc<SimClock>, what: &str, mut cond: impl FnMut() -> bool) {
         for _ in 0..10_000 {
             if cond() {
                 return;
             }
-            glommio::yield_if_needed().await;
-            glommio::timer::sleep(Duration::from_micros(50)).await;
+            clock.sleep(Duration::from_micros(50)).await;
         }
         panic!("never: {what}");
     }
 
-    fn spawn_wait(gc: &Rc<GroupCommit>, log: &LogHandle) -> glommio::Task<()> {
+    fn spawn_wait(
+        clock: &Rc<SimClock>,
+        gc: &Rc<GroupCommit>,
+        log: &LogHandle,
+    ) -> impl Future<Output = ()> {
         let (gc, log) = (gc.clone(), log.clone());
         let target = log.borrow().log_end_offset();
-        glommio::spawn_local(async move {
+        spawn(clock, async move {
             gc.wait_durable(&log).await.unwrap();
             assert!(log.borrow().durable_offset() >= target);
         })
@@ -819,27 +878,32 @@ mod tests {
     /// moment its round ends; nobody waits more than that.
     #[test]
     fn a_write_during_a_round_starts_the_next_round_at_once() {
-        run(async {
-            let d = tmp();
-            let gc = GroupCommit::new();
+        sim(|env, clock| async move {
+            let gc = group_commit(&env, DEFAULT_TICK);
             gc.spawn();
-            let a = open(d.path(), "a-0", LogConfig::default()).await;
-            let b = open(d.path(), "b-0", LogConfig::default()).await;
+            let a = open(&env, "a-0", LogConfig::default()).await;
+            let b = open(&env, "b-0", LogConfig::default()).await;
             gc.register(&a);
             gc.register(&b);
             gc.hold.set(true);
             append(&a, 1);
-            let w1 = spawn_wait(&gc, &a);
-            until("round 1 started", || gc.state.borrow().rounds_started == 1).await;
+            let w1 = spawn_wait(&clock, &gc, &a);
+            until(&clock, "round 1 started", || {
+                gc.state.borrow().rounds_started == 1
+            })
+            .await;
             // Appended to `a` after round 1 took it: queued behind round 1, no round yet.
             append(&a, 1);
-            let w2 = spawn_wait(&gc, &a);
-            glommio::timer::sleep(Duration::from_millis(5)).await;
+            let w2 = spawn_wait(&clock, &gc, &a);
+            clock.sleep(Duration::from_millis(5)).await;
             assert_eq!(gc.state.borrow().rounds_started, 1);
             // Another log: its round starts while round 1 is held.
             append(&b, 1);
-            let wb = spawn_wait(&gc, &b);
-            until("round 2 started", || gc.state.borrow().rounds_started == 2).await;
+            let wb = spawn_wait(&clock, &gc, &b);
+            until(&clock, "round 2 started", || {
+                gc.state.borrow().rounds_started == 2
+            })
+            .await;
             assert_eq!(gc.rounds_completed(), 0, "round 1 is still in flight");
             assert!(!b.borrow().is_dirty(), "round 2 took b");
             assert!(
@@ -870,26 +934,28 @@ mod tests {
     /// second round at the same time; the next round covers the new segment.
     #[test]
     fn a_log_is_in_one_round_at_a_time() {
-        run(async {
-            let d = tmp();
-            let gc = GroupCommit::new();
+        sim(|env, clock| async move {
+            let gc = group_commit(&env, DEFAULT_TICK);
             gc.spawn();
             let cfg = LogConfig {
                 segment_bytes: 300,
                 ..LogConfig::default()
             };
-            let log = open(d.path(), "t-0", cfg).await;
+            let log = open(&env, "t-0", cfg).await;
             gc.register(&log);
             gc.hold.set(true);
             append(&log, 3);
-            let w1 = spawn_wait(&gc, &log);
-            until("round 1 started", || gc.state.borrow().rounds_started == 1).await;
+            let w1 = spawn_wait(&clock, &gc, &log);
+            until(&clock, "round 1 started", || {
+                gc.state.borrow().rounds_started == 1
+            })
+            .await;
             for _ in 0..4 {
                 append(&log, 3);
             }
             assert!(log.borrow().segment_count() > 1);
-            let w2 = spawn_wait(&gc, &log);
-            glommio::timer::sleep(Duration::from_millis(5)).await;
+            let w2 = spawn_wait(&clock, &gc, &log);
+            clock.sleep(Duration::from_millis(5)).await;
             assert_eq!(gc.state.borrow().rounds_started, 1);
             assert!(log.borrow().durable_offset() < 3);
             gc.hold.set(false);
@@ -905,20 +971,21 @@ mod tests {
     /// within the rest of one round of its log plus one round.
     #[test]
     fn waiters_need_at_most_the_round_after_their_append() {
-        run(async {
-            let d = tmp();
-            let gc = GroupCommit::new();
+        sim(|env, clock| async move {
+            let gc = group_commit(&env, DEFAULT_TICK);
             gc.spawn();
             let mut logs = Vec::new();
             for p in 0..3 {
-                let l = open(d.path(), &format!("t-{p}"), LogConfig::default()).await;
+                let l = open(&env, &format!("t-{p}"), LogConfig::default()).await;
                 gc.register(&l);
                 logs.push(l);
             }
             let mut tasks = Vec::new();
             for t in 0..9u64 {
                 let (gc, log) = (gc.clone(), logs[t as usize % 3].clone());
-                tasks.push(glommio::spawn_local(async move {
+                let task_clock = clock.clone();
+                tasks.push(spawn(&clock, async move {
+                    let clock = task_clock;
                     for i in 0..30u64 {
                         append(&log, 1);
                         let target = log.borrow().log_end_offset();
@@ -930,7 +997,9 @@ mod tests {
                         // call: never by one older than both.
                         let covering = gc.state.borrow().log_round[&Rc::as_ptr(&log)];
                         assert!(covering > started || busy.is_some());
-                        glommio::timer::sleep(Duration::from_micros(100 * ((t + i) % 5))).await;
+                        clock
+                            .sleep(Duration::from_micros(100 * ((t + i) % 5)))
+                            .await;
                     }
                 }));
             }
@@ -951,9 +1020,8 @@ mod tests {
     /// at its first append, and leaves it once synced (flush.ms here).
     #[test]
     fn the_periodic_check_walks_only_logs_with_unsynced_writes() {
-        run(async {
-            let d = tmp();
-            let gc = GroupCommit::with_tick(Duration::from_millis(5));
+        sim(|env, clock| async move {
+            let gc = group_commit(&env, Duration::from_millis(5));
             gc.spawn();
             let cfg = LogConfig {
                 flush_policy: FlushPolicy::Replication,
@@ -962,7 +1030,7 @@ mod tests {
             };
             let mut logs = Vec::new();
             for p in 0..20 {
-                let l = open(d.path(), &format!("t-{p}"), cfg.clone()).await;
+                let l = open(&env, &format!("t-{p}"), cfg.clone()).await;
                 gc.register(&l);
                 logs.push(l);
             }
@@ -972,13 +1040,13 @@ mod tests {
             append(&logs[3], 1);
             append(&logs[7], 1);
             assert_eq!(listed(), 2, "each dirty log listed once");
-            glommio::timer::sleep(Duration::from_millis(100)).await;
+            clock.sleep(Duration::from_millis(100)).await;
             assert_eq!(logs[3].borrow().durable_offset(), 2);
             assert_eq!(logs[7].borrow().durable_offset(), 1);
             assert_eq!(listed(), 0, "synced logs leave the list");
             append(&logs[3], 1);
             assert_eq!(listed(), 1);
-            glommio::timer::sleep(Duration::from_millis(100)).await;
+            clock.sleep(Duration::from_millis(100)).await;
             assert_eq!(logs[3].borrow().durable_offset(), 3);
             assert!(logs.iter().all(|l| !l.borrow().is_dirty()));
             gc.shutdown();

@@ -1252,7 +1252,7 @@ mod tests {
                 let disk = SimDisk::new(seed);
                 let env = Env {
                     disk: Disk::Sim(disk.clone()),
-                    clock: Clock::Sim(Rc::new(std::cell::Cell::new(now()))),
+                    clock: Clock::Sim(crate::storage::SimClock::new(now())),
                 };
                 // The data directory exists durably (as in sim_log); the log makes its own
                 // partition directory durable.

@@ -141,11 +141,10 @@ pub(crate) fn parse_stem(stem: &str) -> Option<i64> {
     }
 }
 
+/// Wall-clock ms for tests on the real disk (the log itself reads its `Env`'s clock).
+#[cfg(test)]
 pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    crate::storage::Clock::Real.now_ms()
 }
 
 /// Polls every future until all are done (they run concurrently on this thread; for

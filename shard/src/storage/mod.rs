@@ -14,19 +14,24 @@
 //!
 //! - `real`: the production implementation (std + libc + glommio).
 //! - `sim`: the simulated disk (unsynced bytes kept apart, crash, power loss, torn writes,
-//!   reordered metadata, injected EIO/ENOSPC).
+//!   reordered metadata, injected EIO/ENOSPC, fdatasyncs that take virtual time).
+//! - `clock` / `sim_clock`: time (wall, monotonic, timers) and the tasks that wait on it;
+//!   `SimClock` is virtual time with a deterministic executor.
 
+mod clock;
 mod range;
 mod real;
 pub mod sim;
+pub mod sim_clock;
 
-use std::cell::Cell;
 use std::io;
 use std::path::Path;
 use std::rc::Rc;
 
+pub use clock::Clock;
 pub use range::{FileRange, Piece};
 pub use sim::SimDisk;
+pub use sim_clock::SimClock;
 
 /// A file system: the real one, or a simulated one. Cloning is cheap (nothing, or an `Rc`).
 #[derive(Clone, Default)]
@@ -237,7 +242,7 @@ impl File {
         crate::fsyncs::syscall();
         match self {
             File::Real(f) => f.fdatasync().await.map_err(Into::into),
-            File::Sim(f) => f.fdatasync(),
+            File::Sim(f) => f.fdatasync_timed().await,
         }
     }
     pub fn truncate(&self, len: u64) -> io::Result<()> {
@@ -269,24 +274,6 @@ impl File {
         match self {
             File::Real(f) => real::dup(f).map(Some),
             File::Sim(_) => Ok(None),
-        }
-    }
-}
-
-/// Wall-clock time in ms since the epoch: the system clock, or a simulated one the test moves.
-#[derive(Clone, Default)]
-pub enum Clock {
-    #[default]
-    Real,
-    Sim(Rc<Cell<i64>>),
-}
-
-impl Clock {
-    #[inline]
-    pub fn now_ms(&self) -> i64 {
-        match self {
-            Clock::Real => real::now_ms(),
-            Clock::Sim(t) => t.get(),
         }
     }
 }

@@ -22,14 +22,21 @@
 //!   pages after a write-back error is not modelled (the log stops at the first failed sync
 //!   and recovers from what is on disk).
 //!
+//! - Sync latency (`set_sync_latency`): off by default (an fdatasync completes at once);
+//!   when set, each `File::fdatasync` takes a drawn virtual time on a `SimClock` and makes
+//!   durable only the data operations issued before it started (as Linux writes back the pages
+//!   dirty at the call; later writes may or may not be included, so the model includes none).
+//!
 //! Everything random draws from one seeded generator, so a run is reproducible from its seed.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
+use std::time::Duration;
 
+use super::sim_clock::SimClock;
 use super::DirEntry;
 
 /// SplitMix64: tiny, seedable, good enough for choosing faults (no dependency needed).
@@ -104,6 +111,9 @@ struct Inode {
     cache: Vec<u8>,
     durable: Vec<u8>,
     pending: Vec<DataOp>,
+    /// Data operations ever taken off `pending` (made durable, or decided by a power loss):
+    /// with `pending.len()`, where an fdatasync issued earlier must stop.
+    retired: u64,
 }
 
 fn apply_data(buf: &mut Vec<u8>, op: &DataOp) {
@@ -193,6 +203,8 @@ struct Inner {
     faults_injected: u64,
     /// Print every metadata operation and power-loss decision (debugging a simulation).
     trace: bool,
+    /// Virtual time an fdatasync takes, drawn in `[min, max]` µs (see the module comment).
+    sync_latency: Option<(Weak<SimClock>, u64, u64)>,
 }
 
 impl Inner {
@@ -279,6 +291,7 @@ impl SimDisk {
                 fault_rate_ppm: 0,
                 faults_injected: 0,
                 trace: false,
+                sync_latency: None,
             }),
         })
     }
@@ -296,6 +309,17 @@ impl SimDisk {
     /// Prints every metadata operation and power-loss decision to stderr.
     pub fn set_trace(&self, on: bool) {
         self.inner.borrow_mut().trace = on;
+    }
+
+    /// Every `File::fdatasync` from now on takes a virtual time drawn in `[min, max]` on
+    /// `clock` (a synchronous sync, `sync_blocking`, stays instant).
+    pub fn set_sync_latency(&self, clock: &Rc<SimClock>, min: Duration, max: Duration) {
+        assert!(min <= max);
+        self.inner.borrow_mut().sync_latency = Some((
+            Rc::downgrade(clock),
+            min.as_micros() as u64,
+            max.as_micros() as u64,
+        ));
     }
 
     pub fn faults_injected(&self) -> u64 {
@@ -333,6 +357,7 @@ impl SimDisk {
         inos.sort_unstable(); // HashMap order is not deterministic
         for ino in inos {
             let inode = s.inodes.get_mut(&ino).expect("listed");
+            inode.retired += inode.pending.len() as u64;
             for op in std::mem::take(&mut inode.pending) {
                 match (op, s.rng.below(3)) {
                     (_, 0) => {} // lost
@@ -597,10 +622,46 @@ impl SimFile {
             return Err(e);
         }
         let inode = s.inodes.get_mut(&self.ino).expect("open inode");
+        inode.retired += inode.pending.len() as u64;
         for op in std::mem::take(&mut inode.pending) {
             apply_data(&mut inode.durable, &op);
         }
         debug_assert_eq!(inode.durable, inode.cache);
+        Ok(())
+    }
+
+    /// `File::fdatasync`: instant without a sync latency; with one, the data operations
+    /// issued before the call become durable once the drawn virtual time has passed (a
+    /// crash meanwhile fails it with EBADF, like any dead handle).
+    pub(crate) async fn fdatasync_timed(&self) -> io::Result<()> {
+        let (wait, upto) = {
+            let mut s = self.disk.inner.borrow_mut();
+            let Some((clock, min, max)) = s.sync_latency.clone() else {
+                drop(s);
+                return self.fdatasync();
+            };
+            let Some(clock) = clock.upgrade() else {
+                drop(s);
+                return self.fdatasync();
+            };
+            self.live(&s)?;
+            if let Some(e) = s.fault(FaultOp::Sync) {
+                return Err(e);
+            }
+            let latency = min + s.rng.below(max - min + 1);
+            let inode = &s.inodes[&self.ino];
+            let upto = inode.retired + inode.pending.len() as u64;
+            (clock.sleep(Duration::from_micros(latency)), upto)
+        };
+        wait.await;
+        let mut s = self.disk.inner.borrow_mut();
+        self.live(&s)?;
+        let inode = s.inodes.get_mut(&self.ino).expect("open inode");
+        let count = upto.saturating_sub(inode.retired) as usize;
+        inode.retired += count as u64;
+        for op in inode.pending.drain(..count).collect::<Vec<_>>() {
+            apply_data(&mut inode.durable, &op);
+        }
         Ok(())
     }
 
@@ -764,6 +825,50 @@ mod tests {
         d.set_fault_rate(1_000_000);
         assert!(f.fdatasync().is_err());
         assert!(d.faults_injected() >= 4);
+    }
+
+    /// With a sync latency, an fdatasync takes virtual time and makes durable only what was
+    /// written before it started; a crash while it is in flight fails it.
+    #[test]
+    fn timed_fdatasync_covers_writes_issued_before_it() {
+        use std::time::Duration;
+        let clock = SimClock::new(0);
+        let (d, f) = disk_with_file(3, b"base");
+        d.set_sync_latency(&clock, Duration::from_millis(1), Duration::from_millis(1));
+        let f = Rc::new(f);
+        f.write_vectored_at(&[b"+one", b""], 4).unwrap();
+        let done = Rc::new(std::cell::Cell::new(false));
+        let (g, flag) = (f.clone(), done.clone());
+        clock.spawn(async move {
+            g.fdatasync_timed().await.unwrap();
+            flag.set(true);
+        });
+        clock.run_until_stalled();
+        f.write_vectored_at(&[b"+two", b""], 8).unwrap();
+        clock.run_for(Duration::from_micros(999));
+        assert!(!done.get(), "a sync takes its latency");
+        clock.run_for(Duration::from_micros(1));
+        assert!(done.get());
+        assert_eq!(
+            d.unsynced_ops(&p("/d/f")),
+            1,
+            "the later write is still pending"
+        );
+        d.power_loss();
+        let after = content(&d, "/d/f").unwrap();
+        assert!(after.starts_with(b"base+one"), "{after:?}");
+        // In flight across a crash: EBADF, nothing made durable by it.
+        let (f, _) = d.open(&p("/d/f"), false).unwrap();
+        f.write_vectored_at(&[b"+three", b""], 8).unwrap();
+        let result = Rc::new(RefCell::new(None));
+        let r = result.clone();
+        clock.spawn(async move { *r.borrow_mut() = Some(f.fdatasync_timed().await) });
+        clock.run_until_stalled();
+        d.crash();
+        clock.run_for(Duration::from_millis(2));
+        let e = result.borrow_mut().take().unwrap().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EBADF));
+        assert_eq!(d.unsynced_ops(&p("/d/f")), 1);
     }
 
     #[test]
