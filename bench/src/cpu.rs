@@ -62,6 +62,7 @@ pub fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
 pub fn self_cpu_seconds() -> f64 {
     // SAFETY: getrusage writes into the struct we pass.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable rusage for the call's duration.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
     let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
     secs(usage.ru_utime) + secs(usage.ru_stime)

@@ -156,20 +156,30 @@ impl ThreadCpu {
     fn enter(&self) {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
-        self.inner.lock().unwrap().0.push(tid);
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0
+            .push(tid);
     }
 
     fn exit(&self) {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
         let ns = (cpu::thread_cpu_seconds() * 1e9) as u64;
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         inner.0.retain(|&t| t != tid);
         inner.1 += ns;
     }
 
     fn seconds(&self) -> f64 {
-        let inner = self.inner.lock().unwrap();
+        let inner = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let live: f64 = inner.0.iter().map(|&tid| task_cpu_seconds(tid)).sum();
         live + inner.1 as f64 / 1e9
     }
@@ -265,7 +275,13 @@ impl NullBroker {
         }
         // Wake the accept loop.
         let _ = TcpStream::connect(self.addr);
-        for (_, conn) in self.shared.conns.lock().unwrap().drain() {
+        for (_, conn) in self
+            .shared
+            .conns
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .drain()
+        {
             let _ = conn.shutdown(Shutdown::Both);
         }
         if let Some(accept) = self.accept.take() {
@@ -304,7 +320,11 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         let id = id as u64;
         let _ = stream.set_nodelay(true);
         if let Ok(clone) = stream.try_clone() {
-            shared.conns.lock().unwrap().insert(id, clone);
+            shared
+                .conns
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(id, clone);
         }
         let conn_shared = shared.clone();
         let _ = std::thread::Builder::new()
@@ -321,7 +341,11 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                     }
                 }
                 // Dropping the clone closes the socket (else it would linger in CLOSE-WAIT).
-                conn_shared.conns.lock().unwrap().remove(&id);
+                conn_shared
+                    .conns
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(&id);
                 conn_shared.threads.exit();
             });
     }
@@ -536,7 +560,10 @@ fn topic_id(name: &str) -> Uuid {
 }
 
 fn ensure_topic(shared: &Shared, name: &str, partitions: Option<i32>) -> (Uuid, i32) {
-    let mut topics = shared.topics.lock().unwrap();
+    let mut topics = shared
+        .topics
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let topic = topics.entry(name.to_string()).or_insert_with(|| Topic {
         id: topic_id(name),
         partitions: partitions.filter(|&p| p > 0).unwrap_or(shared.partitions),
@@ -573,7 +600,10 @@ fn metadata(shared: &Shared, ctx: &Ctx, request: MetadataRequest) -> MetadataRes
         Some(topics) => topics.is_empty() && ctx.api_version == 0,
     };
     let topics = if all {
-        let known = shared.topics.lock().unwrap();
+        let known = shared
+            .topics
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         known
             .iter()
             .map(|(name, t)| describe(shared, name, t.id, t.partitions))
@@ -587,7 +617,10 @@ fn metadata(shared: &Shared, ctx: &Ctx, request: MetadataRequest) -> MetadataRes
                 let name = match &wanted.name {
                     Some(name) => name.clone(),
                     None => {
-                        let known = shared.topics.lock().unwrap();
+                        let known = shared
+                            .topics
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
                         match known.iter().find(|(_, t)| t.id == wanted.topic_id) {
                             Some((name, _)) => name.clone(),
                             None => {
@@ -652,8 +685,14 @@ fn create_topics(shared: &Shared, request: CreateTopicsRequest) -> CreateTopicsR
 }
 
 fn delete_topics(shared: &Shared, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
-    let mut topics = shared.topics.lock().unwrap();
-    let mut offsets = shared.offsets.lock().unwrap();
+    let mut topics = shared
+        .topics
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut offsets = shared
+        .offsets
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let names: Vec<(Option<String>, Uuid)> = request
         .topic_names
         .iter()
@@ -710,7 +749,10 @@ fn produce(shared: &Shared, ctx: &Ctx, request: ProduceRequest) -> Result<Option
     let counters = &shared.counters;
     let mut responses = Vec::with_capacity(request.topic_data.len());
     {
-        let mut offsets = shared.offsets.lock().unwrap();
+        let mut offsets = shared
+            .offsets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for topic in &request.topic_data {
             let mut partition_responses = Vec::with_capacity(topic.partition_data.len());
             for partition in &topic.partition_data {

@@ -2,6 +2,7 @@
 //! CPU figures) with a tiny workload: the table has every metric row, each A/B ratio is the
 //! ratio of the medians shown, throughput ratios of two identical brokers are near 1, and
 //! the figure is a PNG.
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 mod common;
 

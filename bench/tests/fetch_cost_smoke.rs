@@ -3,6 +3,7 @@
 //! (a broker without `fetch.path` or SSL listeners refuses those keys at start-up; kTLS is
 //! unavailable on kernels without the TLS module), the JSON report carries the same, the
 //! targets are evaluated, and the PNG is written. No timing assertions.
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 mod common;
 

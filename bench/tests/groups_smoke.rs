@@ -6,6 +6,7 @@
 //! `bench groups MODE` with tiny sizes as a subprocess, parses its result line and checks it
 //! against the `--json` report and against what the test set up (the broker's initial
 //! rebalance delay, its pid).
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 mod common;
 

@@ -4,6 +4,7 @@
 //! the null broker's e2e rows are skipped with a reason, idle CPU is reported, and the
 //! figure is a PNG; then against a broker given by address (a `bench null-broker` process,
 //! its pid found by port). No timing assertions.
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 mod common;
 

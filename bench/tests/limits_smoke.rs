@@ -1,5 +1,6 @@
 //! `bench limits --quick`: every measurement runs with a tiny budget and the Markdown table
 //! it prints parses, with a number in every row (and the JSON has the same figures).
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 use std::process::Command;
 

@@ -5,6 +5,7 @@
 //!
 //! The broker binary is found as in `common/mod.rs` (`BROKER_BIN`, else the newer of
 //! `target/{release,debug}/broker`, else built with `cargo build -p broker`).
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 use std::collections::HashMap;
 use std::net::TcpListener;

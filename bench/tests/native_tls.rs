@@ -1,6 +1,7 @@
 //! The native client over TLS (rustls, ring): against the null broker serving TLS with a
 //! certificate from a CA this test makes (openssl CLI), it negotiates the suite it was
 //! limited to and consumes; a client trusting another CA, or speaking plaintext, is refused.
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! The latency histogram's percentiles agree with a brute-force sort of the same samples,
 //! within hdrhistogram's precision (3 significant digits: a reported percentile is at or
 //! above the exact sample, by less than 1/1000 of it).
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 use bench::perf::histogram::LatencyHistogram;
 use rand::{Rng, SeedableRng};

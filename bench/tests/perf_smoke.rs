@@ -10,6 +10,7 @@
 //! and parses their output with the regular expressions one would use on Kafka's own tools'
 //! output, then checks the figures agree (N records sent, N consumed) and with the --json
 //! reports. The broker is killed when the test ends (Drop guard).
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 mod common;
 

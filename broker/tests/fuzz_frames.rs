@@ -37,6 +37,7 @@
 //! set there is no time box: `FUZZ_FRAMES=10000000 cargo test --release -p broker --test
 //! fuzz_frames -- --nocapture`. `FUZZ_SEED` repeats a run's frames (modulo thread timing),
 //! `FUZZ_SENDERS` sets the number of sender threads, `BROKER_BIN` the broker binary.
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 #[path = "../../wire/tests/random/mod.rs"]
 mod random;

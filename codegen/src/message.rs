@@ -163,7 +163,7 @@ pub(crate) fn generate_file(s: &Schema) -> Result<String> {
                 writeln!(
                     o,
                     "                    {}{guard} => {{ let buf = &mut data.clone(); {} }}",
-                    f.tag.unwrap(),
+                    f.tag.expect("a tagged field has a tag"),
                     g.decode_field(f, "true")
                 )?;
             }
@@ -229,7 +229,7 @@ pub(crate) fn generate_file(s: &Schema) -> Result<String> {
         writeln!(o, "            write_uvarint(buf, count as u32);")?;
         writeln!(o, "            let mut next = 0;")?;
         for f in &tagged {
-            let tag = f.tag.unwrap();
+            let tag = f.tag.expect("a tagged field has a tag");
             writeln!(
                 o,
                 "            if {} && self.{} != {} {{",
@@ -276,7 +276,7 @@ pub(crate) fn generate_file(s: &Schema) -> Result<String> {
             "            n += unknown_tagged_len(&self.unknown_tagged_fields);"
         )?;
         for f in &tagged {
-            let tag = f.tag.unwrap();
+            let tag = f.tag.expect("a tagged field has a tag");
             writeln!(
                 o,
                 "            if {} && self.{} != {} {{ count += 1; let len = {}; n += uvarint_len({tag}) + uvarint_len(len as u32) + len; }}",

@@ -312,7 +312,7 @@ pub(crate) fn load(path: &Path) -> Result<Schema> {
     structs[0].fields = parse_fields(&json["fields"], &mut structs, &common)?;
     for c in &common_defs {
         let pos = structs.len();
-        let cname = str_of(c, "name").unwrap();
+        let cname = str_of(c, "name").expect("a common struct has a name");
         structs.push(StructDef {
             name: cname,
             fields: vec![],
@@ -321,7 +321,11 @@ pub(crate) fn load(path: &Path) -> Result<Schema> {
         structs[pos].fields = parse_fields(&c["fields"], &mut structs, &common)?;
     }
     Ok(Schema {
-        file_stem: path.file_stem().unwrap().to_string_lossy().into_owned(),
+        file_stem: path
+            .file_stem()
+            .expect("a schema file has a name")
+            .to_string_lossy()
+            .into_owned(),
         kind: str_of(&json, "type").unwrap_or_default(),
         api_key: json.get("apiKey").and_then(Value::as_i64).map(|k| k as i16),
         valid: Versions::parse(&str_of(&json, "validVersions").unwrap_or_default())?,

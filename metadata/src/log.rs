@@ -397,12 +397,24 @@ fn read_snapshot(path: &Path) -> Result<(u64, Vec<MetadataRecord>), LogError> {
     if data.len() < SNAPSHOT_HEADER || &data[..8] != SNAPSHOT_MAGIC {
         return Err(corrupt("bad header".into()));
     }
-    let crc = u32::from_be_bytes(data[20..24].try_into().unwrap());
+    let crc = u32::from_be_bytes(
+        data[20..24]
+            .try_into()
+            .expect("a slice of the array's length"),
+    );
     if crc32c::crc32c(&data[..20]) != crc {
         return Err(corrupt("header crc mismatch".into()));
     }
-    let offset = u64::from_be_bytes(data[8..16].try_into().unwrap());
-    let count = u32::from_be_bytes(data[16..20].try_into().unwrap()) as usize;
+    let offset = u64::from_be_bytes(
+        data[8..16]
+            .try_into()
+            .expect("a slice of the array's length"),
+    );
+    let count = u32::from_be_bytes(
+        data[16..20]
+            .try_into()
+            .expect("a slice of the array's length"),
+    ) as usize;
     let mut pos = SNAPSHOT_HEADER;
     // Capacity bounded by the file size (a frame is at least 22 bytes), not the header count.
     let mut records = Vec::with_capacity(count.min(data.len() / 22));

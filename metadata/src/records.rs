@@ -256,11 +256,12 @@ pub fn decode_entry(buf: &[u8]) -> Result<(LogEntry, usize), DecodeError> {
     if buf.len() < FRAME_PREFIX {
         return Err(DecodeError::Truncated);
     }
-    let len = u32::from_be_bytes(buf[0..4].try_into().unwrap()) as usize;
+    let len =
+        u32::from_be_bytes(buf[0..4].try_into().expect("a slice of the array's length")) as usize;
     if !(FRAME_HEADER..=MAX_FRAME).contains(&len) {
         return Err(DecodeError::BadLength(len));
     }
-    let crc = u32::from_be_bytes(buf[4..8].try_into().unwrap());
+    let crc = u32::from_be_bytes(buf[4..8].try_into().expect("a slice of the array's length"));
     let Some(covered) = buf.get(FRAME_PREFIX..FRAME_PREFIX + len) else {
         return Err(DecodeError::Truncated);
     };
@@ -269,8 +270,16 @@ pub fn decode_entry(buf: &[u8]) -> Result<(LogEntry, usize), DecodeError> {
     }
     let record_type = covered[0];
     let version = covered[1];
-    let offset = u64::from_be_bytes(covered[2..10].try_into().unwrap());
-    let epoch = u32::from_be_bytes(covered[10..14].try_into().unwrap());
+    let offset = u64::from_be_bytes(
+        covered[2..10]
+            .try_into()
+            .expect("a slice of the array's length"),
+    );
+    let epoch = u32::from_be_bytes(
+        covered[10..14]
+            .try_into()
+            .expect("a slice of the array's length"),
+    );
     let record = MetadataRecord::decode_body(record_type, version, &covered[FRAME_HEADER..])?;
     Ok((
         LogEntry {
@@ -304,19 +313,34 @@ impl<'a> Reader<'a> {
         Ok(self.take(1)?[0])
     }
     fn u16(&mut self) -> Result<u16, DecodeError> {
-        Ok(u16::from_be_bytes(self.take(2)?.try_into().unwrap()))
+        Ok(u16::from_be_bytes(
+            self.take(2)?
+                .try_into()
+                .expect("a slice of the array's length"),
+        ))
     }
     fn u32(&mut self) -> Result<u32, DecodeError> {
-        Ok(u32::from_be_bytes(self.take(4)?.try_into().unwrap()))
+        Ok(u32::from_be_bytes(
+            self.take(4)?
+                .try_into()
+                .expect("a slice of the array's length"),
+        ))
     }
     fn i64(&mut self) -> Result<i64, DecodeError> {
-        Ok(i64::from_be_bytes(self.take(8)?.try_into().unwrap()))
+        Ok(i64::from_be_bytes(
+            self.take(8)?
+                .try_into()
+                .expect("a slice of the array's length"),
+        ))
     }
     fn i32(&mut self) -> Result<i32, DecodeError> {
         Ok(self.u32()? as i32)
     }
     fn uuid(&mut self) -> Result<TopicId, DecodeError> {
-        Ok(self.take(16)?.try_into().unwrap())
+        Ok(self
+            .take(16)?
+            .try_into()
+            .expect("a slice of the array's length"))
     }
     fn str_of_len(&mut self, n: usize) -> Result<String, DecodeError> {
         let b = self.take(n)?;

@@ -16,6 +16,7 @@
 //!
 //! `cargo run --release -p shard --example append_bench -- [dir] [MiB per round] [rounds]`
 //! `cargo run --release -p shard --example append_bench -- recover [dir] [MiB]`
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -46,6 +47,7 @@ fn raw_large(dir: &Path, total: u64) -> f64 {
     let t = Instant::now();
     let mut pos = 0u64;
     while pos < total {
+        // SAFETY: `buf` outlives the call and holds the length passed; the fd is open.
         let n = unsafe {
             libc::pwrite(
                 f.as_raw_fd(),
@@ -81,6 +83,7 @@ fn raw_batches(dir: &Path, total: u64, bytes: &[u8]) -> f64 {
                 iov_len: bytes.len() - 16,
             },
         ];
+        // SAFETY: both iovecs point into `bytes`, alive for the call; the fd is open.
         let n = unsafe { libc::pwritev(f.as_raw_fd(), iov.as_ptr(), 2, pos as libc::off_t) };
         assert_eq!(n as usize, bytes.len());
         pos += bytes.len() as u64;

@@ -3,6 +3,7 @@
 //! cargo run --release -p shard --example compaction_bench -- [MiB] [keys] [value bytes] [dir]
 //! (defaults: 512 MiB, 100000 keys, 200-byte values, a temporary directory under /var/tmp).
 //! Prints the log size before and after and the pass's MB/s (log bytes in / elapsed).
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -5,6 +5,7 @@
 //!
 //! Counts the entries of /proc/self/fd that point into the test's own directory, so tests
 //! running in parallel threads do not disturb each other.
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 use std::path::Path;
 use std::time::Duration;

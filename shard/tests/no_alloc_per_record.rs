@@ -6,6 +6,7 @@
 //! set, around exactly what the broker does per produced batch on the owning shard:
 //! `wire::record_batch::validate_batch`, `validate_records` (every record walked) then
 //! `PartitionLog::append`. zstd's own buffers come from C's malloc and are not counted.
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -22,6 +22,7 @@
 //! most `SIM_RUNS` (default 3,000) so CI is reproducible, or from a seed derived from the clock
 //! with `SIM_EXPLORE=1` (no run cap), or exactly one seed with `SIM_SEED=<n>` (pick the
 //! workload by test name). A failure prints its seed and the command that replays it.
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 mod sim;
 

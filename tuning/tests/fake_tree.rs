@@ -1,6 +1,7 @@
 //! Every tuner against a fake /proc and /sys built here: check reports the right current
 //! value, wanted value and severity; `apply --yes` writes exactly the expected files; the dry
 //! run and `--script` write nothing; the script holds the expected commands.
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -8,6 +8,7 @@
 //! ```text
 //! cargo run --release -p wire --example validate_bench [rounds]
 //! ```
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 use std::hint::black_box;
 use std::time::Duration;

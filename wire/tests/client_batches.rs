@@ -14,6 +14,7 @@
 //!
 //! Every batch holds the same three records (see `expected_records`), produced with
 //! timestamps 1700000000000, +5 and +2, so the max timestamp is not the last one.
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 use wire::record_batch::{
     batches, patch_base_offset, patch_partition_leader_epoch, records, validate_batch, BatchError,

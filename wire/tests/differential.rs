@@ -21,6 +21,7 @@
 //!
 //! Where version ranges differ, the intersection is tested and the difference printed
 //! (run with `--nocapture` to see it).
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 mod random;
 

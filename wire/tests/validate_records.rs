@@ -2,6 +2,7 @@
 //! a batch whose header and CRC are valid (so only the record walk can catch it), and
 //! property tests: valid batches always pass; mutated ones never panic and are either
 //! refused or still consistent.
+#![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 use bytes::BufMut;
 use proptest::prelude::*;

@@ -294,6 +294,10 @@ impl SessionCache {
         self.sessions.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+
     pub fn max_entries(&self) -> usize {
         self.max_entries
     }

@@ -203,9 +203,21 @@ pub fn encode_header(value: &mut [u8], intended_ns: u64, run_id: u32, seq: u32) 
 
 /// Reads (intended ns, run id, seq) back from a value prefix.
 pub fn decode_header(prefix: &[u8; 16]) -> (u64, u32, u32) {
-    let ns = u64::from_le_bytes(prefix[0..8].try_into().unwrap());
-    let run = u32::from_le_bytes(prefix[8..12].try_into().unwrap());
-    let seq = u32::from_le_bytes(prefix[12..16].try_into().unwrap());
+    let ns = u64::from_le_bytes(
+        prefix[0..8]
+            .try_into()
+            .expect("a slice of the array's length"),
+    );
+    let run = u32::from_le_bytes(
+        prefix[8..12]
+            .try_into()
+            .expect("a slice of the array's length"),
+    );
+    let seq = u32::from_le_bytes(
+        prefix[12..16]
+            .try_into()
+            .expect("a slice of the array's length"),
+    );
     (ns, run, seq)
 }
 

@@ -172,7 +172,11 @@ impl ConsumerGroup {
                             .unwrap_or_else(|| Member::new(&member_id)),
                         None,
                     ),
-                    None => return Err(self.static_member_of(instance_id).unwrap_err()),
+                    None => {
+                        return Err(self
+                            .static_member_of(instance_id)
+                            .expect_err("no static member id means the lookup failed"))
+                    }
                     Some(previous_id) if joining && previous_id != member_id => {
                         let previous = &self.members[&previous_id];
                         if previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {

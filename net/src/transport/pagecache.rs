@@ -97,7 +97,7 @@ pub fn residency_method(fd: RawFd) -> &'static str {
 fn cachestat(fd: RawFd, pos: u64, len: u64) -> io::Result<Cachestat> {
     let range = CachestatRange { off: pos, len };
     let mut stat = Cachestat::default();
-    // Safety: cachestat reads `range` and fills `stat`, both locals of the right layout.
+    // SAFETY: cachestat reads `range` and fills `stat`, both locals of the right layout.
     let rc = unsafe {
         libc::syscall(
             SYS_CACHESTAT,
@@ -117,7 +117,7 @@ fn cachestat(fd: RawFd, pos: u64, len: u64) -> io::Result<Cachestat> {
 fn resident_by_mincore(fd: RawFd, pos: u64, len: u64) -> io::Result<bool> {
     let start = pos / PAGE * PAGE;
     let map_len = (pos + len - start) as usize;
-    // Safety: a fresh read-only shared mapping of the range, unmapped below; nothing reads
+    // SAFETY: a fresh read-only shared mapping of the range, unmapped below; nothing reads
     // through it (mincore only looks at which pages are resident).
     let addr = unsafe {
         libc::mmap(
@@ -133,10 +133,10 @@ fn resident_by_mincore(fd: RawFd, pos: u64, len: u64) -> io::Result<bool> {
         return Err(io::Error::last_os_error());
     }
     let mut vec = vec![0u8; pages(pos, len) as usize];
-    // Safety: `vec` has one byte per page of the mapping.
+    // SAFETY: `vec` has one byte per page of the mapping.
     let rc = unsafe { libc::mincore(addr, map_len, vec.as_mut_ptr()) };
     let error = io::Error::last_os_error();
-    // Safety: the mapping made above.
+    // SAFETY: the mapping made above.
     unsafe { libc::munmap(addr, map_len) };
     if rc != 0 {
         return Err(error);
@@ -150,7 +150,7 @@ pub async fn read_in(range: &FileRange, pos: u64, len: u64) -> io::Result<()> {
     #[cfg(test)]
     tests::gate().await;
     let fd = range.shared_fd().try_clone()?;
-    // Safety: a fresh dup owned by nothing else; closed below.
+    // SAFETY: a fresh dup owned by nothing else; closed below.
     let file = unsafe { BufferedFile::from_raw_fd(fd.into_raw_fd()) };
     let end = pos + len;
     let mut at = pos;

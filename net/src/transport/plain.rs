@@ -51,12 +51,12 @@ pub(super) fn split(stream: TcpStream) -> (PlainReader, PlainWriter) {
 }
 
 fn set_nonblocking(fd: RawFd) -> io::Result<()> {
-    // Safety: fcntl on a live fd.
+    // SAFETY: fcntl on a live fd.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags < 0 {
         return Err(io::Error::last_os_error());
     }
-    // Safety: as above.
+    // SAFETY: as above.
     if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -67,7 +67,7 @@ fn set_nonblocking(fd: RawFd) -> io::Result<()> {
 pub(super) fn pread_exact(fd: RawFd, buf: &mut [u8], pos: u64) -> io::Result<()> {
     let mut done = 0usize;
     while done < buf.len() {
-        // Safety: the pointer and length describe the unfilled tail of `buf`.
+        // SAFETY: the pointer and length describe the unfilled tail of `buf`.
         let n = unsafe {
             libc::pread(
                 fd,
@@ -182,7 +182,7 @@ impl PlainWriter {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         let mut offset = pos as libc::off_t;
-        // Safety: sendfile between two live fds; `offset` is a local it updates.
+        // SAFETY: sendfile between two live fds; `offset` is a local it updates.
         let sent = unsafe { libc::sendfile(self.fd, file, &mut offset, len as usize) };
         if sent < 0 {
             return Err(io::Error::last_os_error());
@@ -194,7 +194,7 @@ impl PlainWriter {
     /// segments.
     pub fn cork(&self, on: bool) {
         let value: libc::c_int = on.into();
-        // Safety: setsockopt on a live fd with a local int.
+        // SAFETY: setsockopt on a live fd with a local int.
         unsafe {
             libc::setsockopt(
                 self.fd,

@@ -25,10 +25,18 @@ pub(crate) struct Peek {
 }
 
 fn be_i64(b: &[u8], at: usize) -> i64 {
-    i64::from_be_bytes(b[at..at + 8].try_into().unwrap())
+    i64::from_be_bytes(
+        b[at..at + 8]
+            .try_into()
+            .expect("a slice of the array's length"),
+    )
 }
 fn be_i32(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+    i32::from_be_bytes(
+        b[at..at + 4]
+            .try_into()
+            .expect("a slice of the array's length"),
+    )
 }
 
 /// Reads the chain fields of the batch at the start of `b` (which must hold `PEEK_BYTES`).

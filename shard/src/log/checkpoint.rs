@@ -71,9 +71,15 @@ impl Checkpoint {
             return None;
         }
         let cp = Checkpoint {
-            next_offset: i64::from_be_bytes(b[4..12].try_into().unwrap()),
-            segment_base: i64::from_be_bytes(b[12..20].try_into().unwrap()),
-            position: u64::from_be_bytes(b[20..28].try_into().unwrap()),
+            next_offset: i64::from_be_bytes(
+                b[4..12].try_into().expect("a slice of the array's length"),
+            ),
+            segment_base: i64::from_be_bytes(
+                b[12..20].try_into().expect("a slice of the array's length"),
+            ),
+            position: u64::from_be_bytes(
+                b[20..28].try_into().expect("a slice of the array's length"),
+            ),
         };
         (cp.next_offset >= cp.segment_base && cp.segment_base >= 0).then_some(cp)
     }

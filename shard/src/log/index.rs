@@ -293,8 +293,8 @@ impl OffsetIndex {
     }
 
     fn decode(base: i64, e: &[u8]) -> (i64, u32) {
-        let rel = u32::from_be_bytes(e[0..4].try_into().unwrap());
-        let pos = u32::from_be_bytes(e[4..8].try_into().unwrap());
+        let rel = u32::from_be_bytes(e[0..4].try_into().expect("a slice of the array's length"));
+        let pos = u32::from_be_bytes(e[4..8].try_into().expect("a slice of the array's length"));
         (base + rel as i64, pos)
     }
 

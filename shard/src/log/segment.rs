@@ -417,7 +417,11 @@ impl Segment {
                 .await
                 .map_err(io_err("read", &path))?
                 .expect("within file");
-            let len = i32::from_be_bytes(head[8..12].try_into().unwrap());
+            let len = i32::from_be_bytes(
+                head[8..12]
+                    .try_into()
+                    .expect("a slice of the array's length"),
+            );
             let total = LOG_OVERHEAD as u64 + len.max(0) as u64;
             if len < (BATCH_HEADER_BYTES - LOG_OVERHEAD) as i32 || total > remaining {
                 bad = Some(format!("batch length {len} with {remaining} bytes left"));

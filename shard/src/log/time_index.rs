@@ -34,8 +34,8 @@ impl TimeIndex {
     }
 
     fn decode(base: i64, e: &[u8]) -> (i64, i64) {
-        let ts = i64::from_be_bytes(e[0..8].try_into().unwrap());
-        let rel = u32::from_be_bytes(e[8..12].try_into().unwrap());
+        let ts = i64::from_be_bytes(e[0..8].try_into().expect("a slice of the array's length"));
+        let rel = u32::from_be_bytes(e[8..12].try_into().expect("a slice of the array's length"));
         (ts, base + rel as i64)
     }
 

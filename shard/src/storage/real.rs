@@ -17,7 +17,7 @@ pub(super) fn open(path: &Path, create: bool) -> io::Result<(File, u64)> {
         .truncate(false)
         .open(path)?;
     let size = std_file.metadata()?.len();
-    // Safety: the fd was just opened and is owned by nothing else.
+    // SAFETY: the fd was just opened and is owned by nothing else.
     let file = unsafe { BufferedFile::from_raw_fd(std_file.into_raw_fd()) };
     Ok((File::Real(file), size))
 }
@@ -43,7 +43,7 @@ pub(super) async fn sync_dir(dir: &Path) -> io::Result<()> {
 }
 
 pub(super) fn ftruncate(f: &BufferedFile, len: u64) -> io::Result<()> {
-    // Safety: plain syscall on a live fd.
+    // SAFETY: plain syscall on a live fd.
     if unsafe { libc::ftruncate(f.as_raw_fd(), len as libc::off_t) } != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -51,7 +51,7 @@ pub(super) fn ftruncate(f: &BufferedFile, len: u64) -> io::Result<()> {
 }
 
 pub(super) fn fallocate(f: &BufferedFile, pos: u64, len: u64) -> io::Result<()> {
-    // Safety: plain syscall on a live fd.
+    // SAFETY: plain syscall on a live fd.
     let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, pos as libc::off_t, len as libc::off_t) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
@@ -60,7 +60,7 @@ pub(super) fn fallocate(f: &BufferedFile, pos: u64, len: u64) -> io::Result<()> 
 }
 
 pub(super) fn fdatasync_blocking(f: &BufferedFile) -> io::Result<()> {
-    // Safety: plain syscall on a live fd.
+    // SAFETY: plain syscall on a live fd.
     if unsafe { libc::fdatasync(f.as_raw_fd()) } != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -69,14 +69,15 @@ pub(super) fn fdatasync_blocking(f: &BufferedFile) -> io::Result<()> {
 
 pub(super) fn dup(f: &BufferedFile) -> io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::{AsFd, BorrowedFd};
-    // Safety: the fd is live for as long as `f` is borrowed.
+    // SAFETY: the fd is live for as long as `f` is borrowed.
     let fd: BorrowedFd<'_> = unsafe { BorrowedFd::borrow_raw(f.as_raw_fd()) };
     fd.as_fd().try_clone_to_owned()
 }
 
 pub(super) fn len(f: &BufferedFile) -> io::Result<u64> {
-    // Safety: fstat fills the zeroed struct; the fd is live.
+    // SAFETY: an all-zero `stat` is a valid value of the plain C struct.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat fills `st`, which lives across the call; the fd is live.
     if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -119,7 +120,7 @@ pub(super) fn pwritev_all(f: &BufferedFile, bufs: &[&[u8]; 2], pos: u64) -> io::
             };
             count += 1;
         }
-        // Safety: every iovec points into a live slice of `bufs` for the duration of the call.
+        // SAFETY: every iovec points into a live slice of `bufs` for the duration of the call.
         let n = unsafe {
             libc::pwritev(
                 fd,

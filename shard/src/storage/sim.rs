@@ -494,7 +494,11 @@ impl SimDisk {
             .take_while(|(p, _)| p.starts_with(path))
             .filter(|(p, _)| p.parent() == Some(path))
             .map(|(p, n)| DirEntry {
-                name: p.file_name().unwrap().to_string_lossy().into_owned(),
+                name: p
+                    .file_name()
+                    .expect("an entry below a directory has a name")
+                    .to_string_lossy()
+                    .into_owned(),
                 is_dir: *n == Node::Dir,
             })
             .collect())

@@ -359,7 +359,7 @@ async fn read_planned(
     }
     Ok(match pieces.len() {
         0 => Bytes::new(),
-        1 => Bytes::from(pieces.pop().unwrap()),
+        1 => Bytes::from(pieces.pop().expect("one piece")),
         _ => Bytes::from(pieces.concat()),
     })
 }
