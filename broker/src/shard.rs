@@ -20,7 +20,7 @@ use shard::{GroupCommit, LogHandle, PartitionLog};
 
 use crate::config::{self, BrokerConfig, TopicConfig};
 use crate::forward::{Reply, Request, ShardMsg, TopicFailure, TopicOutcome, TopicSpec};
-use crate::metadata::image::{Image, TopicImage};
+use crate::metadata::image::{Image, PartitionImage, TopicImage};
 use crate::metadata::records::TopicId;
 use crate::metadata::{Controller, MAX_PARTITIONS_PER_REQUEST};
 use wire::ErrorCode;
@@ -219,6 +219,11 @@ impl Shard {
             .borrow()
             .as_ref()
             .map_or(1, |mesh| mesh.shard_count())
+    }
+
+    /// The shard that owns `partition` in this run (see [`owner`]).
+    pub fn owner(&self, partition: &PartitionImage) -> usize {
+        owner(partition.shard, self.shard_count())
     }
 
     /// The broker config topics inherit (static config and dynamic broker configs).
@@ -840,7 +845,7 @@ impl Shard {
                 continue;
             }
             for partition in &topic.partitions {
-                if usize::from(partition.shard) % self.shard_count() == self.id
+                if self.owner(partition) == self.id
                     && self
                         .partition(&topic.topic_id, partition.partition_id)
                         .is_none()
@@ -1087,6 +1092,15 @@ impl Shard {
             }
         }
     }
+}
+
+/// The shard (mesh index) that owns a partition whose metadata names shard `assigned`, in a
+/// run of `shard_count` shards. The metadata keeps the shard chosen at creation; a restart
+/// with fewer shards folds it onto the ones that exist, so every partition has an owner.
+/// The one place this mapping is computed: every router (handlers, coordinators, image
+/// application) must agree on it, or a partition would be served by two shards.
+pub fn owner(assigned: u16, shard_count: usize) -> usize {
+    usize::from(assigned) % shard_count.max(1)
 }
 
 /// `config` with the dynamic broker configs of `image` (cluster-wide "" and this node's) on

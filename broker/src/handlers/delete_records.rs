@@ -27,7 +27,6 @@ pub async fn handle(
     ctx: RequestContext,
 ) -> Response {
     let image = shard.image();
-    let shard_count = shard.shard_count();
     // (topic, partition) -> offset, last listing wins; order of first appearance kept.
     let mut order: Vec<(&str, i32)> = Vec::new();
     let mut offsets: HashMap<(&str, i32), i64> = HashMap::new();
@@ -44,13 +43,13 @@ pub async fn handle(
         .map(|&(name, partition)| {
             let owner = image
                 .topic(name)
-                .and_then(|t| t.partition(partition).map(|p| (t.topic_id, p.shard)));
+                .and_then(|t| t.partition(partition).map(|p| (t.topic_id, shard.owner(p))));
             match owner {
                 None => futures::future::ready((ErrorCode::UnknownTopicOrPartition.code(), -1))
                     .boxed_local(),
                 Some((topic_id, owner)) => {
                     let shard = shard.clone();
-                    let target = usize::from(owner) % shard_count;
+                    let target = owner;
                     let request = Request::DeleteRecords {
                         topic_id,
                         partition,

@@ -24,13 +24,12 @@ pub async fn handle(
     ctx: RequestContext,
 ) -> Response {
     let image = shard.image();
-    let shard_count = shard.shard_count();
     let mut lookups: Vec<Lookup> = Vec::new();
     for topic in &request.topics {
         let topic_image = image.topic(&topic.name);
         for &partition in &topic.partition_indexes {
             let owner =
-                topic_image.and_then(|t| t.partition(partition).map(|p| (t.topic_id, p.shard)));
+                topic_image.and_then(|t| t.partition(partition).map(|p| (t.topic_id, shard.owner(p))));
             lookups.push(match owner {
                 None => {
                     futures::future::ready((ErrorCode::UnknownTopicOrPartition.code(), Vec::new()))
@@ -38,7 +37,7 @@ pub async fn handle(
                 }
                 Some((topic_id, owner)) => {
                     let shard = shard.clone();
-                    let target = usize::from(owner) % shard_count;
+                    let target = owner;
                     async move {
                         let request = Request::DescribeProducers {
                             topic_id,

@@ -243,7 +243,6 @@ fn dedupe(
 
 pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext) -> Response {
     let image = shard.image();
-    let shard_count = shard.shard_count();
     let by_id = ctx.api_version >= 13;
     let unknown_topic = if by_id {
         ErrorCode::UnknownTopicId
@@ -292,7 +291,7 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
                         Err(ErrorCode::UnknownLeaderEpoch)
                     }
                     Some(owner) => {
-                        Ok((usize::from(owner.shard) % shard_count, topic_image.topic_id))
+                        Ok((shard.owner(owner), topic_image.topic_id))
                     }
                 },
             };

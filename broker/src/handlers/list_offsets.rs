@@ -83,7 +83,6 @@ pub async fn handle(
     ctx: RequestContext,
 ) -> Response {
     let image = shard.image();
-    let shard_count = shard.shard_count();
     let mut lookups: Vec<LocalBoxFuture<'static, OffsetResult>> = Vec::new();
     // As Kafka (ListOffsetsRequest.duplicatePartitions): a partition listed more than once is
     // not looked up at all; each of its listings gets INVALID_REQUEST.
@@ -100,7 +99,7 @@ pub async fn handle(
         for partition in &topic.partitions {
             let owner = topic_image.and_then(|t| {
                 t.partition(partition.partition_index)
-                    .map(|p| (t.topic_id, p.shard))
+                    .map(|p| (t.topic_id, shard.owner(p)))
             });
             let duplicated = listed[&(topic.name.as_str(), partition.partition_index)] > 1;
             // KIP-320 fencing, as Fetch and OffsetForLeaderEpoch: a current leader epoch (v4+,
@@ -124,7 +123,7 @@ pub async fn handle(
                 }
                 Some((topic_id, owner)) => {
                     let shard = shard.clone();
-                    let target = usize::from(owner) % shard_count;
+                    let target = owner;
                     let request = Request::ListOffsets {
                         topic_id,
                         partition: partition.partition_index,

@@ -26,21 +26,20 @@ pub async fn handle(
     ctx: RequestContext,
 ) -> Response {
     let image = shard.image();
-    let shard_count = shard.shard_count();
     let mut lookups: Vec<Lookup> = Vec::new();
     for topic in &request.topics {
         let topic_image = image.topic(&topic.topic);
         for partition in &topic.partitions {
             let owner = topic_image.and_then(|t| {
                 t.partition(partition.partition)
-                    .map(|p| (t.topic_id, p.shard))
+                    .map(|p| (t.topic_id, shard.owner(p)))
             });
             lookups.push(match owner {
                 None => futures::future::ready((ErrorCode::UnknownTopicOrPartition.code(), -1, -1))
                     .boxed_local(),
                 Some((topic_id, owner)) => {
                     let shard = shard.clone();
-                    let target = usize::from(owner) % shard_count;
+                    let target = owner;
                     let request = Request::OffsetForLeaderEpoch {
                         topic_id,
                         partition: partition.partition,

@@ -106,7 +106,7 @@ fn plan(request: &ProduceRequest, image: &Image, shard_count: usize) -> Plan {
                 }
                 Some(topic_image) => topic_image
                     .partition(partition.index)
-                    .map(|owner| (topic_image.topic_id, usize::from(owner.shard) % shard_count))
+                    .map(|owner| (topic_image.topic_id, crate::shard::owner(owner.shard, shard_count)))
                     .ok_or(ErrorCode::UnknownTopicOrPartition),
             };
             let (topic_id, target) = match owner {
