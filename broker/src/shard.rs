@@ -19,7 +19,9 @@ use shard::mesh::Mesh;
 use shard::{GroupCommit, LogHandle, PartitionLog};
 
 use crate::config::{self, BrokerConfig, TopicConfig};
-use crate::forward::{Reply, Request, ShardMsg, TopicFailure, TopicOutcome, TopicSpec};
+use crate::forward::{
+    self, Reply, Request, Serve, ShardMsg, TopicFailure, TopicOutcome, TopicSpec,
+};
 use crate::metadata::image::{Image, PartitionImage, TopicImage};
 use crate::metadata::records::TopicId;
 use crate::metadata::{Controller, MAX_PARTITIONS_PER_REQUEST};
@@ -276,15 +278,24 @@ impl Shard {
             .collect()
     }
 
-    /// Runs `request` on shard `target`: locally when that is this shard, else over the mesh.
+    /// Runs `call` on shard `target`: locally when that is this shard, else over the mesh;
+    /// the reply comes back as the call's own reply type.
     ///
-    /// Ordering: a remote request is pushed on the ring before this returns its first
-    /// `Pending`, and a local one runs its synchronous prefix (for produce: the append) at
-    /// the first poll; so two calls made in order by one connection reach the log in order.
-    pub async fn call(self: &Rc<Self>, target: usize, request: Request) -> Reply {
+    /// Ordering: a remote call is pushed on the ring (or takes its place in the queue of
+    /// senders waiting for space, see `Mesh::send`) before this returns its first `Pending`,
+    /// and a local one runs its synchronous prefix (for produce: the append) at the first
+    /// poll; so two calls made in order by one connection reach the log in order.
+    pub(crate) async fn call<C: Serve>(self: &Rc<Self>, target: usize, call: C) -> C::Reply {
         if target == self.id {
-            return self.execute(request).await;
+            return call.serve(self).await;
         }
+        C::reply_from(
+            self.call_remote(target, call.into_request(), C::CANCEL_ON_DROP)
+                .await,
+        )
+    }
+
+    async fn call_remote(self: &Rc<Self>, target: usize, request: Request, cancel: bool) -> Reply {
         let id = self.next_request_id.get();
         self.next_request_id.set(id + 1);
         let (sender, receiver) = oneshot::channel();
@@ -295,17 +306,14 @@ impl Shard {
             .borrow()
             .clone()
             .expect("mesh connected before serving");
-        // Only a long poll is worth cancelling: everything else ends within a disk operation,
-        // and a produce must not be cut between its shards' appends.
-        let cancel_on_drop = matches!(request, Request::WaitForData { .. });
-        mesh.send(target, ShardMsg::Request { id, body: request });
         let mut guard = CancelOnDrop {
             shard: self,
             target,
             id,
-            cancel_remote: cancel_on_drop,
+            cancel_remote: cancel,
             answered: false,
         };
+        mesh.send(target, ShardMsg::Request { id, body: request });
         let reply = receiver
             .await
             .expect("a shard never drops a forwarded request");
@@ -329,18 +337,19 @@ impl Shard {
         match message {
             ShardMsg::Request {
                 id,
-                body: body @ Request::WaitForData { .. },
+                body: Request::WaitForData(wait),
             } => {
                 Stats::bump(&self.stats.forwarded_in);
                 let shard = self.clone();
                 let (abort, registration) = futures::future::AbortHandle::new_pair();
                 self.remote_waits.borrow_mut().insert((source, id), abort);
                 glommio::spawn_local(async move {
-                    let wait = futures::future::Abortable::new(shard.execute(body), registration);
-                    if let Ok(reply) = wait.await {
+                    let wait = futures::future::Abortable::new(wait.serve(&shard), registration);
+                    if let Ok(waited) = wait.await {
                         shard.remote_waits.borrow_mut().remove(&(source, id));
                         let mesh = shard.connected_mesh().await;
-                        mesh.send(source, ShardMsg::Reply { id, body: reply });
+                        let body = Reply::WaitForData(waited);
+                        mesh.send(source, ShardMsg::Reply { id, body });
                     }
                 })
                 .detach();
@@ -356,7 +365,7 @@ impl Shard {
                 let shard = self.clone();
                 // Spawned in arrival order; each runs its synchronous prefix in that order.
                 glommio::spawn_local(async move {
-                    let reply = shard.execute(body).await;
+                    let reply = crate::forward::serve_request(&shard, body).await;
                     let mesh = shard.connected_mesh().await;
                     mesh.send(source, ShardMsg::Reply { id, body: reply });
                 })
@@ -371,95 +380,6 @@ impl Shard {
                     // The caller may have given up (a long poll that was answered elsewhere).
                     let _ = sender.send(body);
                 }
-            }
-        }
-    }
-
-    async fn execute(self: &Rc<Self>, request: Request) -> Reply {
-        match request {
-            Request::Produce { acks, parts } => {
-                Reply::Produce(crate::partition_ops::produce_many(self, acks, parts).await)
-            }
-            Request::Fetch {
-                topic_id,
-                partition,
-                offset,
-                max_bytes,
-                min_one,
-            } => Reply::Fetch(
-                crate::partition_ops::fetch(self, &topic_id, partition, offset, max_bytes, min_one)
-                    .await,
-            ),
-            Request::WaitForData {
-                topic_id,
-                partition,
-                offset,
-                wait_ms,
-            } => {
-                crate::partition_ops::wait_for_data(self, &topic_id, partition, offset, wait_ms)
-                    .await;
-                Reply::Waited
-            }
-            Request::ListOffsets {
-                topic_id,
-                partition,
-                timestamp,
-            } => Reply::ListOffsets(
-                crate::partition_ops::list_offsets(self, &topic_id, partition, timestamp).await,
-            ),
-            Request::DescribeProducers {
-                topic_id,
-                partition,
-            } => {
-                let (code, producers) =
-                    crate::partition_ops::describe_producers(self, &topic_id, partition);
-                Reply::Producers(code, producers)
-            }
-            Request::DeleteRecords {
-                topic_id,
-                partition,
-                offset,
-            } => {
-                let (code, low_watermark) =
-                    crate::partition_ops::delete_records(self, &topic_id, partition, offset);
-                Reply::DeleteRecords(code, low_watermark)
-            }
-            Request::OffsetForLeaderEpoch {
-                topic_id,
-                partition,
-                current_leader_epoch,
-                leader_epoch,
-            } => {
-                let (code, epoch, end_offset) = crate::partition_ops::offset_for_leader_epoch(
-                    self,
-                    &topic_id,
-                    partition,
-                    current_leader_epoch,
-                    leader_epoch,
-                );
-                Reply::EpochEndOffset(code, epoch, end_offset)
-            }
-            Request::CreatePartitions {
-                topics,
-                validate_only,
-            } => Reply::PartitionsCreated(self.create_partitions(topics, validate_only).await),
-            Request::AllocateProducerIds => Reply::ProducerIdBlock(self.allocate_producer_ids()),
-            Request::CreateTopics {
-                topics,
-                validate_only,
-            } => Reply::Topics(self.create_topics(topics, validate_only).await),
-            Request::DeleteTopics { names } => Reply::Topics(self.delete_topics(names).await),
-            Request::AlterTopicConfigs {
-                changes,
-                validate_only,
-            } => Reply::Topics(self.alter_topic_configs(changes, validate_only).await),
-            Request::ImageUpdate(image) => Reply::ImageApplied(self.apply_image(image).await),
-            Request::Group { partition, op } => {
-                Reply::Group(crate::group::Coordinator::execute(self, partition, op).await)
-            }
-            Request::CloseFetchSession { session_id } => {
-                self.fetch_sessions.close(self, session_id);
-                Reply::FetchSessionClosed
             }
         }
     }
@@ -493,10 +413,7 @@ impl Shard {
             self.producer_ids.set((next + 1, end));
             return Ok(next);
         }
-        let first = match self.call(0, Request::AllocateProducerIds).await {
-            Reply::ProducerIdBlock(block) => block?,
-            _ => return Err(ErrorCode::UnknownServerError.code()),
-        };
+        let first = self.call(0, forward::AllocateProducerIds).await?;
         // Another InitProducerId may have refilled the block meanwhile: then the rest of
         // this one is left unused (ids are never reused, so gaps are harmless).
         let (next, end) = self.producer_ids.get();
@@ -514,7 +431,7 @@ impl Shard {
     /// request fail every topic with POLICY_VIOLATION, as CreateTopics (KAFKA-17870).
     async fn create_partitions(
         self: &Rc<Self>,
-        topics: Vec<crate::forward::PartitionsSpec>,
+        topics: Vec<forward::PartitionsSpec>,
         validate_only: bool,
     ) -> Vec<(i16, Option<String>)> {
         let controller = self
@@ -805,14 +722,12 @@ impl Shard {
             .image();
         tracing::debug!(shards = self.shard_count(), "publishing image");
         let calls = (0..self.shard_count())
-            .map(|target| self.call(target, Request::ImageUpdate(image.clone())));
-        let mut failures = Vec::new();
-        for reply in futures::future::join_all(calls).await {
-            if let Reply::ImageApplied(failed) = reply {
-                failures.extend(failed);
-            }
-        }
-        failures
+            .map(|target| self.call(target, forward::ImageUpdate(image.clone())));
+        futures::future::join_all(calls)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     /// Opens the logs of partitions this shard now owns, deletes those of removed topics, then
@@ -1091,6 +1006,174 @@ impl Shard {
                 tracing::warn!(dir = %dir.display(), %error, "closing a log failed");
             }
         }
+    }
+}
+
+/// How each call runs on the shard it was sent to (remote calls come through
+/// `forward::serve_request`, local ones straight from `Shard::call`).
+impl Serve for forward::Produce {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<forward::ProduceResult> {
+        crate::partition_ops::produce_many(shard, self.acks, self.parts).await
+    }
+}
+
+impl Serve for forward::Fetch {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<forward::FetchResult> {
+        // Read at once, as the per-partition calls of old were: a copy-path read waits on
+        // the disk. One future per part; parts are distinct partitions of this shard.
+        let reads = self.parts.iter().map(|part| {
+            crate::partition_ops::fetch(
+                shard,
+                &part.topic_id,
+                part.partition,
+                part.offset,
+                part.max_bytes,
+                part.min_one,
+            )
+        });
+        futures::future::join_all(reads).await
+    }
+}
+
+impl Serve for forward::WaitForData {
+    async fn serve(self, shard: &Rc<Shard>) -> forward::Waited {
+        if self.parts.is_empty() {
+            return forward::Waited::Ended;
+        }
+        let waits = self.parts.iter().map(|part| {
+            Box::pin(crate::partition_ops::wait_for_data(
+                shard,
+                &part.topic_id,
+                part.partition,
+                part.offset,
+                self.wait_ms,
+            ))
+        });
+        futures::future::select_all(waits).await;
+        forward::Waited::Ended
+    }
+}
+
+impl Serve for forward::ListOffsets {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<forward::OffsetResult> {
+        let lookups = self.parts.iter().map(|part| {
+            crate::partition_ops::list_offsets(
+                shard,
+                &part.topic_id,
+                part.partition,
+                part.timestamp,
+            )
+        });
+        futures::future::join_all(lookups).await
+    }
+}
+
+impl Serve for forward::DeleteRecords {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<(i16, i64)> {
+        let mut results = Vec::with_capacity(self.parts.len());
+        let mut slice = Slice::new();
+        for part in &self.parts {
+            results.push(crate::partition_ops::delete_records(
+                shard,
+                &part.topic_id,
+                part.partition,
+                part.offset,
+            ));
+            slice.tick().await;
+        }
+        results
+    }
+}
+
+impl Serve for forward::OffsetForLeaderEpoch {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<forward::EpochEndOffset> {
+        let mut results = Vec::with_capacity(self.parts.len());
+        // Parts are distinct (partition, epochs) keys, but a request may still name many
+        // epochs of one partition: let the shard's other tasks run between stretches.
+        let mut slice = Slice::new();
+        for part in &self.parts {
+            let (error_code, leader_epoch, end_offset) =
+                crate::partition_ops::offset_for_leader_epoch(
+                    shard,
+                    &part.topic_id,
+                    part.partition,
+                    part.current_leader_epoch,
+                    part.leader_epoch,
+                );
+            results.push(forward::EpochEndOffset {
+                error_code,
+                leader_epoch,
+                end_offset,
+            });
+            slice.tick().await;
+        }
+        results
+    }
+}
+
+impl Serve for forward::DescribeProducers {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<(i16, Vec<forward::ProducerInfo>)> {
+        let mut results = Vec::with_capacity(self.parts.len());
+        let mut slice = Slice::new();
+        for (topic_id, partition) in &self.parts {
+            results.push(crate::partition_ops::describe_producers(
+                shard, topic_id, *partition,
+            ));
+            slice.tick().await;
+        }
+        results
+    }
+}
+
+impl Serve for forward::CreatePartitions {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<(i16, Option<String>)> {
+        shard
+            .create_partitions(self.topics, self.validate_only)
+            .await
+    }
+}
+
+impl Serve for forward::AllocateProducerIds {
+    async fn serve(self, shard: &Rc<Shard>) -> Result<i64, i16> {
+        shard.allocate_producer_ids()
+    }
+}
+
+impl Serve for forward::CreateTopics {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<TopicOutcome> {
+        shard.create_topics(self.topics, self.validate_only).await
+    }
+}
+
+impl Serve for forward::DeleteTopics {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<TopicOutcome> {
+        shard.delete_topics(self.names).await
+    }
+}
+
+impl Serve for forward::AlterTopicConfigs {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<TopicOutcome> {
+        shard
+            .alter_topic_configs(self.changes, self.validate_only)
+            .await
+    }
+}
+
+impl Serve for forward::ImageUpdate {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<TopicFailure> {
+        shard.apply_image(self.0).await
+    }
+}
+
+impl Serve for forward::CloseFetchSession {
+    async fn serve(self, shard: &Rc<Shard>) {
+        shard.fetch_sessions.close(shard, self.session_id);
+    }
+}
+
+impl Serve for forward::Group {
+    async fn serve(self, shard: &Rc<Shard>) -> crate::group::GroupAnswer {
+        crate::group::Coordinator::execute(shard, self.partition, self.op).await
     }
 }
 
