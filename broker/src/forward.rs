@@ -18,25 +18,23 @@ use std::sync::Arc;
 use crate::metadata::image::Image;
 use crate::metadata::records::TopicId;
 
-/// One message on a ring.
+/// One message on a ring of calls.
 pub enum ShardMsg {
-    Request {
-        id: u64,
-        body: Request,
-    },
-    /// Travels on the reply ring of its pair, never behind requests (see `shard::mesh`).
-    Reply {
-        id: u64,
-        body: Reply,
-    },
+    /// A call; its reply comes back on the reply ring with the same id.
+    Request { id: u64, body: Request },
     /// The caller of request `id` gave up (its connection closed): stop a parked wait now
     /// rather than at its deadline. No reply follows.
-    Cancel {
-        id: u64,
-    },
+    Cancel { id: u64 },
     /// Serve this connection from now on: its requests touch mostly partitions the receiving
     /// shard owns (see `handoff`). No reply follows.
     Adopt(Box<crate::handoff::Moved>),
+}
+
+/// One message on a ring of replies: the answer to request `id`. Replies have rings of their
+/// own so that they never wait behind calls (see `shard::mesh`).
+pub struct ShardReply {
+    pub id: u64,
+    pub body: Reply,
 }
 
 /// A topic to create, as CreateTopics carries it.

@@ -14,13 +14,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::channel::oneshot;
+use futures::future::LocalBoxFuture;
 use futures::StreamExt;
-use shard::mesh::Mesh;
+use shard::mesh::{Mesh, Work};
 use shard::{GroupCommit, LogHandle, PartitionLog};
 
 use crate::config::{self, BrokerConfig, TopicConfig};
 use crate::forward::{
-    self, Reply, Request, Serve, ShardMsg, TopicFailure, TopicOutcome, TopicSpec,
+    self, Reply, Request, Serve, ShardMsg, ShardReply, TopicFailure, TopicOutcome, TopicSpec,
 };
 use crate::metadata::image::{Image, PartitionImage, TopicImage};
 use crate::metadata::records::TopicId;
@@ -41,6 +42,12 @@ const CONTROL_PLANE_SLICE: std::time::Duration = std::time::Duration::from_milli
 const MAX_CONCURRENT_OPENS: usize = 4;
 /// Start-up (and large CreateTopics) log a progress line every this many partitions opened.
 const OPEN_PROGRESS_EVERY: usize = 1000;
+
+/// Long polls this shard keeps parked for other shards at once: half of the mesh's parked
+/// slots, so that group calls (the other parked kind) always find room. One more is answered
+/// at once as `Waited::Refused`, and its fetch answers its client with what it has (Kafka
+/// allows answering before `min_bytes`).
+const MAX_PARKED_WAITS: usize = shard::mesh::MAX_CALLS_PARKED / 2;
 
 /// Kafka's error for a log that cannot be created or read on disk (KAFKA_STORAGE_ERROR).
 const KAFKA_STORAGE_ERROR: i16 = 56;
@@ -131,7 +138,7 @@ pub struct Shard {
     pub group_commit: Rc<GroupCommit>,
     /// What topics inherit: `config` with the image's dynamic broker configs on top.
     topic_defaults: RefCell<Arc<BrokerConfig>>,
-    mesh: RefCell<Option<Rc<Mesh<ShardMsg>>>>,
+    mesh: RefCell<Option<Rc<Mesh<ShardMsg, ShardReply>>>>,
     mesh_ready: event_listener::Event,
     /// Notified each time this shard adopts a new metadata image.
     image_adopted: event_listener::Event,
@@ -198,7 +205,7 @@ impl Shard {
         })
     }
 
-    pub fn set_mesh(&self, mesh: Rc<Mesh<ShardMsg>>) {
+    pub fn set_mesh(&self, mesh: Rc<Mesh<ShardMsg, ShardReply>>) {
         *self.mesh.borrow_mut() = Some(mesh);
         self.mesh_ready.notify(usize::MAX);
     }
@@ -206,7 +213,7 @@ impl Shard {
     /// The mesh, once connected. A shard that already serves (each starts accepting as soon
     /// as it is ready) may forward to one still connecting, whose receive loop delivers
     /// before `set_mesh`; its replies wait here instead of panicking.
-    async fn connected_mesh(&self) -> Rc<Mesh<ShardMsg>> {
+    async fn connected_mesh(&self) -> Rc<Mesh<ShardMsg, ShardReply>> {
         loop {
             let ready = self.mesh_ready.listen();
             if let Some(mesh) = self.mesh.borrow().clone() {
@@ -313,7 +320,8 @@ impl Shard {
             cancel_remote: cancel,
             answered: false,
         };
-        mesh.send(target, ShardMsg::Request { id, body: request });
+        mesh.send(target, ShardMsg::Request { id, body: request })
+            .await;
         let reply = receiver
             .await
             .expect("a shard never drops a forwarded request");
@@ -321,7 +329,9 @@ impl Shard {
         reply
     }
 
-    /// Hands connection `moved` to shard `target`, which serves it from then on.
+    /// Hands connection `moved` to shard `target`, which serves it from then on. The send
+    /// waits for room on the ring when it is full, in a task of its own (the connection has
+    /// nothing left to do here).
     pub fn hand_off(&self, target: usize, moved: crate::handoff::Moved) {
         Stats::bump(&self.stats.handoffs_out);
         let mesh = self
@@ -329,11 +339,14 @@ impl Shard {
             .borrow()
             .clone()
             .expect("mesh connected before serving");
-        mesh.send(target, ShardMsg::Adopt(Box::new(moved)));
+        glommio::spawn_local(async move {
+            mesh.send(target, ShardMsg::Adopt(Box::new(moved))).await;
+        })
+        .detach();
     }
 
-    /// Delivers a message from shard `source` (called by the mesh's receiver tasks).
-    pub fn deliver(self: &Rc<Self>, source: usize, message: ShardMsg) {
+    /// A call from shard `source`, in arrival order (see `shard::mesh::Inbox`).
+    fn take_call(self: &Rc<Self>, source: usize, message: ShardMsg) -> Work {
         match message {
             ShardMsg::Request {
                 id,
@@ -341,47 +354,60 @@ impl Shard {
             } => {
                 Stats::bump(&self.stats.forwarded_in);
                 let shard = self.clone();
+                if self.remote_waits.borrow().len() >= MAX_PARKED_WAITS {
+                    return Work::Run(Box::pin(async move {
+                        let body = Reply::WaitForData(forward::Waited::Refused);
+                        shard.reply(source, id, body).await;
+                    }));
+                }
                 let (abort, registration) = futures::future::AbortHandle::new_pair();
                 self.remote_waits.borrow_mut().insert((source, id), abort);
-                glommio::spawn_local(async move {
+                Work::Park(Box::pin(async move {
                     let wait = futures::future::Abortable::new(wait.serve(&shard), registration);
                     if let Ok(waited) = wait.await {
                         shard.remote_waits.borrow_mut().remove(&(source, id));
-                        let mesh = shard.connected_mesh().await;
-                        let body = Reply::WaitForData(waited);
-                        mesh.send(source, ShardMsg::Reply { id, body });
+                        shard.reply(source, id, Reply::WaitForData(waited)).await;
                     }
-                })
-                .detach();
+                }))
             }
             ShardMsg::Cancel { id } => {
                 if let Some(abort) = self.remote_waits.borrow_mut().remove(&(source, id)) {
                     abort.abort();
                     Stats::bump(&self.stats.cancelled_waits);
                 }
+                Work::Done
             }
             ShardMsg::Request { id, body } => {
                 Stats::bump(&self.stats.forwarded_in);
+                // A group call may wait for its group's rebalance (up to the member's
+                // rebalance timeout): parked, so it cannot take the running slots that
+                // other shards' short calls need.
+                let parked = matches!(body, Request::Group(_));
                 let shard = self.clone();
-                // Spawned in arrival order; each runs its synchronous prefix in that order.
-                glommio::spawn_local(async move {
-                    let reply = crate::forward::serve_request(&shard, body).await;
-                    let mesh = shard.connected_mesh().await;
-                    mesh.send(source, ShardMsg::Reply { id, body: reply });
-                })
-                .detach();
+                let work: LocalBoxFuture<'static, ()> = Box::pin(async move {
+                    let reply = forward::serve_request(&shard, body).await;
+                    shard.reply(source, id, reply).await;
+                });
+                if parked {
+                    Work::Park(work)
+                } else {
+                    Work::Run(work)
+                }
             }
             ShardMsg::Adopt(moved) => {
                 Stats::bump(&self.stats.handoffs_in);
+                // A connection lives on; it is bounded by the connection limits, not by
+                // the mesh's call slots.
                 glommio::spawn_local(crate::connection::adopt(self.clone(), *moved)).detach();
-            }
-            ShardMsg::Reply { id, body } => {
-                if let Some(sender) = self.pending.borrow_mut().remove(&id) {
-                    // The caller may have given up (a long poll that was answered elsewhere).
-                    let _ = sender.send(body);
-                }
+                Work::Done
             }
         }
+    }
+
+    /// Sends the reply to call `id` of shard `target`.
+    async fn reply(&self, target: usize, id: u64, body: Reply) {
+        let mesh = self.connected_mesh().await;
+        mesh.reply(target, ShardReply { id, body }).await;
     }
 
     /// Metadata core only: a new block of producer ids, durable before it is returned.
@@ -1009,6 +1035,23 @@ impl Shard {
     }
 }
 
+/// What the mesh hands this shard's calls and replies to.
+pub struct Inbox(pub Rc<Shard>);
+
+impl shard::mesh::Inbox<ShardMsg, ShardReply> for Inbox {
+    fn call(&self, source: usize, message: ShardMsg) -> Work {
+        self.0.take_call(source, message)
+    }
+
+    fn reply(&self, _source: usize, reply: ShardReply) {
+        // Never waits (the mesh's deadlock freedom rests on it): the reply goes to the
+        // caller's slot; a caller that gave up (a long poll answered elsewhere) left none.
+        if let Some(sender) = self.0.pending.borrow_mut().remove(&reply.id) {
+            let _ = sender.send(reply.body);
+        }
+    }
+}
+
 /// How each call runs on the shard it was sent to (remote calls come through
 /// `forward::serve_request`, local ones straight from `Shard::call`).
 impl Serve for forward::Produce {
@@ -1226,7 +1269,13 @@ impl Drop for CancelOnDrop<'_> {
         self.shard.pending.borrow_mut().remove(&self.id);
         if self.cancel_remote {
             if let Some(mesh) = self.shard.mesh.borrow().clone() {
-                mesh.send(self.target, ShardMsg::Cancel { id: self.id });
+                // A drop cannot wait for room on the ring: a task of its own does (one per
+                // abandoned long poll, each ending once its message is on the ring).
+                let (target, id) = (self.target, self.id);
+                glommio::spawn_local(async move {
+                    mesh.send(target, ShardMsg::Cancel { id }).await;
+                })
+                .detach();
             }
         }
     }
