@@ -163,10 +163,11 @@ fn a_busy_receiver_pushes_back_on_the_sender() {
                             }
                         });
                         let mut last = u64::MAX;
-                        // Settled: no progress for 200 ms.
+                        // Settled: no progress for a second (long, so that a slow or
+                        // starved receiver thread is not mistaken for a bound).
                         while sent.get() != last {
                             last = sent.get();
-                            glommio::timer::sleep(Duration::from_millis(200)).await;
+                            glommio::timer::sleep(Duration::from_secs(1)).await;
                         }
                         accepted_send.send(sent.get()).unwrap();
                         task.await;
