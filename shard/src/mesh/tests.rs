@@ -138,7 +138,9 @@ fn a_busy_receiver_pushes_back_on_the_sender() {
     let endpoints = build::<Msg, u64>(2);
     let (release_send, release_recv) = std::sync::mpsc::channel::<()>();
     let (accepted_send, accepted_recv) = std::sync::mpsc::channel::<u64>();
-    let result: Arc<Mutex<(usize, Vec<(usize, u64)>)>> = Arc::default();
+    // (most calls running at once, calls received) on the receiver.
+    type Observed = Arc<Mutex<(usize, Vec<(usize, u64)>)>>;
+    let result: Observed = Arc::default();
     let mut handles = Vec::new();
     let mut release = Some(release_recv);
     for endpoint in endpoints {
