@@ -1,7 +1,16 @@
 //! What shards say to each other over the mesh: partition operations forwarded to the shard
 //! that owns the partition, control-plane calls to the metadata core (shard 0), and metadata
-//! images published back. Every request carries an id; its reply comes back on the reverse
-//! ring with the same id. Record bytes travel as `Bytes` (a reference count, never a copy).
+//! images published back. Record bytes travel as `Bytes` (a reference count, never a copy).
+//!
+//! Every kind of call is a request type implementing [`Call`], whose `Reply` type the caller
+//! gets back from `Shard::call` already typed: no handler matches on a reply. The `Request`
+//! and `Reply` enums exist only for the ring between two cores (a ring carries one type);
+//! both are generated from one list, so the variant a reply travels in is the variant its
+//! request travelled in, and `Call::reply_from` cannot meet another one (see `calls!`).
+//!
+//! Per-partition operations carry every partition a request touches on the target shard
+//! (`parts`): one message per target shard, not per partition, answered by one result per
+//! part, in order.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,24 +18,23 @@ use std::sync::Arc;
 use crate::metadata::image::Image;
 use crate::metadata::records::TopicId;
 
-/// One message on a ring.
+/// One message on a ring of calls.
 pub enum ShardMsg {
-    Request {
-        id: u64,
-        body: Request,
-    },
-    Reply {
-        id: u64,
-        body: Reply,
-    },
+    /// A call; its reply comes back on the reply ring with the same id.
+    Request { id: u64, body: Request },
     /// The caller of request `id` gave up (its connection closed): stop a parked wait now
     /// rather than at its deadline. No reply follows.
-    Cancel {
-        id: u64,
-    },
+    Cancel { id: u64 },
     /// Serve this connection from now on: its requests touch mostly partitions the receiving
     /// shard owns (see `handoff`). No reply follows.
     Adopt(Box<crate::handoff::Moved>),
+}
+
+/// One message on a ring of replies: the answer to request `id`. Replies have rings of their
+/// own so that they never wait behind calls (see `shard::mesh`).
+pub struct ShardReply {
+    pub id: u64,
+    pub body: Reply,
 }
 
 /// A topic to create, as CreateTopics carries it.
@@ -48,84 +56,254 @@ pub struct PartitionsSpec {
     pub assignments: Option<Vec<Vec<i32>>>,
 }
 
-/// Work for another shard.
-pub enum Request {
-    /// Append one batch to each of these partitions, all owned by this shard, in order: the
-    /// part of one Produce request that this shard owns (one message per shard, not per
-    /// partition). Answered by `Reply::Produce` with one result per part, in order.
-    Produce {
-        acks: i16,
-        parts: Vec<crate::partition_ops::ProducePart>,
-    },
-    /// Read whole batches from `offset`, at most `max_bytes` unless `min_one` (then at least
-    /// one whole batch).
-    Fetch {
-        topic_id: TopicId,
-        partition: i32,
-        offset: i64,
-        max_bytes: usize,
-        min_one: bool,
-    },
-    /// Resolve once the partition's log end passes `offset` or `wait_ms` elapses (long poll).
-    WaitForData {
-        topic_id: TopicId,
-        partition: i32,
-        offset: i64,
-        wait_ms: u64,
-    },
-    /// ListOffsets for one partition.
-    ListOffsets {
-        topic_id: TopicId,
-        partition: i32,
-        timestamp: i64,
-    },
-    /// DeleteRecords on one partition: move its log start offset to `offset` (-1: the high
-    /// watermark).
-    DeleteRecords {
-        topic_id: TopicId,
-        partition: i32,
-        offset: i64,
-    },
-    /// OffsetForLeaderEpoch on one partition.
-    OffsetForLeaderEpoch {
-        topic_id: TopicId,
-        partition: i32,
-        current_leader_epoch: i32,
-        leader_epoch: i32,
-    },
-    /// Metadata core: add partitions to topics (CreatePartitions; `validate_only` adds none).
-    CreatePartitions {
-        topics: Vec<PartitionsSpec>,
-        validate_only: bool,
-    },
-    /// The producer state of one partition (DescribeProducers).
-    DescribeProducers { topic_id: TopicId, partition: i32 },
-    /// Metadata core: a new block of producer ids for the calling shard (InitProducerId).
-    AllocateProducerIds,
-    /// Metadata core: create topics (`validate_only` creates nothing).
-    CreateTopics {
-        topics: Vec<TopicSpec>,
-        validate_only: bool,
-    },
-    /// Metadata core: delete topics by name.
-    DeleteTopics { names: Vec<String> },
-    /// Metadata core: change configs of topics and of the broker (resource type, name,
-    /// change; AlterConfigs, IncrementalAlterConfigs); one `TopicOutcome` per change, in order.
-    AlterTopicConfigs {
-        changes: Vec<(i8, String, crate::metadata::ConfigChange)>,
-        validate_only: bool,
-    },
-    /// A new metadata image: open logs for new partitions, drop deleted ones, then adopt it.
-    ImageUpdate(Arc<Image>),
-    /// Close fetch session `session_id`, which this shard holds (a full fetch on another
-    /// shard named it).
-    CloseFetchSession { session_id: i32 },
-    /// Work for the coordinator of a group whose `__consumer_offsets` partition this shard
-    /// owns (`partition`); `GroupOp::List` asks for every group of the shard.
-    Group {
-        partition: i32,
-        op: crate::group::GroupOp,
-    },
+/// A call one shard makes on another: its reply type is known at compile time.
+pub trait Call: Sized + 'static {
+    type Reply: 'static;
+    /// Only a long poll is worth cancelling when its caller goes away: everything else ends
+    /// within a disk operation, and a produce must not be cut between its shards' appends.
+    const CANCEL_ON_DROP: bool = false;
+    /// This call as it travels on a ring.
+    fn into_request(self) -> Request;
+    /// The reply as it came off a ring, back to its type.
+    fn reply_from(reply: Reply) -> Self::Reply;
+}
+
+/// Declares each call kind once: `Kind(RequestType) -> ReplyType`. Generates the ring's
+/// `Request` and `Reply` enums (one variant per kind, same name in both), the [`Call`] impls,
+/// and `serve_request`, which runs a request and wraps its reply in the variant of the same
+/// name. That last one is why `reply_from`'s mismatch arm is unreachable: a reply only ever
+/// comes from `serve_request` on the peer, for the request whose id it carries.
+macro_rules! calls {
+    ($($(#[$doc:meta])* $kind:ident($request:ty) -> $reply:ty;)*) => {
+        /// A call on the ring (see [`Call`]).
+        pub enum Request {
+            $($(#[$doc])* $kind($request),)*
+        }
+
+        /// A reply on the ring, in the variant of its request.
+        pub enum Reply {
+            $($kind($reply),)*
+        }
+
+        $(impl Call for $request {
+            type Reply = $reply;
+            const CANCEL_ON_DROP: bool = <$request as CallKind>::CANCEL_ON_DROP;
+            fn into_request(self) -> Request {
+                Request::$kind(self)
+            }
+            fn reply_from(reply: Reply) -> $reply {
+                match reply {
+                    Reply::$kind(reply) => reply,
+                    #[allow(unreachable_patterns)]
+                    _ => unreachable!(concat!("a ", stringify!($kind), " request answered by another kind of reply")),
+                }
+            }
+        })*
+
+        /// Runs `request` on this shard (it arrived over the mesh) and wraps the reply in the
+        /// variant of the same kind.
+        pub(crate) async fn serve_request(shard: &std::rc::Rc<crate::shard::Shard>, request: Request) -> Reply {
+            match request {
+                $(Request::$kind(call) => Reply::$kind(Serve::serve(call, shard).await),)*
+            }
+        }
+    };
+}
+
+/// Per-kind settings that `calls!` copies into the [`Call`] impl.
+trait CallKind {
+    const CANCEL_ON_DROP: bool = false;
+}
+
+/// Runs a call on the shard it was sent to (implemented next to the shard's state, in
+/// `shard.rs`).
+pub(crate) trait Serve: Call {
+    async fn serve(self, shard: &std::rc::Rc<crate::shard::Shard>) -> Self::Reply;
+}
+
+calls! {
+    Produce(Produce) -> Vec<ProduceResult>;
+    Fetch(Fetch) -> Vec<FetchResult>;
+    WaitForData(WaitForData) -> Waited;
+    ListOffsets(ListOffsets) -> Vec<OffsetResult>;
+    DeleteRecords(DeleteRecords) -> Vec<(i16, i64)>;
+    OffsetForLeaderEpoch(OffsetForLeaderEpoch) -> Vec<EpochEndOffset>;
+    DescribeProducers(DescribeProducers) -> Vec<(i16, Vec<ProducerInfo>)>;
+    CreatePartitions(CreatePartitions) -> Vec<(i16, Option<String>)>;
+    AllocateProducerIds(AllocateProducerIds) -> Result<i64, i16>;
+    CreateTopics(CreateTopics) -> Vec<TopicOutcome>;
+    DeleteTopics(DeleteTopics) -> Vec<TopicOutcome>;
+    AlterTopicConfigs(AlterTopicConfigs) -> Vec<TopicOutcome>;
+    ImageUpdate(ImageUpdate) -> Vec<TopicFailure>;
+    CloseFetchSession(CloseFetchSession) -> ();
+    Group(Group) -> crate::group::GroupAnswer;
+}
+
+impl CallKind for Produce {}
+impl CallKind for Fetch {}
+impl CallKind for WaitForData {
+    const CANCEL_ON_DROP: bool = true;
+}
+impl CallKind for ListOffsets {}
+impl CallKind for DeleteRecords {}
+impl CallKind for OffsetForLeaderEpoch {}
+impl CallKind for DescribeProducers {}
+impl CallKind for CreatePartitions {}
+impl CallKind for AllocateProducerIds {}
+impl CallKind for CreateTopics {}
+impl CallKind for DeleteTopics {}
+impl CallKind for AlterTopicConfigs {}
+impl CallKind for ImageUpdate {}
+impl CallKind for CloseFetchSession {}
+impl CallKind for Group {}
+
+/// Append one batch to each of these partitions, all owned by the target shard, in order:
+/// the part of one Produce request that shard owns. One result per part, in order.
+pub struct Produce {
+    pub acks: i16,
+    pub parts: Vec<crate::partition_ops::ProducePart>,
+}
+
+/// One partition to read (Fetch): whole batches from `offset`, at most `max_bytes` unless
+/// `min_one` (then at least one whole batch).
+#[derive(Clone, Copy, Debug)]
+pub struct FetchPart {
+    pub topic_id: TopicId,
+    pub partition: i32,
+    pub offset: i64,
+    pub max_bytes: usize,
+    pub min_one: bool,
+}
+
+/// Read these partitions of the target shard; one result per part, in order.
+pub struct Fetch {
+    pub parts: Vec<FetchPart>,
+}
+
+/// A partition a long poll waits on: until its log end passes `offset`.
+#[derive(Clone, Copy, Debug)]
+pub struct WaitPart {
+    pub topic_id: TopicId,
+    pub partition: i32,
+    pub offset: i64,
+}
+
+/// Resolve once any of these partitions' log end passes its offset, or `wait_ms` elapses
+/// (long poll).
+pub struct WaitForData {
+    pub parts: Vec<WaitPart>,
+    pub wait_ms: u64,
+}
+
+/// How a long poll ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waited {
+    /// Data came or the wait elapsed: read again.
+    Ended,
+    /// The owner already holds its bound of parked long polls (`MAX_PARKED_WAITS`): answer
+    /// the client with what there is (Kafka allows answering before `min_bytes`).
+    Refused,
+}
+
+/// One partition of a ListOffsets.
+#[derive(Clone, Copy, Debug)]
+pub struct ListOffsetsPart {
+    pub topic_id: TopicId,
+    pub partition: i32,
+    pub timestamp: i64,
+}
+
+/// ListOffsets on these partitions of the target shard; one result per part, in order.
+pub struct ListOffsets {
+    pub parts: Vec<ListOffsetsPart>,
+}
+
+/// One partition of a DeleteRecords: move its log start offset to `offset` (-1: the high
+/// watermark).
+#[derive(Clone, Copy, Debug)]
+pub struct DeleteRecordsPart {
+    pub topic_id: TopicId,
+    pub partition: i32,
+    pub offset: i64,
+}
+
+/// DeleteRecords on these partitions; one (error code, low watermark) per part, in order.
+pub struct DeleteRecords {
+    pub parts: Vec<DeleteRecordsPart>,
+}
+
+/// One partition and epoch of an OffsetForLeaderEpoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EpochPart {
+    pub topic_id: TopicId,
+    pub partition: i32,
+    pub current_leader_epoch: i32,
+    pub leader_epoch: i32,
+}
+
+/// OffsetForLeaderEpoch of one part: error code, leader epoch, end offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EpochEndOffset {
+    pub error_code: i16,
+    pub leader_epoch: i32,
+    pub end_offset: i64,
+}
+
+/// OffsetForLeaderEpoch on these parts; one answer per part, in order.
+pub struct OffsetForLeaderEpoch {
+    pub parts: Vec<EpochPart>,
+}
+
+/// The producer state of these partitions (DescribeProducers); one (error code, producers)
+/// per part, in order.
+pub struct DescribeProducers {
+    pub parts: Vec<(TopicId, i32)>,
+}
+
+/// Metadata core: add partitions to topics (CreatePartitions; `validate_only` adds none).
+/// Per topic in request order, error code and message.
+pub struct CreatePartitions {
+    pub topics: Vec<PartitionsSpec>,
+    pub validate_only: bool,
+}
+
+/// Metadata core: a new block of producer ids for the calling shard (InitProducerId): its
+/// first id, or Kafka's error code.
+pub struct AllocateProducerIds;
+
+/// Metadata core: create topics (`validate_only` creates nothing).
+pub struct CreateTopics {
+    pub topics: Vec<TopicSpec>,
+    pub validate_only: bool,
+}
+
+/// Metadata core: delete topics by name.
+pub struct DeleteTopics {
+    pub names: Vec<String>,
+}
+
+/// Metadata core: change configs of topics and of the broker (resource type, name, change;
+/// AlterConfigs, IncrementalAlterConfigs); one `TopicOutcome` per change, in order.
+pub struct AlterTopicConfigs {
+    pub changes: Vec<(i8, String, crate::metadata::ConfigChange)>,
+    pub validate_only: bool,
+}
+
+/// A new metadata image: open logs for new partitions, drop deleted ones, then adopt it.
+/// Answered with the topics that have partitions that stay offline.
+pub struct ImageUpdate(pub Arc<Image>);
+
+/// Close fetch session `session_id`, which the target shard holds (a full fetch on another
+/// shard named it).
+pub struct CloseFetchSession {
+    pub session_id: i32,
+}
+
+/// Work for the coordinator of a group whose `__consumer_offsets` partition the target shard
+/// owns (`partition`); `GroupOp::List` asks for every group of the shard.
+pub struct Group {
+    pub partition: i32,
+    pub op: crate::group::GroupOp,
 }
 
 /// Results of a partition produce: Kafka's fields of PartitionProduceResponse.
@@ -178,28 +356,4 @@ pub struct ProducerInfo {
     pub producer_epoch: i16,
     pub last_sequence: i32,
     pub last_timestamp: i64,
-}
-
-pub enum Reply {
-    /// One result per part of `Request::Produce`, in order.
-    Produce(Vec<ProduceResult>),
-    /// DescribeProducers of one partition: error code and its producers.
-    Producers(i16, Vec<ProducerInfo>),
-    /// The first id of a new producer id block, or Kafka's error code.
-    ProducerIdBlock(Result<i64, i16>),
-    Fetch(FetchResult),
-    Waited,
-    ListOffsets(OffsetResult),
-    Topics(Vec<TopicOutcome>),
-    /// The image is adopted; the topics listed have partitions that stay offline.
-    ImageApplied(Vec<TopicFailure>),
-    Group(crate::group::GroupAnswer),
-    /// DeleteRecords of one partition: error code and low watermark.
-    DeleteRecords(i16, i64),
-    /// OffsetForLeaderEpoch of one partition: error code, leader epoch, end offset.
-    EpochEndOffset(i16, i32, i64),
-    /// CreatePartitions: per topic in request order, error code and message.
-    PartitionsCreated(Vec<(i16, Option<String>)>),
-    /// The fetch session is closed (or was not there).
-    FetchSessionClosed,
 }

@@ -14,13 +14,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::channel::oneshot;
+use futures::future::LocalBoxFuture;
 use futures::StreamExt;
-use shard::mesh::Mesh;
+use shard::mesh::{Mesh, Work};
 use shard::{GroupCommit, LogHandle, PartitionLog};
 
 use crate::config::{self, BrokerConfig, TopicConfig};
-use crate::forward::{Reply, Request, ShardMsg, TopicFailure, TopicOutcome, TopicSpec};
-use crate::metadata::image::{Image, TopicImage};
+use crate::forward::{
+    self, Reply, Request, Serve, ShardMsg, ShardReply, TopicFailure, TopicOutcome, TopicSpec,
+};
+use crate::metadata::image::{Image, PartitionImage, TopicImage};
 use crate::metadata::records::TopicId;
 use crate::metadata::{Controller, MAX_PARTITIONS_PER_REQUEST};
 use wire::ErrorCode;
@@ -39,6 +42,12 @@ const CONTROL_PLANE_SLICE: std::time::Duration = std::time::Duration::from_milli
 const MAX_CONCURRENT_OPENS: usize = 4;
 /// Start-up (and large CreateTopics) log a progress line every this many partitions opened.
 const OPEN_PROGRESS_EVERY: usize = 1000;
+
+/// Long polls this shard keeps parked for other shards at once: half of the mesh's parked
+/// slots, so that group calls (the other parked kind) always find room. One more is answered
+/// at once as `Waited::Refused`, and its fetch answers its client with what it has (Kafka
+/// allows answering before `min_bytes`).
+const MAX_PARKED_WAITS: usize = shard::mesh::MAX_CALLS_PARKED / 2;
 
 /// Kafka's error for a log that cannot be created or read on disk (KAFKA_STORAGE_ERROR).
 const KAFKA_STORAGE_ERROR: i16 = 56;
@@ -131,7 +140,7 @@ pub struct Shard {
     pub group_commit: Rc<GroupCommit>,
     /// What topics inherit: `config` with the image's dynamic broker configs on top.
     topic_defaults: RefCell<Arc<BrokerConfig>>,
-    mesh: RefCell<Option<Rc<Mesh<ShardMsg>>>>,
+    mesh: RefCell<Option<Rc<Mesh<ShardMsg, ShardReply>>>>,
     mesh_ready: event_listener::Event,
     /// Notified each time this shard adopts a new metadata image.
     image_adopted: event_listener::Event,
@@ -198,7 +207,7 @@ impl Shard {
         })
     }
 
-    pub fn set_mesh(&self, mesh: Rc<Mesh<ShardMsg>>) {
+    pub fn set_mesh(&self, mesh: Rc<Mesh<ShardMsg, ShardReply>>) {
         *self.mesh.borrow_mut() = Some(mesh);
         self.mesh_ready.notify(usize::MAX);
     }
@@ -206,7 +215,7 @@ impl Shard {
     /// The mesh, once connected. A shard that already serves (each starts accepting as soon
     /// as it is ready) may forward to one still connecting, whose receive loop delivers
     /// before `set_mesh`; its replies wait here instead of panicking.
-    async fn connected_mesh(&self) -> Rc<Mesh<ShardMsg>> {
+    async fn connected_mesh(&self) -> Rc<Mesh<ShardMsg, ShardReply>> {
         loop {
             let ready = self.mesh_ready.listen();
             if let Some(mesh) = self.mesh.borrow().clone() {
@@ -221,6 +230,11 @@ impl Shard {
             .borrow()
             .as_ref()
             .map_or(1, |mesh| mesh.shard_count())
+    }
+
+    /// The shard that owns `partition` in this run (see [`owner`]).
+    pub fn owner(&self, partition: &PartitionImage) -> usize {
+        owner(partition.shard, self.shard_count())
     }
 
     /// The broker config topics inherit (static config and dynamic broker configs).
@@ -273,15 +287,24 @@ impl Shard {
             .collect()
     }
 
-    /// Runs `request` on shard `target`: locally when that is this shard, else over the mesh.
+    /// Runs `call` on shard `target`: locally when that is this shard, else over the mesh;
+    /// the reply comes back as the call's own reply type.
     ///
-    /// Ordering: a remote request is pushed on the ring before this returns its first
-    /// `Pending`, and a local one runs its synchronous prefix (for produce: the append) at
-    /// the first poll; so two calls made in order by one connection reach the log in order.
-    pub async fn call(self: &Rc<Self>, target: usize, request: Request) -> Reply {
+    /// Ordering: a remote call is pushed on the ring (or takes its place in the queue of
+    /// senders waiting for space, see `Mesh::send`) before this returns its first `Pending`,
+    /// and a local one runs its synchronous prefix (for produce: the append) at the first
+    /// poll; so two calls made in order by one connection reach the log in order.
+    pub(crate) async fn call<C: Serve>(self: &Rc<Self>, target: usize, call: C) -> C::Reply {
         if target == self.id {
-            return self.execute(request).await;
+            return call.serve(self).await;
         }
+        C::reply_from(
+            self.call_remote(target, call.into_request(), C::CANCEL_ON_DROP)
+                .await,
+        )
+    }
+
+    async fn call_remote(self: &Rc<Self>, target: usize, request: Request, cancel: bool) -> Reply {
         let id = self.next_request_id.get();
         self.next_request_id.set(id + 1);
         let (sender, receiver) = oneshot::channel();
@@ -292,17 +315,15 @@ impl Shard {
             .borrow()
             .clone()
             .expect("mesh connected before serving");
-        // Only a long poll is worth cancelling: everything else ends within a disk operation,
-        // and a produce must not be cut between its shards' appends.
-        let cancel_on_drop = matches!(request, Request::WaitForData { .. });
-        mesh.send(target, ShardMsg::Request { id, body: request });
         let mut guard = CancelOnDrop {
             shard: self,
             target,
             id,
-            cancel_remote: cancel_on_drop,
+            cancel_remote: cancel,
             answered: false,
         };
+        mesh.send(target, ShardMsg::Request { id, body: request })
+            .await;
         let reply = receiver
             .await
             .expect("a shard never drops a forwarded request");
@@ -310,7 +331,9 @@ impl Shard {
         reply
     }
 
-    /// Hands connection `moved` to shard `target`, which serves it from then on.
+    /// Hands connection `moved` to shard `target`, which serves it from then on. The send
+    /// waits for room on the ring when it is full, in a task of its own (the connection has
+    /// nothing left to do here).
     pub fn hand_off(&self, target: usize, moved: crate::handoff::Moved) {
         Stats::bump(&self.stats.handoffs_out);
         let mesh = self
@@ -318,147 +341,75 @@ impl Shard {
             .borrow()
             .clone()
             .expect("mesh connected before serving");
-        mesh.send(target, ShardMsg::Adopt(Box::new(moved)));
+        glommio::spawn_local(async move {
+            mesh.send(target, ShardMsg::Adopt(Box::new(moved))).await;
+        })
+        .detach();
     }
 
-    /// Delivers a message from shard `source` (called by the mesh's receiver tasks).
-    pub fn deliver(self: &Rc<Self>, source: usize, message: ShardMsg) {
+    /// A call from shard `source`, in arrival order (see `shard::mesh::Inbox`).
+    fn take_call(self: &Rc<Self>, source: usize, message: ShardMsg) -> Work {
         match message {
             ShardMsg::Request {
                 id,
-                body: body @ Request::WaitForData { .. },
+                body: Request::WaitForData(wait),
             } => {
                 Stats::bump(&self.stats.forwarded_in);
                 let shard = self.clone();
+                if self.remote_waits.borrow().len() >= MAX_PARKED_WAITS {
+                    return Work::Run(Box::pin(async move {
+                        let body = Reply::WaitForData(forward::Waited::Refused);
+                        shard.reply(source, id, body).await;
+                    }));
+                }
                 let (abort, registration) = futures::future::AbortHandle::new_pair();
                 self.remote_waits.borrow_mut().insert((source, id), abort);
-                glommio::spawn_local(async move {
-                    let wait = futures::future::Abortable::new(shard.execute(body), registration);
-                    if let Ok(reply) = wait.await {
+                Work::Park(Box::pin(async move {
+                    let wait = futures::future::Abortable::new(wait.serve(&shard), registration);
+                    if let Ok(waited) = wait.await {
                         shard.remote_waits.borrow_mut().remove(&(source, id));
-                        let mesh = shard.connected_mesh().await;
-                        mesh.send(source, ShardMsg::Reply { id, body: reply });
+                        shard.reply(source, id, Reply::WaitForData(waited)).await;
                     }
-                })
-                .detach();
+                }))
             }
             ShardMsg::Cancel { id } => {
                 if let Some(abort) = self.remote_waits.borrow_mut().remove(&(source, id)) {
                     abort.abort();
                     Stats::bump(&self.stats.cancelled_waits);
                 }
+                Work::Done
             }
             ShardMsg::Request { id, body } => {
                 Stats::bump(&self.stats.forwarded_in);
+                // A group call may wait for its group's rebalance (up to the member's
+                // rebalance timeout): parked, so it cannot take the running slots that
+                // other shards' short calls need.
+                let parked = matches!(body, Request::Group(_));
                 let shard = self.clone();
-                // Spawned in arrival order; each runs its synchronous prefix in that order.
-                glommio::spawn_local(async move {
-                    let reply = shard.execute(body).await;
-                    let mesh = shard.connected_mesh().await;
-                    mesh.send(source, ShardMsg::Reply { id, body: reply });
-                })
-                .detach();
+                let work: LocalBoxFuture<'static, ()> = Box::pin(async move {
+                    let reply = forward::serve_request(&shard, body).await;
+                    shard.reply(source, id, reply).await;
+                });
+                if parked {
+                    Work::Park(work)
+                } else {
+                    Work::Run(work)
+                }
             }
             ShardMsg::Adopt(moved) => {
                 Stats::bump(&self.stats.handoffs_in);
+                // A connection lives on; it is bounded by the connection limits, not by
+                // the mesh's call slots.
                 glommio::spawn_local(crate::connection::adopt(self.clone(), *moved)).detach();
-            }
-            ShardMsg::Reply { id, body } => {
-                if let Some(sender) = self.pending.borrow_mut().remove(&id) {
-                    // The caller may have given up (a long poll that was answered elsewhere).
-                    let _ = sender.send(body);
-                }
+                Work::Done
             }
         }
     }
 
-    async fn execute(self: &Rc<Self>, request: Request) -> Reply {
-        match request {
-            Request::Produce { acks, parts } => {
-                Reply::Produce(crate::partition_ops::produce_many(self, acks, parts).await)
-            }
-            Request::Fetch {
-                topic_id,
-                partition,
-                offset,
-                max_bytes,
-                min_one,
-            } => Reply::Fetch(
-                crate::partition_ops::fetch(self, &topic_id, partition, offset, max_bytes, min_one)
-                    .await,
-            ),
-            Request::WaitForData {
-                topic_id,
-                partition,
-                offset,
-                wait_ms,
-            } => {
-                crate::partition_ops::wait_for_data(self, &topic_id, partition, offset, wait_ms)
-                    .await;
-                Reply::Waited
-            }
-            Request::ListOffsets {
-                topic_id,
-                partition,
-                timestamp,
-            } => Reply::ListOffsets(
-                crate::partition_ops::list_offsets(self, &topic_id, partition, timestamp).await,
-            ),
-            Request::DescribeProducers {
-                topic_id,
-                partition,
-            } => {
-                let (code, producers) =
-                    crate::partition_ops::describe_producers(self, &topic_id, partition);
-                Reply::Producers(code, producers)
-            }
-            Request::DeleteRecords {
-                topic_id,
-                partition,
-                offset,
-            } => {
-                let (code, low_watermark) =
-                    crate::partition_ops::delete_records(self, &topic_id, partition, offset);
-                Reply::DeleteRecords(code, low_watermark)
-            }
-            Request::OffsetForLeaderEpoch {
-                topic_id,
-                partition,
-                current_leader_epoch,
-                leader_epoch,
-            } => {
-                let (code, epoch, end_offset) = crate::partition_ops::offset_for_leader_epoch(
-                    self,
-                    &topic_id,
-                    partition,
-                    current_leader_epoch,
-                    leader_epoch,
-                );
-                Reply::EpochEndOffset(code, epoch, end_offset)
-            }
-            Request::CreatePartitions {
-                topics,
-                validate_only,
-            } => Reply::PartitionsCreated(self.create_partitions(topics, validate_only).await),
-            Request::AllocateProducerIds => Reply::ProducerIdBlock(self.allocate_producer_ids()),
-            Request::CreateTopics {
-                topics,
-                validate_only,
-            } => Reply::Topics(self.create_topics(topics, validate_only).await),
-            Request::DeleteTopics { names } => Reply::Topics(self.delete_topics(names).await),
-            Request::AlterTopicConfigs {
-                changes,
-                validate_only,
-            } => Reply::Topics(self.alter_topic_configs(changes, validate_only).await),
-            Request::ImageUpdate(image) => Reply::ImageApplied(self.apply_image(image).await),
-            Request::Group { partition, op } => {
-                Reply::Group(crate::group::Coordinator::execute(self, partition, op).await)
-            }
-            Request::CloseFetchSession { session_id } => {
-                self.fetch_sessions.close(self, session_id);
-                Reply::FetchSessionClosed
-            }
-        }
+    /// Sends the reply to call `id` of shard `target`.
+    async fn reply(&self, target: usize, id: u64, body: Reply) {
+        let mesh = self.connected_mesh().await;
+        mesh.reply(target, ShardReply { id, body }).await;
     }
 
     /// Metadata core only: a new block of producer ids, durable before it is returned.
@@ -490,10 +441,7 @@ impl Shard {
             self.producer_ids.set((next + 1, end));
             return Ok(next);
         }
-        let first = match self.call(0, Request::AllocateProducerIds).await {
-            Reply::ProducerIdBlock(block) => block?,
-            _ => return Err(ErrorCode::UnknownServerError.code()),
-        };
+        let first = self.call(0, forward::AllocateProducerIds).await?;
         // Another InitProducerId may have refilled the block meanwhile: then the rest of
         // this one is left unused (ids are never reused, so gaps are harmless).
         let (next, end) = self.producer_ids.get();
@@ -511,7 +459,7 @@ impl Shard {
     /// request fail every topic with POLICY_VIOLATION, as CreateTopics (KAFKA-17870).
     async fn create_partitions(
         self: &Rc<Self>,
-        topics: Vec<crate::forward::PartitionsSpec>,
+        topics: Vec<forward::PartitionsSpec>,
         validate_only: bool,
     ) -> Vec<(i16, Option<String>)> {
         let controller = self
@@ -802,14 +750,12 @@ impl Shard {
             .image();
         tracing::debug!(shards = self.shard_count(), "publishing image");
         let calls = (0..self.shard_count())
-            .map(|target| self.call(target, Request::ImageUpdate(image.clone())));
-        let mut failures = Vec::new();
-        for reply in futures::future::join_all(calls).await {
-            if let Reply::ImageApplied(failed) = reply {
-                failures.extend(failed);
-            }
-        }
-        failures
+            .map(|target| self.call(target, forward::ImageUpdate(image.clone())));
+        futures::future::join_all(calls)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     /// Opens the logs of partitions this shard now owns, deletes those of removed topics, then
@@ -842,7 +788,7 @@ impl Shard {
                 continue;
             }
             for partition in &topic.partitions {
-                if usize::from(partition.shard) % self.shard_count() == self.id
+                if self.owner(partition) == self.id
                     && self
                         .partition(&topic.topic_id, partition.partition_id)
                         .is_none()
@@ -1091,6 +1037,200 @@ impl Shard {
     }
 }
 
+/// What the mesh hands this shard's calls and replies to.
+pub struct Inbox(pub Rc<Shard>);
+
+impl shard::mesh::Inbox<ShardMsg, ShardReply> for Inbox {
+    fn call(&self, source: usize, message: ShardMsg) -> Work {
+        self.0.take_call(source, message)
+    }
+
+    fn reply(&self, _source: usize, reply: ShardReply) {
+        // Never waits (the mesh's deadlock freedom rests on it): the reply goes to the
+        // caller's slot; a caller that gave up (a long poll answered elsewhere) left none.
+        if let Some(sender) = self.0.pending.borrow_mut().remove(&reply.id) {
+            let _ = sender.send(reply.body);
+        }
+    }
+}
+
+/// How each call runs on the shard it was sent to (remote calls come through
+/// `forward::serve_request`, local ones straight from `Shard::call`).
+impl Serve for forward::Produce {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<forward::ProduceResult> {
+        crate::partition_ops::produce_many(shard, self.acks, self.parts).await
+    }
+}
+
+impl Serve for forward::Fetch {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<forward::FetchResult> {
+        // Read at once, as the per-partition calls of old were: a copy-path read waits on
+        // the disk. One future per part; parts are distinct partitions of this shard.
+        let reads = self.parts.iter().map(|part| {
+            crate::partition_ops::fetch(
+                shard,
+                &part.topic_id,
+                part.partition,
+                part.offset,
+                part.max_bytes,
+                part.min_one,
+            )
+        });
+        futures::future::join_all(reads).await
+    }
+}
+
+impl Serve for forward::WaitForData {
+    async fn serve(self, shard: &Rc<Shard>) -> forward::Waited {
+        if self.parts.is_empty() {
+            return forward::Waited::Ended;
+        }
+        let waits = self.parts.iter().map(|part| {
+            Box::pin(crate::partition_ops::wait_for_data(
+                shard,
+                &part.topic_id,
+                part.partition,
+                part.offset,
+                self.wait_ms,
+            ))
+        });
+        futures::future::select_all(waits).await;
+        forward::Waited::Ended
+    }
+}
+
+impl Serve for forward::ListOffsets {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<forward::OffsetResult> {
+        let lookups = self.parts.iter().map(|part| {
+            crate::partition_ops::list_offsets(
+                shard,
+                &part.topic_id,
+                part.partition,
+                part.timestamp,
+            )
+        });
+        futures::future::join_all(lookups).await
+    }
+}
+
+impl Serve for forward::DeleteRecords {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<(i16, i64)> {
+        let mut results = Vec::with_capacity(self.parts.len());
+        let mut slice = Slice::new();
+        for part in &self.parts {
+            results.push(crate::partition_ops::delete_records(
+                shard,
+                &part.topic_id,
+                part.partition,
+                part.offset,
+            ));
+            slice.tick().await;
+        }
+        results
+    }
+}
+
+impl Serve for forward::OffsetForLeaderEpoch {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<forward::EpochEndOffset> {
+        let mut results = Vec::with_capacity(self.parts.len());
+        // Parts are distinct (partition, epochs) keys, but a request may still name many
+        // epochs of one partition: let the shard's other tasks run between stretches.
+        let mut slice = Slice::new();
+        for part in &self.parts {
+            let (error_code, leader_epoch, end_offset) =
+                crate::partition_ops::offset_for_leader_epoch(
+                    shard,
+                    &part.topic_id,
+                    part.partition,
+                    part.current_leader_epoch,
+                    part.leader_epoch,
+                );
+            results.push(forward::EpochEndOffset {
+                error_code,
+                leader_epoch,
+                end_offset,
+            });
+            slice.tick().await;
+        }
+        results
+    }
+}
+
+impl Serve for forward::DescribeProducers {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<(i16, Vec<forward::ProducerInfo>)> {
+        let mut results = Vec::with_capacity(self.parts.len());
+        let mut slice = Slice::new();
+        for (topic_id, partition) in &self.parts {
+            results.push(crate::partition_ops::describe_producers(
+                shard, topic_id, *partition,
+            ));
+            slice.tick().await;
+        }
+        results
+    }
+}
+
+impl Serve for forward::CreatePartitions {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<(i16, Option<String>)> {
+        shard
+            .create_partitions(self.topics, self.validate_only)
+            .await
+    }
+}
+
+impl Serve for forward::AllocateProducerIds {
+    async fn serve(self, shard: &Rc<Shard>) -> Result<i64, i16> {
+        shard.allocate_producer_ids()
+    }
+}
+
+impl Serve for forward::CreateTopics {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<TopicOutcome> {
+        shard.create_topics(self.topics, self.validate_only).await
+    }
+}
+
+impl Serve for forward::DeleteTopics {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<TopicOutcome> {
+        shard.delete_topics(self.names).await
+    }
+}
+
+impl Serve for forward::AlterTopicConfigs {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<TopicOutcome> {
+        shard
+            .alter_topic_configs(self.changes, self.validate_only)
+            .await
+    }
+}
+
+impl Serve for forward::ImageUpdate {
+    async fn serve(self, shard: &Rc<Shard>) -> Vec<TopicFailure> {
+        shard.apply_image(self.0).await
+    }
+}
+
+impl Serve for forward::CloseFetchSession {
+    async fn serve(self, shard: &Rc<Shard>) {
+        shard.fetch_sessions.close(shard, self.session_id);
+    }
+}
+
+impl Serve for forward::Group {
+    async fn serve(self, shard: &Rc<Shard>) -> crate::group::GroupAnswer {
+        crate::group::Coordinator::execute(shard, self.partition, self.op).await
+    }
+}
+
+/// The shard (mesh index) that owns a partition whose metadata names shard `assigned`, in a
+/// run of `shard_count` shards. The metadata keeps the shard chosen at creation; a restart
+/// with fewer shards folds it onto the ones that exist, so every partition has an owner.
+/// The one place this mapping is computed: every router (handlers, coordinators, image
+/// application) must agree on it, or a partition would be served by two shards.
+pub fn owner(assigned: u16, shard_count: usize) -> usize {
+    usize::from(assigned) % shard_count.max(1)
+}
+
 /// `config` with the dynamic broker configs of `image` (cluster-wide "" and this node's) on
 /// top. They were validated when written; one that no longer parses is logged and ignored.
 fn layered_config(config: &Arc<BrokerConfig>, image: &Image) -> Arc<BrokerConfig> {
@@ -1131,7 +1271,13 @@ impl Drop for CancelOnDrop<'_> {
         self.shard.pending.borrow_mut().remove(&self.id);
         if self.cancel_remote {
             if let Some(mesh) = self.shard.mesh.borrow().clone() {
-                mesh.send(self.target, ShardMsg::Cancel { id: self.id });
+                // A drop cannot wait for room on the ring: a task of its own does (one per
+                // abandoned long poll, each ending once its message is on the ring).
+                let (target, id) = (self.target, self.id);
+                glommio::spawn_local(async move {
+                    mesh.send(target, ShardMsg::Cancel { id }).await;
+                })
+                .detach();
             }
         }
     }

@@ -15,7 +15,7 @@ use glommio::net::TcpListener;
 use glommio::{LocalExecutorBuilder, Placement};
 
 use crate::config::{BrokerConfig, Listener, SecurityProtocol};
-use crate::forward::ShardMsg;
+use crate::forward::{ShardMsg, ShardReply};
 use crate::limits::{ConnectionLimits, RefusalLog, ShardBudget};
 use crate::metadata::image::Image;
 use crate::metadata::{self, Controller};
@@ -122,7 +122,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     let (ready_sender, ready_receiver) = mpsc::channel::<Result<usize, String>>();
     let mut controller = Some(controller);
     let mut executors = Vec::new();
-    for endpoint in shard::mesh::build::<ShardMsg>(shard_count) {
+    for endpoint in shard::mesh::build::<ShardMsg, ShardReply>(shard_count) {
         let id = endpoint.id();
         let config = config.clone();
         let image = image.clone();
@@ -206,7 +206,7 @@ async fn run_shard(
     config: Arc<BrokerConfig>,
     image: Arc<Image>,
     controller: Option<Controller>,
-    endpoint: shard::mesh::MeshEndpoint<ShardMsg>,
+    endpoint: shard::mesh::MeshEndpoint<ShardMsg, ShardReply>,
     acceptor: Option<Arc<crate::tls::Acceptor>>,
     ready: mpsc::Sender<Result<usize, String>>,
     connection_limits: Arc<ConnectionLimits>,
@@ -215,11 +215,8 @@ async fn run_shard(
 ) {
     let shard = Shard::new(id, config, Arc::new(Image::default()), controller);
     shard.group_commit.spawn();
-    let receiver = shard.clone();
     let mesh = endpoint
-        .connect(Rc::new(move |source, message| {
-            receiver.deliver(source, message)
-        }))
+        .connect(Rc::new(crate::shard::Inbox(shard.clone())))
         .await;
     shard.set_mesh(mesh);
     shard.apply_image(image).await;

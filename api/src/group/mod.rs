@@ -265,7 +265,7 @@ pub fn locate(shard: &Shard, group_id: &str) -> Result<(usize, i32), ErrorCode> 
     let Some(owner) = topic.partition(partition) else {
         return Err(ErrorCode::CoordinatorNotAvailable);
     };
-    Ok((usize::from(owner.shard) % shard.shard_count(), partition))
+    Ok((shard.owner(owner), partition))
 }
 
 impl Coordinator {

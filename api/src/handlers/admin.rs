@@ -14,7 +14,7 @@ use wire::ErrorCode;
 
 use super::{encode_response, RequestContext, Response};
 use crate::config;
-use crate::forward::{Reply, Request, TopicOutcome, TopicSpec};
+use crate::forward::{self, TopicOutcome, TopicSpec};
 use crate::shard::Shard;
 
 pub async fn handle_create_topics(
@@ -57,19 +57,15 @@ pub async fn handle_create_topics(
     let outcomes = if specs.is_empty() {
         Vec::new()
     } else {
-        match shard
+        shard
             .call(
                 0,
-                Request::CreateTopics {
+                forward::CreateTopics {
                     topics: specs.clone(),
                     validate_only: request.validate_only,
                 },
             )
             .await
-        {
-            Reply::Topics(outcomes) => outcomes,
-            _ => Vec::new(),
-        }
     };
     let mut outcomes = outcomes.into_iter();
     let topics = request
@@ -163,10 +159,7 @@ pub async fn handle_delete_topics(
     let outcomes = if known.is_empty() {
         Vec::new()
     } else {
-        match shard.call(0, Request::DeleteTopics { names: known }).await {
-            Reply::Topics(outcomes) => outcomes,
-            _ => Vec::new(),
-        }
+        shard.call(0, forward::DeleteTopics { names: known }).await
     };
     let mut outcomes = outcomes.into_iter();
     let responses = wanted

@@ -19,7 +19,7 @@ use wire::ErrorCode;
 
 use super::{encode_response, RequestContext, Response};
 use crate::config::AlterOp;
-use crate::forward::{Reply, Request};
+use crate::forward;
 use crate::logging::broker_logger::{self, RESOURCE_BROKER_LOGGER};
 use crate::metadata::ConfigChange;
 use crate::shard::Shard;
@@ -181,19 +181,15 @@ async fn alter(shard: &Rc<Shard>, resources: &[Resource], validate_only: bool) -
     let mut core_outcomes = if core_changes.is_empty() {
         Vec::new()
     } else {
-        match shard
+        shard
             .call(
                 0,
-                Request::AlterTopicConfigs {
+                forward::AlterTopicConfigs {
                     changes: core_changes,
                     validate_only,
                 },
             )
             .await
-        {
-            Reply::Topics(outcomes) => outcomes,
-            _ => Vec::new(),
-        }
     }
     .into_iter();
     outcomes

@@ -11,7 +11,7 @@ use wire::generated::{CreatePartitionsRequest, CreatePartitionsResponse};
 use wire::ErrorCode;
 
 use super::{encode_response, RequestContext, Response};
-use crate::forward::{PartitionsSpec, Reply, Request};
+use crate::forward::{self, PartitionsSpec};
 use crate::shard::Shard;
 
 pub async fn handle(
@@ -42,14 +42,11 @@ pub async fn handle(
     let outcomes = if specs.is_empty() {
         Vec::new()
     } else {
-        let call = Request::CreatePartitions {
+        let call = forward::CreatePartitions {
             topics: specs,
             validate_only: request.validate_only,
         };
-        match shard.call(0, call).await {
-            Reply::PartitionsCreated(outcomes) => outcomes,
-            _ => Vec::new(),
-        }
+        shard.call(0, call).await
     };
     let mut outcomes = outcomes.into_iter();
     let results = request

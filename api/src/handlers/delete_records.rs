@@ -7,19 +7,16 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use futures::future::LocalBoxFuture;
-use futures::FutureExt;
 use wire::generated::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
 use wire::generated::{DeleteRecordsRequest, DeleteRecordsResponse};
 use wire::ErrorCode;
 
+use super::by_shard::ByShard;
 use super::{encode_response, RequestContext, Response};
-use crate::forward::{Reply, Request};
+use crate::forward::{self, DeleteRecordsPart};
 use crate::shard::Shard;
-
-type Deletion = LocalBoxFuture<'static, (i16, i64)>;
 
 pub async fn handle(
     shard: Rc<Shard>,
@@ -27,7 +24,6 @@ pub async fn handle(
     ctx: RequestContext,
 ) -> Response {
     let image = shard.image();
-    let shard_count = shard.shard_count();
     // (topic, partition) -> offset, last listing wins; order of first appearance kept.
     let mut order: Vec<(&str, i32)> = Vec::new();
     let mut offsets: HashMap<(&str, i32), i64> = HashMap::new();
@@ -39,36 +35,37 @@ pub async fn handle(
             }
         }
     }
-    let deletions: Vec<Deletion> = order
-        .iter()
-        .map(|&(name, partition)| {
-            let owner = image
-                .topic(name)
-                .and_then(|t| t.partition(partition).map(|p| (t.topic_id, p.shard)));
-            match owner {
-                None => futures::future::ready((ErrorCode::UnknownTopicOrPartition.code(), -1))
-                    .boxed_local(),
-                Some((topic_id, owner)) => {
-                    let shard = shard.clone();
-                    let target = usize::from(owner) % shard_count;
-                    let request = Request::DeleteRecords {
-                        topic_id,
-                        partition,
-                        offset: offsets[&(name, partition)],
-                    };
-                    async move {
-                        match shard.call(target, request).await {
-                            Reply::DeleteRecords(code, low_watermark) => (code, low_watermark),
-                            _ => (ErrorCode::UnknownServerError.code(), -1),
-                        }
-                    }
-                    .boxed_local()
-                }
+    let mut results: Vec<Option<(i16, i64)>> = Vec::with_capacity(order.len());
+    let mut by_shard = ByShard::new(shard.shard_count());
+    for (slot, &(name, partition)) in order.iter().enumerate() {
+        match image
+            .topic(name)
+            .and_then(|t| t.partition(partition).map(|p| (t, p)))
+        {
+            None => results.push(Some((ErrorCode::UnknownTopicOrPartition.code(), -1))),
+            Some((topic_image, owner)) => {
+                results.push(None);
+                let part = DeleteRecordsPart {
+                    topic_id: topic_image.topic_id,
+                    partition,
+                    offset: offsets[&(name, partition)],
+                };
+                by_shard.add(shard.owner(owner), slot, part);
             }
+        }
+    }
+    by_shard
+        .run(&shard, &mut results, |parts| forward::DeleteRecords {
+            parts,
         })
-        .collect();
-    let results = futures::future::join_all(deletions).await;
+        .await;
+    let results = results
+        .into_iter()
+        .map(|result| result.expect("every partition looked up is answered"));
     let mut topics: Vec<DeleteRecordsTopicResult> = Vec::new();
+    // Topic name -> its index in `topics`: a linear search per partition would make a
+    // request naming many topics quadratic.
+    let mut topic_index: HashMap<&str, usize> = HashMap::new();
     for (&(name, partition_index), (error_code, low_watermark)) in order.iter().zip(results) {
         let result = DeleteRecordsPartitionResult {
             partition_index,
@@ -76,14 +73,14 @@ pub async fn handle(
             error_code,
             ..Default::default()
         };
-        match topics.iter_mut().find(|t| t.name == name) {
-            Some(topic) => topic.partitions.push(result),
-            None => topics.push(DeleteRecordsTopicResult {
+        let index = *topic_index.entry(name).or_insert_with(|| {
+            topics.push(DeleteRecordsTopicResult {
                 name: name.to_string(),
-                partitions: vec![result],
                 ..Default::default()
-            }),
-        }
+            });
+            topics.len() - 1
+        });
+        topics[index].partitions.push(result);
     }
     let response = DeleteRecordsResponse {
         throttle_time_ms: 0,

@@ -2,21 +2,19 @@
 //! the shard that owns it (as ListOffsets is). An unknown topic or partition is
 //! UNKNOWN_TOPIC_OR_PARTITION, as Kafka's `ReplicaManager.activeProducerState` answers.
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
-use futures::future::LocalBoxFuture;
-use futures::FutureExt;
 use wire::generated::describe_producers_response::{
     PartitionResponse, ProducerState, TopicResponse,
 };
 use wire::generated::{DescribeProducersRequest, DescribeProducersResponse};
 use wire::ErrorCode;
 
+use super::by_shard::ByShard;
 use super::{encode_response, RequestContext, Response};
-use crate::forward::{ProducerInfo, Reply, Request};
+use crate::forward::{self, ProducerInfo};
 use crate::shard::Shard;
-
-type Lookup = LocalBoxFuture<'static, (i16, Vec<ProducerInfo>)>;
 
 pub async fn handle(
     shard: Rc<Shard>,
@@ -24,37 +22,47 @@ pub async fn handle(
     ctx: RequestContext,
 ) -> Response {
     let image = shard.image();
-    let shard_count = shard.shard_count();
-    let mut lookups: Vec<Lookup> = Vec::new();
+    // Kafka answers every listing of the request, repeats included; a partition listed more
+    // than once is looked up once here and its answer given to each listing.
+    let mut distinct: HashMap<(&str, i32), usize> = HashMap::new();
+    let mut listing_answer: Vec<usize> = Vec::new();
+    let mut answers: Vec<Option<(i16, Vec<ProducerInfo>)>> = Vec::new();
+    let mut by_shard = ByShard::new(shard.shard_count());
     for topic in &request.topics {
         let topic_image = image.topic(&topic.name);
         for &partition in &topic.partition_indexes {
-            let owner =
-                topic_image.and_then(|t| t.partition(partition).map(|p| (t.topic_id, p.shard)));
-            lookups.push(match owner {
+            let next = answers.len();
+            let slot = *distinct
+                .entry((topic.name.as_str(), partition))
+                .or_insert(next);
+            listing_answer.push(slot);
+            if slot != next {
+                continue;
+            }
+            match topic_image.and_then(|t| t.partition(partition).map(|p| (t, p))) {
                 None => {
-                    futures::future::ready((ErrorCode::UnknownTopicOrPartition.code(), Vec::new()))
-                        .boxed_local()
+                    answers.push(Some((
+                        ErrorCode::UnknownTopicOrPartition.code(),
+                        Vec::new(),
+                    )));
                 }
-                Some((topic_id, owner)) => {
-                    let shard = shard.clone();
-                    let target = usize::from(owner) % shard_count;
-                    async move {
-                        let request = Request::DescribeProducers {
-                            topic_id,
-                            partition,
-                        };
-                        match shard.call(target, request).await {
-                            Reply::Producers(code, producers) => (code, producers),
-                            _ => (ErrorCode::UnknownServerError.code(), Vec::new()),
-                        }
-                    }
-                    .boxed_local()
+                Some((topic_image, owner)) => {
+                    answers.push(None);
+                    by_shard.add(shard.owner(owner), slot, (topic_image.topic_id, partition));
                 }
-            });
+            }
         }
     }
-    let mut results = futures::future::join_all(lookups).await.into_iter();
+    by_shard
+        .run(&shard, &mut answers, |parts| forward::DescribeProducers {
+            parts,
+        })
+        .await;
+    let mut results = listing_answer.into_iter().map(|slot| {
+        answers[slot]
+            .clone()
+            .expect("every partition looked up is answered")
+    });
     let topics = request
         .topics
         .iter()

@@ -19,8 +19,9 @@ use wire::generated::{FetchRequest, FetchResponse};
 use wire::primitives::Uuid;
 use wire::ErrorCode;
 
+use super::by_shard::ByShard;
 use super::{encode_response, fetch_session, RequestContext, Response};
-use crate::forward::{FetchResult, Reply, Request};
+use crate::forward::{self, FetchPart, FetchResult, WaitPart, Waited};
 use crate::metadata::records::TopicId;
 use crate::shard::Shard;
 use crate::transport::{Chunk, Frame, Records};
@@ -50,40 +51,72 @@ fn failed(code: ErrorCode) -> FetchResult {
     }
 }
 
-/// Reads one partition on its owner: at most `max_bytes`, or at least one whole batch when
-/// `min_one`.
-fn read_one(
-    shard: &Rc<Shard>,
-    want: &Wanted,
+/// One read of a wave: partition `index` of `wanted`, at most `max_bytes`, or at least one
+/// whole batch when `min_one`.
+struct Read {
+    index: usize,
     max_bytes: usize,
     min_one: bool,
-) -> LocalBoxFuture<'static, FetchResult> {
-    match want.target {
-        Err(code) => futures::future::ready(failed(code)).boxed_local(),
-        Ok((target, topic_id)) => {
-            let shard = shard.clone();
-            let request = Request::Fetch {
-                topic_id,
-                partition: want.partition,
-                offset: want.offset,
-                max_bytes,
-                min_one,
-            };
-            async move {
-                match shard.call(target, request).await {
-                    Reply::Fetch(result) => {
-                        if target != shard.id {
-                            let remote = &shard.stats.remote_range_bytes;
-                            remote.set(remote.get() + result.records.file_bytes() as u64);
-                        }
-                        result
-                    }
-                    _ => failed(ErrorCode::UnknownServerError),
-                }
+}
+
+/// Reads partitions on their owners, one call per owner shard carrying all of that shard's
+/// reads; one result per read, in order.
+async fn read_many(shard: &Rc<Shard>, wanted: &[Wanted], reads: &[Read]) -> Vec<FetchResult> {
+    let mut results: Vec<Option<FetchResult>> = Vec::with_capacity(reads.len());
+    let mut by_shard = ByShard::new(shard.shard_count());
+    for (slot, read) in reads.iter().enumerate() {
+        let want = &wanted[read.index];
+        match want.target {
+            Err(code) => results.push(Some(failed(code))),
+            Ok((target, topic_id)) => {
+                results.push(None);
+                let part = FetchPart {
+                    topic_id,
+                    partition: want.partition,
+                    offset: want.offset,
+                    max_bytes: read.max_bytes,
+                    min_one: read.min_one,
+                };
+                by_shard.add(target, slot, part);
             }
-            .boxed_local()
         }
     }
+    by_shard
+        .run(shard, &mut results, |parts| forward::Fetch { parts })
+        .await;
+    reads
+        .iter()
+        .zip(results)
+        .map(|(read, result)| {
+            let result = result.expect("every partition read is answered");
+            if wanted[read.index]
+                .target
+                .is_ok_and(|(target, _)| target != shard.id)
+            {
+                let remote = &shard.stats.remote_range_bytes;
+                remote.set(remote.get() + result.records.file_bytes() as u64);
+            }
+            result
+        })
+        .collect()
+}
+
+/// Reads one partition on its owner: at most `max_bytes`, or at least one whole batch when
+/// `min_one`.
+async fn read_one(
+    shard: &Rc<Shard>,
+    wanted: &[Wanted],
+    index: usize,
+    max_bytes: usize,
+    min_one: bool,
+) -> FetchResult {
+    let read = Read {
+        index,
+        max_bytes,
+        min_one,
+    };
+    let mut results = read_many(shard, wanted, &[read]).await;
+    results.pop().expect("one result per read")
 }
 
 /// Whether a read that came back empty left data behind because its first batch was larger
@@ -111,7 +144,11 @@ async fn read_all(shard: &Rc<Shard>, wanted: &[Wanted], budget: usize) -> Vec<Fe
         for (index, want) in wanted.iter().enumerate().skip(start) {
             let limit = want.max_bytes.min(remaining - allotted);
             let min_one = index == start && !any_returned;
-            wave.push(read_one(shard, want, limit, min_one));
+            wave.push(Read {
+                index,
+                max_bytes: limit,
+                min_one,
+            });
             allotted += limit;
             // Once the budget is spoken for, later partitions wait for the next wave, unless
             // nothing is left at all: then they are all read at once for their offsets only.
@@ -119,13 +156,14 @@ async fn read_all(shard: &Rc<Shard>, wanted: &[Wanted], budget: usize) -> Vec<Fe
                 break;
             }
         }
-        let wave_results = futures::future::join_all(wave).await;
+        let wave_results = read_many(shard, wanted, &wave).await;
         for (offset_in_wave, mut result) in wave_results.into_iter().enumerate() {
             let want = &wanted[start + offset_in_wave];
             if !any_returned && offset_in_wave > 0 && held_back(want, &result) {
                 // Its batch was too large while it was not yet known to be the first
                 // non-empty partition; it is, so it may return that batch whole.
-                result = read_one(shard, want, want.max_bytes.min(remaining), true).await;
+                let limit = want.max_bytes.min(remaining);
+                result = read_one(shard, wanted, start + offset_in_wave, limit, true).await;
             }
             if any_returned && result.records.len() > remaining {
                 result = match result.records.chunks() {
@@ -136,7 +174,10 @@ async fn read_all(shard: &Rc<Shard>, wanted: &[Wanted], budget: usize) -> Vec<Fe
                     // File ranges end at batch boundaries the owner found; a shorter read
                     // finds the boundary within what is left (this partition cannot be the
                     // first to return records, so no batch is returned whole beyond it).
-                    _ => read_one(shard, want, want.max_bytes.min(remaining), false).await,
+                    _ => {
+                        let limit = want.max_bytes.min(remaining);
+                        read_one(shard, wanted, start + offset_in_wave, limit, false).await
+                    }
                 };
             }
             if !result.records.is_empty() {
@@ -243,7 +284,6 @@ fn dedupe(
 
 pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext) -> Response {
     let image = shard.image();
-    let shard_count = shard.shard_count();
     let by_id = ctx.api_version >= 13;
     let unknown_topic = if by_id {
         ErrorCode::UnknownTopicId
@@ -291,9 +331,7 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
                     Some(owner) if partition.current_leader_epoch > owner.leader_epoch => {
                         Err(ErrorCode::UnknownLeaderEpoch)
                     }
-                    Some(owner) => {
-                        Ok((usize::from(owner.shard) % shard_count, topic_image.topic_id))
-                    }
+                    Some(owner) => Ok((shard.owner(owner), topic_image.topic_id)),
                 },
             };
             wanted.push(Wanted {
@@ -324,29 +362,38 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
             break;
         }
         let left_ms = (left.as_millis() as u64).max(1);
-        let waits: Vec<LocalBoxFuture<'static, ()>> = wanted
-            .iter()
-            .zip(&results)
-            .filter_map(|(want, result)| want.target.ok().map(|target| (target, want, result)))
-            .map(|((target, topic_id), want, result)| {
-                let shard = shard.clone();
+        // One long poll per owner shard, on all of its partitions of the request.
+        let mut parts_by_target: Vec<Vec<WaitPart>> = vec![Vec::new(); shard.shard_count()];
+        for (want, result) in wanted.iter().zip(&results) {
+            if let Ok((target, topic_id)) = want.target {
                 // A partition that already gave what it has waits for more than that.
-                let request = Request::WaitForData {
+                parts_by_target[target].push(WaitPart {
                     topic_id,
                     partition: want.partition,
                     offset: want.offset.max(result.high_watermark),
+                });
+            }
+        }
+        let waits: Vec<LocalBoxFuture<'_, Waited>> = parts_by_target
+            .into_iter()
+            .enumerate()
+            .filter(|(_, parts)| !parts.is_empty())
+            .map(|(target, parts)| {
+                let wait = forward::WaitForData {
+                    parts,
                     wait_ms: left_ms,
                 };
-                async move {
-                    shard.call(target, request).await;
-                }
-                .boxed_local()
+                shard.call(target, wait).boxed_local()
             })
             .collect();
         if waits.is_empty() {
             break;
         }
-        futures::future::select_all(waits).await;
+        let (waited, _, _) = futures::future::select_all(waits).await;
+        if waited == Waited::Refused {
+            // The owner holds all the long polls it may: answer with what there is.
+            break;
+        }
         results = read_all(&shard, &wanted, budget).await;
     }
     let outcomes: Vec<fetch_session::Outcome> = results

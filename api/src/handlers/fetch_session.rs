@@ -22,7 +22,7 @@ use wire::generated::FetchRequest;
 use wire::primitives::Uuid;
 use wire::ErrorCode;
 
-use crate::forward::Request;
+use crate::forward;
 use crate::shard::Shard;
 
 /// The session id of a request or response that has no session.
@@ -727,7 +727,7 @@ pub async fn open(shard: &Rc<Shard>, request: &mut FetchRequest, version: i16) -
                 return Context::Error(ErrorCode::FetchSessionIdNotFound);
             }
             shard
-                .call(owner, Request::CloseFetchSession { session_id: named })
+                .call(owner, forward::CloseFetchSession { session_id: named })
                 .await;
         }
     }

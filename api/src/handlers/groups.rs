@@ -22,7 +22,7 @@ use wire::generated::*;
 use wire::ErrorCode;
 
 use super::{encode_response, RequestContext, Response};
-use crate::forward::{Reply, Request, TopicSpec};
+use crate::forward::{self, TopicSpec};
 use crate::group::classic::JoinArgs;
 use crate::group::{self, FetchedTopic, GroupAnswer, GroupOp, OFFSETS_TOPIC};
 use crate::shard::Shard;
@@ -38,10 +38,7 @@ const KEY_TYPE_GROUP: i8 = 0;
 /// gets (no coordinator yet, or it is loading).
 async fn call(shard: &Rc<Shard>, group_id: &str, op: GroupOp) -> Result<GroupAnswer, ErrorCode> {
     let (target, partition) = group::locate(shard, group_id)?;
-    match shard.call(target, Request::Group { partition, op }).await {
-        Reply::Group(answer) => Ok(answer),
-        _ => Err(ErrorCode::UnknownServerError),
-    }
+    Ok(shard.call(target, forward::Group { partition, op }).await)
 }
 
 /// Creates `__consumer_offsets` if it does not exist (compacted, `offsets.topic.*`).
@@ -63,26 +60,24 @@ async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
         replication_factor: 1,
         configs,
     };
-    let reply = shard
+    let outcomes = shard
         .call(
             0,
-            Request::CreateTopics {
+            forward::CreateTopics {
                 topics: vec![spec],
                 validate_only: false,
             },
         )
         .await;
-    if let Reply::Topics(outcomes) = reply {
-        for outcome in outcomes {
-            if outcome.error_code == 0 {
-                tracing::info!(
-                    partitions = outcome.num_partitions,
-                    "created {OFFSETS_TOPIC}"
-                );
-            } else if outcome.error_code != ErrorCode::TopicAlreadyExists.code() {
-                tracing::warn!(error_code = outcome.error_code, message = ?outcome.error_message, "creating __consumer_offsets failed");
-                return Err(ErrorCode::CoordinatorNotAvailable);
-            }
+    for outcome in outcomes {
+        if outcome.error_code == 0 {
+            tracing::info!(
+                partitions = outcome.num_partitions,
+                "created {OFFSETS_TOPIC}"
+            );
+        } else if outcome.error_code != ErrorCode::TopicAlreadyExists.code() {
+            tracing::warn!(error_code = outcome.error_code, message = ?outcome.error_message, "creating __consumer_offsets failed");
+            return Err(ErrorCode::CoordinatorNotAvailable);
         }
     }
     // Answer only once this shard routes to the new partitions: the client's next request
@@ -546,10 +541,10 @@ pub async fn list_groups(
     let version = ctx.api_version;
     let mut groups = Vec::new();
     for target in 0..shard.shard_count() {
-        if let Reply::Group(GroupAnswer::List(listed)) = shard
+        if let GroupAnswer::List(listed) = shard
             .call(
                 target,
-                Request::Group {
+                forward::Group {
                     partition: -1,
                     op: GroupOp::List,
                 },

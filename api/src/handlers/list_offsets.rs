@@ -5,16 +5,15 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use futures::future::LocalBoxFuture;
-use futures::FutureExt;
 use wire::generated::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use wire::generated::{ListOffsetsRequest, ListOffsetsResponse};
 use wire::ErrorCode;
 
+use super::by_shard::ByShard;
 use super::{encode_response, RequestContext, Response};
-use crate::forward::{OffsetResult, Reply, Request};
+use crate::forward::{self, ListOffsetsPart, OffsetResult};
 use crate::shard::Shard;
 
 fn failed(code: ErrorCode) -> OffsetResult {
@@ -83,8 +82,6 @@ pub async fn handle(
     ctx: RequestContext,
 ) -> Response {
     let image = shard.image();
-    let shard_count = shard.shard_count();
-    let mut lookups: Vec<LocalBoxFuture<'static, OffsetResult>> = Vec::new();
     // As Kafka (ListOffsetsRequest.duplicatePartitions): a partition listed more than once is
     // not looked up at all; each of its listings gets INVALID_REQUEST.
     let mut listed: HashMap<(&str, i32), u32> = HashMap::new();
@@ -95,56 +92,50 @@ pub async fn handle(
                 .or_default() += 1;
         }
     }
+    let mut results: Vec<Option<OffsetResult>> = Vec::new();
+    let mut by_shard = ByShard::new(shard.shard_count());
     for topic in &request.topics {
         let topic_image = image.topic(&topic.name);
         for partition in &topic.partitions {
             let owner = topic_image.and_then(|t| {
                 t.partition(partition.partition_index)
-                    .map(|p| (t.topic_id, p.shard))
+                    .map(|p| (t.topic_id, p))
             });
             let duplicated = listed[&(topic.name.as_str(), partition.partition_index)] > 1;
             // KIP-320 fencing, as Fetch and OffsetForLeaderEpoch: a current leader epoch (v4+,
             // -1 when unknown) other than the partition's.
-            let epoch = topic_image
-                .and_then(|t| t.partition(partition.partition_index))
-                .map_or(0, |p| p.leader_epoch);
             let current = partition.current_leader_epoch;
-            lookups.push(match owner {
-                _ if duplicated => {
-                    futures::future::ready(failed(ErrorCode::InvalidRequest)).boxed_local()
+            let answered = match owner {
+                _ if duplicated => Some(failed(ErrorCode::InvalidRequest)),
+                Some((_, p)) if current >= 0 && current < p.leader_epoch => {
+                    Some(failed(ErrorCode::FencedLeaderEpoch))
                 }
-                Some(_) if current >= 0 && current < epoch => {
-                    futures::future::ready(failed(ErrorCode::FencedLeaderEpoch)).boxed_local()
+                Some((_, p)) if current > p.leader_epoch => {
+                    Some(failed(ErrorCode::UnknownLeaderEpoch))
                 }
-                Some(_) if current > epoch => {
-                    futures::future::ready(failed(ErrorCode::UnknownLeaderEpoch)).boxed_local()
-                }
-                None => {
-                    futures::future::ready(failed(ErrorCode::UnknownTopicOrPartition)).boxed_local()
-                }
-                Some((topic_id, owner)) => {
-                    let shard = shard.clone();
-                    let target = usize::from(owner) % shard_count;
-                    let request = Request::ListOffsets {
+                None => Some(failed(ErrorCode::UnknownTopicOrPartition)),
+                Some((topic_id, p)) => {
+                    let part = ListOffsetsPart {
                         topic_id,
                         partition: partition.partition_index,
                         timestamp: partition.timestamp,
                     };
-                    async move {
-                        match shard.call(target, request).await {
-                            Reply::ListOffsets(result) => result,
-                            _ => failed(ErrorCode::UnknownServerError),
-                        }
-                    }
-                    .boxed_local()
+                    by_shard.add(shard.owner(p), results.len(), part);
+                    None
                 }
-            });
+            };
+            results.push(answered);
         }
     }
-    let results = futures::future::join_all(lookups).await;
+    by_shard
+        .run(&shard, &mut results, |parts| forward::ListOffsets { parts })
+        .await;
+    let results = results
+        .into_iter()
+        .map(|result| result.expect("every partition looked up is answered"));
     encode_response(
         &ctx,
         ctx.api_version,
-        &build_response(&request, &ctx, results.into_iter()),
+        &build_response(&request, &ctx, results),
     )
 }

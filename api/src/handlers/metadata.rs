@@ -12,7 +12,7 @@ use wire::primitives::Uuid;
 use wire::ErrorCode;
 
 use super::{encode_response, RequestContext, Response};
-use crate::forward::{Request, TopicSpec};
+use crate::forward::{self, TopicSpec};
 use crate::metadata::image::TopicImage;
 use crate::metadata::{validate_topic_name, MAX_PARTITIONS_PER_REQUEST};
 use crate::shard::Shard;
@@ -71,7 +71,7 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
             shard
                 .call(
                     0,
-                    Request::CreateTopics {
+                    forward::CreateTopics {
                         topics: missing,
                         validate_only: false,
                     },

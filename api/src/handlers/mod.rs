@@ -8,6 +8,7 @@
 mod admin;
 mod alter_configs;
 mod api_versions;
+mod by_shard;
 mod create_partitions;
 mod delete_records;
 mod describe_cluster;

@@ -4,21 +4,19 @@
 //! send it to validate their position after a leader change (KIP-320); followers will use it
 //! to find where to truncate.
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
-use futures::future::LocalBoxFuture;
-use futures::FutureExt;
 use wire::generated::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderTopicResult,
 };
 use wire::generated::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 use wire::ErrorCode;
 
+use super::by_shard::ByShard;
 use super::{encode_response, RequestContext, Response};
-use crate::forward::{Reply, Request};
+use crate::forward::{self, EpochPart};
 use crate::shard::Shard;
-
-type Lookup = LocalBoxFuture<'static, (i16, i32, i64)>;
 
 pub async fn handle(
     shard: Rc<Shard>,
@@ -26,39 +24,55 @@ pub async fn handle(
     ctx: RequestContext,
 ) -> Response {
     let image = shard.image();
-    let shard_count = shard.shard_count();
-    let mut lookups: Vec<Lookup> = Vec::new();
+    // Kafka answers every listing of the request, repeats included, each for its own epochs;
+    // listings alike in partition and both epochs are looked up once here and the answer
+    // given to each of them.
+    let mut distinct: HashMap<(&str, i32, i32, i32), usize> = HashMap::new();
+    let mut listing_answer: Vec<usize> = Vec::new();
+    let mut answers: Vec<Option<forward::EpochEndOffset>> = Vec::new();
+    let mut by_shard = ByShard::new(shard.shard_count());
     for topic in &request.topics {
         let topic_image = image.topic(&topic.topic);
         for partition in &topic.partitions {
-            let owner = topic_image.and_then(|t| {
-                t.partition(partition.partition)
-                    .map(|p| (t.topic_id, p.shard))
-            });
-            lookups.push(match owner {
-                None => futures::future::ready((ErrorCode::UnknownTopicOrPartition.code(), -1, -1))
-                    .boxed_local(),
-                Some((topic_id, owner)) => {
-                    let shard = shard.clone();
-                    let target = usize::from(owner) % shard_count;
-                    let request = Request::OffsetForLeaderEpoch {
-                        topic_id,
+            let key = (
+                topic.topic.as_str(),
+                partition.partition,
+                partition.current_leader_epoch,
+                partition.leader_epoch,
+            );
+            let next = answers.len();
+            let slot = *distinct.entry(key).or_insert(next);
+            listing_answer.push(slot);
+            if slot != next {
+                continue;
+            }
+            match topic_image.and_then(|t| t.partition(partition.partition).map(|p| (t, p))) {
+                None => answers.push(Some(forward::EpochEndOffset {
+                    error_code: ErrorCode::UnknownTopicOrPartition.code(),
+                    leader_epoch: -1,
+                    end_offset: -1,
+                })),
+                Some((topic_image, owner)) => {
+                    answers.push(None);
+                    let part = EpochPart {
+                        topic_id: topic_image.topic_id,
                         partition: partition.partition,
                         current_leader_epoch: partition.current_leader_epoch,
                         leader_epoch: partition.leader_epoch,
                     };
-                    async move {
-                        match shard.call(target, request).await {
-                            Reply::EpochEndOffset(code, epoch, end) => (code, epoch, end),
-                            _ => (ErrorCode::UnknownServerError.code(), -1, -1),
-                        }
-                    }
-                    .boxed_local()
+                    by_shard.add(shard.owner(owner), slot, part);
                 }
-            });
+            }
         }
     }
-    let mut results = futures::future::join_all(lookups).await.into_iter();
+    by_shard
+        .run(&shard, &mut answers, |parts| {
+            forward::OffsetForLeaderEpoch { parts }
+        })
+        .await;
+    let mut results = listing_answer
+        .into_iter()
+        .map(|slot| answers[slot].expect("every partition looked up is answered"));
     let topics = request
         .topics
         .iter()
@@ -68,13 +82,12 @@ pub async fn handle(
                 .partitions
                 .iter()
                 .map(|partition| {
-                    let (error_code, leader_epoch, end_offset) =
-                        results.next().expect("one result per partition");
+                    let answer = results.next().expect("one result per partition");
                     EpochEndOffset {
-                        error_code,
+                        error_code: answer.error_code,
                         partition: partition.partition,
-                        leader_epoch,
-                        end_offset,
+                        leader_epoch: answer.leader_epoch,
+                        end_offset: answer.end_offset,
                         ..Default::default()
                     }
                 })

@@ -10,7 +10,7 @@ use wire::generated::{ProduceRequest, ProduceResponse};
 use wire::ErrorCode;
 
 use super::{encode_response, RequestContext, Response};
-use crate::forward::{ProduceResult, Reply, Request};
+use crate::forward::{self, ProduceResult};
 use crate::metadata::image::Image;
 use crate::partition_ops::ProducePart;
 use crate::shard::Shard;
@@ -106,7 +106,12 @@ fn plan(request: &ProduceRequest, image: &Image, shard_count: usize) -> Plan {
                 }
                 Some(topic_image) => topic_image
                     .partition(partition.index)
-                    .map(|owner| (topic_image.topic_id, usize::from(owner.shard) % shard_count))
+                    .map(|owner| {
+                        (
+                            topic_image.topic_id,
+                            crate::shard::owner(owner.shard, shard_count),
+                        )
+                    })
                     .ok_or(ErrorCode::UnknownTopicOrPartition),
             };
             let (topic_id, target) = match owner {
@@ -140,9 +145,9 @@ fn plan(request: &ProduceRequest, image: &Image, shard_count: usize) -> Plan {
 }
 
 /// Fills `results` from one shard's reply to the parts at `slots`.
-fn fill(results: &mut [Option<ProduceResult>], slots: &[usize], reply: Reply) {
-    match reply {
-        Reply::Produce(answers) if answers.len() == slots.len() => {
+fn fill(results: &mut [Option<ProduceResult>], slots: &[usize], answers: Vec<ProduceResult>) {
+    match answers {
+        answers if answers.len() == slots.len() => {
             for (&slot, answer) in slots.iter().zip(answers) {
                 results[slot] = Some(answer);
             }
@@ -175,7 +180,7 @@ pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestConte
     let calls = shards.into_iter().map(|s| {
         let shard = shard.clone();
         async move {
-            let request = Request::Produce {
+            let request = forward::Produce {
                 acks,
                 parts: s.parts,
             };

@@ -12,7 +12,7 @@ use wire::primitives::Decodable;
 use wire::ErrorCode;
 
 use super::{fill, handle, plan};
-use crate::forward::{ProduceResult, Reply};
+use crate::forward::ProduceResult;
 use crate::handlers::RequestContext;
 use crate::metadata::image::Image;
 use crate::metadata::records::{MetadataRecord, TopicId};
@@ -211,12 +211,12 @@ fn fill_puts_each_answer_at_its_request_position() {
         log_start_offset: 0,
     };
     let mut results = vec![None; 4];
-    fill(&mut results, &[3, 1], Reply::Produce(vec![ok(30), ok(10)]));
+    fill(&mut results, &[3, 1], vec![ok(30), ok(10)]);
     assert_eq!(results[3].unwrap().base_offset, 30);
     assert_eq!(results[1].unwrap().base_offset, 10);
     assert!(results[0].is_none() && results[2].is_none());
     // A reply that does not match the parts sent fails each of them, not the request.
-    fill(&mut results, &[0, 2], Reply::Produce(vec![ok(1)]));
+    fill(&mut results, &[0, 2], vec![ok(1)]);
     assert_eq!(
         codes(&results[..1]),
         vec![Some(ErrorCode::UnknownServerError.code())]
