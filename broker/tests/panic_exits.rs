@@ -55,6 +55,11 @@ fn a_panicking_shard_thread_is_logged_and_ends_the_process() {
     #[cfg(unix)]
     {
         use std::os::unix::process::ExitStatusExt;
-        assert_eq!(child.status.signal(), Some(libc::SIGABRT), "{:?}", child.status);
+        assert_eq!(
+            child.status.signal(),
+            Some(libc::SIGABRT),
+            "{:?}",
+            child.status
+        );
     }
 }
