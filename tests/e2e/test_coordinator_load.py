@@ -4,24 +4,40 @@ The first FindCoordinator creates the 50 partitions of __consumer_offsets; every
 its share, then replays it. A group request for a partition its shard owns but has not
 finished opening or loading must get COORDINATOR_LOAD_IN_PROGRESS (retriable, same
 coordinator), as Kafka answers, never NOT_COORDINATOR (librdkafka's committed() fails on
-that: it once failed test_delete_records_kafka_python on a loaded machine). Both cores are
-kept busy so the opening takes long enough for requests to arrive during it.
+that: it once failed test_delete_records_kafka_python on a loaded machine). The cores are
+kept busy (two spinning processes on one of them, so that one shard opens its share later
+than the other) so that requests arrive during the opening. The broker's
+error counts (metrics) show every NOT_COORDINATOR answered, also those a client retried.
 """
+import http.client
+import os
+import re
 import subprocess
 import threading
 
 from confluent_kafka import TopicPartition
 
+from conftest import free_port
 from e2e_helpers import ck_consumer, create_topic, kp_consumer, unique
 
-CONSUMERS_PER_CLIENT = 4
+CONSUMERS_PER_CLIENT = 8
 BUSY_PROCESSES = 2
 
 
-def test_group_requests_during_coordinator_load(broker):
+def busy_on(cpu):
+    """A process that spins on `cpu` until killed."""
+    return subprocess.Popen(["yes"], stdout=subprocess.DEVNULL,
+                            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+
+
+def test_group_requests_during_coordinator_load(start_broker):
+    metrics_port = free_port()
+    broker = start_broker({"metrics.listener": f"http://127.0.0.1:{metrics_port}"})
     topic = create_topic(broker.bootstrap, unique("load"), 1)
-    busy = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
-            for _ in range(BUSY_PROCESSES)]
+    # Both on the last core: the shard pinned there opens its partitions well after the
+    # other, whose clients then reach groups of partitions still being opened.
+    last_cpu = min(os.sched_getaffinity(0))
+    busy = [busy_on(last_cpu) for _ in range(BUSY_PROCESSES)]
     start = threading.Barrier(2 * CONSUMERS_PER_CLIENT)
     failures = []
 
@@ -72,3 +88,23 @@ def test_group_requests_during_coordinator_load(broker):
             p.wait()
     assert not any(t.is_alive() for t in threads), "a consumer hung"
     assert not failures, failures
+    # Clients retry NOT_COORDINATOR on some paths (a new FindCoordinator), so the broker's
+    # own count of answers is the check that sees every one.
+    assert answered(metrics_port, "NOT_COORDINATOR") == {}, {
+        error: answered(metrics_port, error)
+        for error in ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS")}
+
+
+def answered(port, error):
+    """{api: count} of the answers that carried `error` (broker_request_errors_total)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/metrics")
+    body = conn.getresponse().read().decode()
+    conn.close()
+    counts = {}
+    for line in body.splitlines():
+        m = re.match(r'broker_request_errors_total\{[^}]*api="([^"]+)",error="([^"]+)"\} (\S+)',
+                     line)
+        if m and m.group(2) == error and float(m.group(3)) > 0:
+            counts[m.group(1)] = counts.get(m.group(1), 0) + float(m.group(3))
+    return counts

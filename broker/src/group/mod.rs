@@ -56,9 +56,9 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// has live groups (an idle coordinator waits on an event and uses no CPU).
 const TICK: Duration = Duration::from_millis(100);
 
-/// How long a group request routed here waits for this shard to learn of its
-/// `__consumer_offsets` partition (the routing shard adopted the image that created it
-/// first) before it is answered as a partition this shard does not own.
+/// How long a group request waits for its shard to learn of `__consumer_offsets` or of its
+/// partition there (another shard adopted the image that created it first) before it is
+/// answered as for a topic or partition this shard does not have.
 const IMAGE_LAG_WAIT: Duration = Duration::from_millis(1000);
 
 /// Bytes read per step when replaying a partition at load.
@@ -263,6 +263,18 @@ pub enum GroupAnswer {
 pub struct LeaveGroupResponseParts {
     pub error_code: i16,
     pub members: Vec<MemberResponse>,
+}
+
+/// `locate`, but first, when this shard's image has no `__consumer_offsets`, waits (at most
+/// `IMAGE_LAG_WAIT`) for it to adopt one that has: another shard may have created the topic
+/// and answered FindCoordinator before this one learned of it, and librdkafka fails
+/// `committed()` on the COORDINATOR_NOT_AVAILABLE it would get meanwhile.
+pub async fn locate_when_known(shard: &Shard, group_id: &str) -> Result<(usize, i32), ErrorCode> {
+    if shard.image().topic(OFFSETS_TOPIC).is_none() {
+        let known = |image: &crate::metadata::image::Image| image.topic(OFFSETS_TOPIC).is_some();
+        shard.wait_for_image(known, IMAGE_LAG_WAIT).await;
+    }
+    locate(shard, group_id)
 }
 
 /// Where a group's coordinator is: (owning shard, partition of `__consumer_offsets`).
