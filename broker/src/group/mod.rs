@@ -21,6 +21,7 @@ pub mod records;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -60,6 +61,12 @@ const TICK: Duration = Duration::from_millis(100);
 /// partition there (another shard adopted the image that created it first) before it is
 /// answered as for a topic or partition this shard does not have.
 const IMAGE_LAG_WAIT: Duration = Duration::from_millis(1000);
+
+/// Set once a shard of this process learned it owns a `__consumer_offsets` partition
+/// (`Coordinator::opening`): from then on a shard whose image has no such topic is only
+/// behind, and a group request there waits for it rather than answering at once. One
+/// broker per process; in tests that run several, one may wait `IMAGE_LAG_WAIT` for nothing.
+static OFFSETS_TOPIC_KNOWN: AtomicBool = AtomicBool::new(false);
 
 /// Bytes read per step when replaying a partition at load.
 const LOAD_READ_BYTES: usize = 4 << 20;
@@ -265,12 +272,14 @@ pub struct LeaveGroupResponseParts {
     pub members: Vec<MemberResponse>,
 }
 
-/// `locate`, but first, when this shard's image has no `__consumer_offsets`, waits (at most
-/// `IMAGE_LAG_WAIT`) for it to adopt one that has: another shard may have created the topic
-/// and answered FindCoordinator before this one learned of it, and librdkafka fails
-/// `committed()` on the COORDINATOR_NOT_AVAILABLE it would get meanwhile.
+/// `locate`, but first, when this shard's image has no `__consumer_offsets` while another
+/// shard already knows the topic (`OFFSETS_TOPIC_KNOWN`), waits (at most `IMAGE_LAG_WAIT`)
+/// for this one to adopt it: another shard may have answered FindCoordinator before this
+/// one learned of the topic, and librdkafka fails `committed()` on the
+/// COORDINATOR_NOT_AVAILABLE it would get meanwhile. Without the topic anywhere the answer
+/// comes at once, as before.
 pub async fn locate_when_known(shard: &Shard, group_id: &str) -> Result<(usize, i32), ErrorCode> {
-    if shard.image().topic(OFFSETS_TOPIC).is_none() {
+    if OFFSETS_TOPIC_KNOWN.load(Ordering::Relaxed) && shard.image().topic(OFFSETS_TOPIC).is_none() {
         let known = |image: &crate::metadata::image::Image| image.topic(OFFSETS_TOPIC).is_some();
         shard.wait_for_image(known, IMAGE_LAG_WAIT).await;
     }
@@ -306,6 +315,7 @@ impl Coordinator {
             .borrow_mut()
             .entry(partition)
             .or_insert(PartitionState::Loading);
+        OFFSETS_TOPIC_KNOWN.store(true, Ordering::Relaxed);
         self.learned.notify(usize::MAX);
     }
 
@@ -313,6 +323,14 @@ impl Coordinator {
     /// image that created it first): waits until this shard knows too, i.e. has marked it
     /// `opening` or adopted an image with it, at most `IMAGE_LAG_WAIT`.
     async fn wait_known(shard: &Shard, partition: i32) {
+        if shard
+            .coordinator
+            .partitions
+            .borrow()
+            .contains_key(&partition)
+        {
+            return;
+        }
         let deadline = Instant::now() + IMAGE_LAG_WAIT;
         loop {
             let learned = shard.coordinator.learned.listen();
