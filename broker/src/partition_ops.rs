@@ -16,7 +16,9 @@ use futures::FutureExt;
 use shard::{BatchStamp, LogError};
 
 use crate::config::FlushPolicy;
-use wire::record_batch::{self, BatchError, RecordError, RecordFault, RecordLimits, TimestampType};
+use wire::record_batch::{
+    self, BatchError, RecordErrors, RecordFault, RecordLimits, TimestampType,
+};
 use wire::ErrorCode;
 
 use crate::forward::{FetchResult, OffsetResult, ProduceResult, ProducerInfo};
@@ -100,7 +102,7 @@ fn produce_error(code: ErrorCode) -> ProduceResult {
 /// (`record_errors` and `error_message`), in Kafka's words.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefusedRecords {
-    /// (batch index, message) of every refused record, in record order.
+    /// (batch index, message) of every refused record named, in record order.
     pub record_errors: Vec<(i32, String)>,
     /// Kafka's summary: its `RecordValidationException`'s message.
     pub error_message: String,
@@ -109,8 +111,11 @@ pub struct RefusedRecords {
 impl RefusedRecords {
     /// Kafka's messages for `errors` of partition `partition` of `topic` (LogValidator's
     /// `validateKey` / `validateTimestamp`, and `processRecordErrors` for the summary).
-    pub fn new(topic: &str, partition: i32, errors: &[RecordError]) -> RefusedRecords {
+    /// Kafka names every refused record; at most `MAX_NAMED_RECORD_ERRORS` are here (wire's
+    /// bound), the summary counts them all.
+    pub fn new(topic: &str, partition: i32, errors: &RecordErrors) -> RefusedRecords {
         let record_errors: Vec<(i32, String)> = errors
+            .named
             .iter()
             .map(|error| {
                 (
@@ -119,7 +124,7 @@ impl RefusedRecords {
                 )
             })
             .collect();
-        let error_message = if errors.iter().any(|error| error.fault.is_timestamp()) {
+        let error_message = if errors.any_timestamp {
             "One or more records have been rejected due to invalid timestamp".to_string()
         } else {
             // Java's List.toString of ProduceResponse.RecordError, at most three.
@@ -133,7 +138,7 @@ impl RefusedRecords {
             format!(
                 "One or more records have been rejected due to {} record errors in total, and \
                  only showing the first three errors at most: [{}]",
-                record_errors.len(),
+                errors.count,
                 shown.join(", ")
             )
         };
@@ -184,9 +189,7 @@ fn batch_error_code(error: &BatchError) -> ErrorCode {
         BatchError::DecompressedTooLarge { .. } => ErrorCode::MessageTooLarge,
         BatchError::LogAppendTimeFromClient => ErrorCode::InvalidTimestamp,
         // Kafka: INVALID_TIMESTAMP when any record's timestamp was refused.
-        BatchError::Records(errors) if errors.iter().any(|e| e.fault.is_timestamp()) => {
-            ErrorCode::InvalidTimestamp
-        }
+        BatchError::Records(errors) if errors.any_timestamp => ErrorCode::InvalidTimestamp,
         _ => ErrorCode::InvalidRecord,
     }
 }

@@ -9,7 +9,8 @@ use wire::compression;
 use wire::record_batch::RecordFault::{self, MissingKey, TimestampOutOfRange};
 use wire::record_batch::{
     validate_batch, validate_records, BatchBuilder, BatchError, BatchHeader, Compression,
-    RecordError, RecordLimits, TimestampType, BATCH_HEADER_BYTES,
+    RecordError, RecordErrors, RecordLimits, TimestampType, BATCH_HEADER_BYTES,
+    MAX_NAMED_RECORD_ERRORS,
 };
 use wire::varint::{write_varint, write_varlong};
 
@@ -88,12 +89,14 @@ fn fix_crc(batch: &mut [u8]) {
 /// Header check then record walk, as the broker does on produce.
 /// The error of a batch whose records `errors` (index, fault) were refused.
 fn refused(errors: &[(i32, RecordFault)]) -> BatchError {
-    BatchError::Records(
-        errors
+    BatchError::Records(RecordErrors {
+        named: errors
             .iter()
             .map(|&(batch_index, fault)| RecordError { batch_index, fault })
             .collect(),
-    )
+        count: errors.len(),
+        any_timestamp: errors.iter().any(|(_, fault)| fault.is_timestamp()),
+    })
 }
 
 fn check(batch: &[u8], limits: &RecordLimits) -> Result<i32, BatchError> {
@@ -489,7 +492,7 @@ fn create_time_window_checks_every_record() {
         let strict = rule(TimestampType::CreateTime, HOUR, HOUR);
         assert!(matches!(
             check(&old, &strict),
-            Err(BatchError::Records(errors)) if errors.len() == 1 && errors[0].batch_index == 0
+            Err(BatchError::Records(RecordErrors { named: errors, .. })) if errors.len() == 1 && errors[0].batch_index == 0
                 && matches!(errors[0].fault, TimestampOutOfRange { min, .. } if min == NOW - HOUR)
         ));
         // -1 (no timestamp) is never checked against the window.
@@ -543,7 +546,7 @@ fn key_errors_and_timestamp_errors_order() {
         .build();
     let err = check(&batch, &limits);
     assert!(
-        matches!(&err, Err(BatchError::Records(errors)) if errors.len() == 2
+        matches!(&err, Err(BatchError::Records(RecordErrors { named: errors, count: 2, any_timestamp: true })) if errors.len() == 2
             && errors[0] == RecordError { batch_index: 0, fault: MissingKey }
             && errors[1].batch_index == 1
             && matches!(errors[1].fault, TimestampOutOfRange { offset: 1, .. })
@@ -568,7 +571,12 @@ fn every_refused_record_is_named() {
             .push(Some(b"k"), Some(b"v"), &[], NOW + 4 * HOUR)
             .build();
         let err = check(&batch, &limits);
-        let Err(BatchError::Records(errors)) = &err else {
+        let Err(BatchError::Records(RecordErrors {
+            named: errors,
+            count: 4,
+            any_timestamp: true,
+        })) = &err
+        else {
             panic!("{codec:?} {err:?}");
         };
         let named: Vec<(i32, bool)> = errors
@@ -645,4 +653,31 @@ fn stamped_header_rewrites_only_type_max_timestamp_and_crc() {
         assert_eq!(h.timestamp_type(), TimestampType::CreateTime);
         assert_eq!(h.max_timestamp, NOW - 2);
     }
+}
+
+/// A batch of more refused records than are named: the first ones are named, the count and
+/// the timestamp flag cover them all (a timestamp fault past the named ones still makes the
+/// batch INVALID_TIMESTAMP).
+#[test]
+fn refused_records_past_the_named_bound_are_counted() {
+    let mut limits = rule(TimestampType::CreateTime, i64::MAX, HOUR);
+    limits.require_keys = true;
+    let keyless = MAX_NAMED_RECORD_ERRORS + 5;
+    let mut builder = BatchBuilder::new(Compression::Lz4);
+    for _ in 0..keyless {
+        builder = builder.push(None, None, &[], NOW);
+    }
+    let batch = builder.push(Some(b"k"), None, &[], NOW + 2 * HOUR).build();
+    let err = check(&batch, &limits);
+    let Err(BatchError::Records(errors)) = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(errors.named.len(), MAX_NAMED_RECORD_ERRORS);
+    assert_eq!(errors.count, keyless + 1);
+    assert!(errors.any_timestamp);
+    assert!(errors
+        .named
+        .iter()
+        .enumerate()
+        .all(|(i, e)| e.batch_index == i as i32 && e.fault == MissingKey));
 }
