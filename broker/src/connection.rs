@@ -48,6 +48,12 @@ const PRODUCE_API_KEY: i16 = wire::generated::api::ApiKey::Produce as i16;
 /// Bytes asked of each socket read when no larger frame is pending.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 
+/// The most bytes one socket read is offered (`ReadRoom`): a frame that says it is large is
+/// read in slices of this, so the buffer's memory is zeroed (and committed) as its bytes
+/// come, not all at once on the say-so of a 4-byte size (100 MiB by default). A recv
+/// rarely returns more at once, and one more syscall per MiB is noise beside copying it.
+const READ_SLICE_BYTES_MAX: usize = 1024 * 1024;
+
 /// While a connection is not reading (at one of its bounds), how often it looks whether the
 /// peer has gone (a closed socket cannot wake a task that is not reading it) and whether it
 /// has been idle too long.
@@ -294,7 +300,7 @@ async fn serve_from(
         // A read dropped unfinished (idle timer, quiet point) leaves nothing in flight that
         // could write here later: glommio reads on readiness (a plain `recv` once the socket
         // is readable).
-        let target = room.readable(&mut buffer);
+        let target = room.readable(&mut buffer, READ_SLICE_BYTES_MAX);
         // With a move pending (a long poll in process), whichever comes first: bytes, or the
         // quiet point (the read is then dropped; glommio reads on readiness, so nothing of
         // the socket's is consumed).
@@ -549,27 +555,30 @@ struct ReadRoom {
 }
 
 impl ReadRoom {
-    /// The whole spare capacity of `buffer`, initialised.
-    fn readable<'a>(&mut self, buffer: &'a mut BytesMut) -> &'a mut [u8] {
+    /// The first `max_bytes` (or fewer) of the spare capacity of `buffer`, initialised.
+    fn readable<'a>(&mut self, buffer: &'a mut BytesMut, max_bytes: usize) -> &'a mut [u8] {
         let spare = buffer.spare_capacity_mut();
         let start = spare.as_ptr() as usize;
         if start != self.start {
             self.start = start;
             self.initialised_bytes = 0;
         }
-        if self.initialised_bytes < spare.len() {
+        let len = spare.len().min(max_bytes);
+        let spare = &mut spare[..len];
+        if self.initialised_bytes < len {
             for byte in &mut spare[self.initialised_bytes..] {
                 byte.write(0);
             }
-            self.initialised_bytes = spare.len();
+            self.initialised_bytes = len;
         }
-        // SAFETY: the slice covers exactly the buffer's spare capacity (allocated, and
-        // borrowed mutably from `buffer` for 'a), and every byte of it is initialised: the
+        // SAFETY: the slice covers the first `len` bytes of the buffer's spare capacity
+        // (allocated, and borrowed mutably from `buffer` for 'a), and every byte of it is
+        // initialised: the
         // first `initialised_bytes` were written at this same address by an earlier call (the
         // address is unchanged, so the buffer was neither reallocated nor moved, and no byte
         // of the spare has been handed out since: `filled` moves `start` past the bytes it
         // exposes), the rest just above.
-        unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), spare.len()) }
+        unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), len) }
     }
 
     /// Exposes the first `read` bytes of the spare capacity (which a read wrote) as the
@@ -620,7 +629,7 @@ mod tests {
     fn read_room_zeroes_new_spare_capacity_once() {
         let mut buffer = BytesMut::with_capacity(64);
         let mut room = ReadRoom::default();
-        let target = room.readable(&mut buffer);
+        let target = room.readable(&mut buffer, READ_SLICE_BYTES_MAX);
         assert_eq!(target.len(), 64);
         assert!(target.iter().all(|&byte| byte == 0));
         target[..3].copy_from_slice(b"abc");
@@ -628,14 +637,14 @@ mod tests {
         room.filled(&mut buffer, 3);
         assert_eq!(&buffer[..], b"abc");
         // Bytes written but not filled are still there: the spare was not zeroed again.
-        let target = room.readable(&mut buffer);
+        let target = room.readable(&mut buffer, READ_SLICE_BYTES_MAX);
         assert_eq!(target.len(), 61);
         assert_eq!(&target[..3], b"XYZ");
         room.filled(&mut buffer, 3);
         // A frame split off the front leaves the spare where it is.
         let frame = buffer.split_to(4);
         assert_eq!(&frame[..], b"abcX");
-        assert_eq!(room.readable(&mut buffer).len(), 58);
+        assert_eq!(room.readable(&mut buffer, usize::MAX).len(), 58);
         assert_eq!(room.initialised_bytes, 58);
     }
 
@@ -643,15 +652,28 @@ mod tests {
     fn read_room_forgets_the_spare_when_the_buffer_moves() {
         let mut buffer = BytesMut::with_capacity(16);
         let mut room = ReadRoom::default();
-        room.readable(&mut buffer)[..4].copy_from_slice(b"abcd");
+        room.readable(&mut buffer, usize::MAX)[..4].copy_from_slice(b"abcd");
         room.filled(&mut buffer, 4);
         let held = buffer.split_to(4).freeze();
         // The front is still held, so growing allocates elsewhere.
         buffer.reserve(1024);
-        let target = room.readable(&mut buffer);
+        let target = room.readable(&mut buffer, READ_SLICE_BYTES_MAX);
         assert!(target.len() >= 1024);
         assert!(target.iter().all(|&byte| byte == 0));
         assert_eq!(&held[..], b"abcd");
+    }
+
+    #[test]
+    fn read_room_offers_and_zeroes_at_most_the_slice_asked() {
+        let mut buffer = BytesMut::with_capacity(1 << 20);
+        let mut room = ReadRoom::default();
+        assert_eq!(room.readable(&mut buffer, 100).len(), 100);
+        // Only what was offered is known initialised; the rest is zeroed when offered.
+        assert_eq!(room.initialised_bytes, 100);
+        let target = room.readable(&mut buffer, 300);
+        assert_eq!(target.len(), 300);
+        assert!(target.iter().all(|&byte| byte == 0));
+        assert_eq!(room.initialised_bytes, 300);
     }
 
     #[test]
@@ -659,7 +681,7 @@ mod tests {
     fn read_room_refuses_to_expose_more_than_was_readable() {
         let mut buffer = BytesMut::with_capacity(8);
         let mut room = ReadRoom::default();
-        let _ = room.readable(&mut buffer);
+        let _ = room.readable(&mut buffer, usize::MAX);
         room.filled(&mut buffer, 9);
     }
 }
