@@ -48,6 +48,12 @@ const PRODUCE_API_KEY: i16 = wire::generated::api::ApiKey::Produce as i16;
 /// Bytes asked of each socket read when no larger frame is pending.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 
+/// The most bytes one socket read is offered (`ReadRoom`): a frame that says it is large is
+/// read in slices of this, so the buffer's memory is zeroed (and committed) as its bytes
+/// come, not all at once on the say-so of a 4-byte size (100 MiB by default). A recv
+/// rarely returns more at once, and one more syscall per MiB is noise beside copying it.
+const READ_SLICE_BYTES_MAX: usize = 1024 * 1024;
+
 /// While a connection is not reading (at one of its bounds), how often it looks whether the
 /// peer has gone (a closed socket cannot wake a task that is not reading it) and whether it
 /// has been idle too long.
@@ -228,6 +234,7 @@ async fn serve_from(
         idle,
     };
     let mut idle_timer: Option<glommio::timer::Timer> = None;
+    let mut room = ReadRoom::default();
     let end: End = 'read: loop {
         // Hand out every whole frame already in the buffer.
         loop {
@@ -290,15 +297,10 @@ async fn serve_from(
             .saturating_sub(buffer.len())
             .max(READ_CHUNK_BYTES);
         buffer.reserve(want);
-        let spare = buffer.spare_capacity_mut();
-        // SAFETY: the slice covers the buffer's spare capacity, which is allocated; `read`
-        // only writes into it (socket bytes) and reports how many bytes it wrote, and only
-        // those are exposed (`set_len` below). Zero-filling instead would cost a memset of
-        // every byte received, a measurable share of the CPU per GiB. glommio reads on
-        // readiness (a plain `recv` once the socket is readable), so a read dropped by the
-        // idle timer leaves nothing in flight that could write here later.
-        let target =
-            unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), spare.len()) };
+        // A read dropped unfinished (idle timer, quiet point) leaves nothing in flight that
+        // could write here later: glommio reads on readiness (a plain `recv` once the socket
+        // is readable).
+        let target = room.readable(&mut buffer, READ_SLICE_BYTES_MAX);
         // With a move pending (a long poll in process), whichever comes first: bytes, or the
         // quiet point (the read is then dropped; glommio reads on readiness, so nothing of
         // the socket's is consumed).
@@ -357,8 +359,7 @@ async fn serve_from(
                 )));
             }
             Ok(read) => {
-                // SAFETY: `read` bytes past the old length were just written by the socket read.
-                unsafe { buffer.set_len(buffer.len() + read) };
+                room.filled(&mut buffer, read);
                 buffered.grow(read);
                 let now = Instant::now();
                 activity.set(now);
@@ -538,6 +539,60 @@ impl Watch<'_> {
     }
 }
 
+/// The part of the read buffer's spare capacity that holds initialised bytes, so that reads
+/// may be handed a `&mut [u8]` over it (a slice over uninitialised bytes is undefined
+/// behaviour, whatever the read then does). Spare capacity is zeroed once, when it is new
+/// (after `reserve` allocated or moved the buffer), not before every read: a read that fills
+/// part of it leaves the rest initialised for the next one. Frames split off the front
+/// leave the spare capacity where it is.
+#[derive(Debug, Default)]
+struct ReadRoom {
+    /// Address of the first spare byte when last looked at; a different address means the
+    /// buffer was reallocated or its bytes moved, and nothing of the spare is known.
+    start: usize,
+    /// How many bytes from `start` on are initialised.
+    initialised_bytes: usize,
+}
+
+impl ReadRoom {
+    /// The first `max_bytes` (or fewer) of the spare capacity of `buffer`, initialised.
+    fn readable<'a>(&mut self, buffer: &'a mut BytesMut, max_bytes: usize) -> &'a mut [u8] {
+        let spare = buffer.spare_capacity_mut();
+        let start = spare.as_ptr() as usize;
+        if start != self.start {
+            self.start = start;
+            self.initialised_bytes = 0;
+        }
+        let len = spare.len().min(max_bytes);
+        let spare = &mut spare[..len];
+        if self.initialised_bytes < len {
+            for byte in &mut spare[self.initialised_bytes..] {
+                byte.write(0);
+            }
+            self.initialised_bytes = len;
+        }
+        // SAFETY: the slice covers the first `len` bytes of the buffer's spare capacity
+        // (allocated, and borrowed mutably from `buffer` for 'a), and every byte of it is
+        // initialised: the
+        // first `initialised_bytes` were written at this same address by an earlier call (the
+        // address is unchanged, so the buffer was neither reallocated nor moved, and no byte
+        // of the spare has been handed out since: `filled` moves `start` past the bytes it
+        // exposes), the rest just above.
+        unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), len) }
+    }
+
+    /// Exposes the first `read` bytes of the spare capacity (which a read wrote) as the
+    /// buffer's content.
+    fn filled(&mut self, buffer: &mut BytesMut, read: usize) {
+        assert!(read <= self.initialised_bytes.min(buffer.capacity() - buffer.len()));
+        // SAFETY: `read` is within the spare capacity and its bytes are initialised (they
+        // were handed to the read by `readable`, and initialised before that), as asserted.
+        unsafe { buffer.set_len(buffer.len() + read) };
+        self.start += read;
+        self.initialised_bytes -= read;
+    }
+}
+
 /// Whether the peer has closed or reset the socket, looked at without consuming anything
 /// (`Some(None)`: orderly close; `Some(Some(reason))`: an error). Bytes still unread hide an
 /// orderly close behind them; a peer that closes with our responses unread resets instead,
@@ -563,5 +618,70 @@ fn peer_gone(fd: RawFd) -> Option<Option<String>> {
                 _ => Some(Some(format!("socket error: {error}"))),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_room_zeroes_new_spare_capacity_once() {
+        let mut buffer = BytesMut::with_capacity(64);
+        let mut room = ReadRoom::default();
+        let target = room.readable(&mut buffer, READ_SLICE_BYTES_MAX);
+        assert_eq!(target.len(), 64);
+        assert!(target.iter().all(|&byte| byte == 0));
+        target[..3].copy_from_slice(b"abc");
+        target[3..6].copy_from_slice(b"XYZ");
+        room.filled(&mut buffer, 3);
+        assert_eq!(&buffer[..], b"abc");
+        // Bytes written but not filled are still there: the spare was not zeroed again.
+        let target = room.readable(&mut buffer, READ_SLICE_BYTES_MAX);
+        assert_eq!(target.len(), 61);
+        assert_eq!(&target[..3], b"XYZ");
+        room.filled(&mut buffer, 3);
+        // A frame split off the front leaves the spare where it is.
+        let frame = buffer.split_to(4);
+        assert_eq!(&frame[..], b"abcX");
+        assert_eq!(room.readable(&mut buffer, usize::MAX).len(), 58);
+        assert_eq!(room.initialised_bytes, 58);
+    }
+
+    #[test]
+    fn read_room_forgets_the_spare_when_the_buffer_moves() {
+        let mut buffer = BytesMut::with_capacity(16);
+        let mut room = ReadRoom::default();
+        room.readable(&mut buffer, usize::MAX)[..4].copy_from_slice(b"abcd");
+        room.filled(&mut buffer, 4);
+        let held = buffer.split_to(4).freeze();
+        // The front is still held, so growing allocates elsewhere.
+        buffer.reserve(1024);
+        let target = room.readable(&mut buffer, READ_SLICE_BYTES_MAX);
+        assert!(target.len() >= 1024);
+        assert!(target.iter().all(|&byte| byte == 0));
+        assert_eq!(&held[..], b"abcd");
+    }
+
+    #[test]
+    fn read_room_offers_and_zeroes_at_most_the_slice_asked() {
+        let mut buffer = BytesMut::with_capacity(1 << 20);
+        let mut room = ReadRoom::default();
+        assert_eq!(room.readable(&mut buffer, 100).len(), 100);
+        // Only what was offered is known initialised; the rest is zeroed when offered.
+        assert_eq!(room.initialised_bytes, 100);
+        let target = room.readable(&mut buffer, 300);
+        assert_eq!(target.len(), 300);
+        assert!(target.iter().all(|&byte| byte == 0));
+        assert_eq!(room.initialised_bytes, 300);
+    }
+
+    #[test]
+    #[should_panic]
+    fn read_room_refuses_to_expose_more_than_was_readable() {
+        let mut buffer = BytesMut::with_capacity(8);
+        let mut room = ReadRoom::default();
+        let _ = room.readable(&mut buffer, usize::MAX);
+        room.filled(&mut buffer, 9);
     }
 }

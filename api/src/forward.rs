@@ -307,12 +307,15 @@ pub struct Group {
 }
 
 /// Results of a partition produce: Kafka's fields of PartitionProduceResponse.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct ProduceResult {
     pub error_code: i16,
     pub base_offset: i64,
     pub log_append_time_ms: i64,
     pub log_start_offset: i64,
+    /// KIP-467: the records a batch was refused for (`None` unless it was; boxed so the
+    /// result of the valid path stays small).
+    pub refused: Option<Box<crate::partition_ops::RefusedRecords>>,
 }
 
 /// Results of a partition fetch: Kafka's fields of FetchResponse PartitionData.

@@ -16,7 +16,9 @@ use futures::FutureExt;
 use shard::{BatchStamp, LogError};
 
 use crate::config::FlushPolicy;
-use wire::record_batch::{self, BatchError, RecordLimits, TimestampType};
+use wire::record_batch::{
+    self, BatchError, RecordErrors, RecordFault, RecordLimits, TimestampType,
+};
 use wire::ErrorCode;
 
 use crate::forward::{FetchResult, OffsetResult, ProduceResult, ProducerInfo};
@@ -92,6 +94,86 @@ fn produce_error(code: ErrorCode) -> ProduceResult {
         base_offset: -1,
         log_append_time_ms: -1,
         log_start_offset: -1,
+        refused: None,
+    }
+}
+
+/// KIP-467: the records of a batch refused for themselves, as Produce v8+ answers them
+/// (`record_errors` and `error_message`), in Kafka's words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefusedRecords {
+    /// (batch index, message) of every refused record named, in record order.
+    pub record_errors: Vec<(i32, String)>,
+    /// Kafka's summary: its `RecordValidationException`'s message.
+    pub error_message: String,
+}
+
+impl RefusedRecords {
+    /// Kafka's messages for `errors` of partition `partition` of `topic` (LogValidator's
+    /// `validateKey` / `validateTimestamp`, and `processRecordErrors` for the summary).
+    /// Kafka names every refused record; at most `MAX_NAMED_RECORD_ERRORS` are here (wire's
+    /// bound), the summary counts them all.
+    pub fn new(topic: &str, partition: i32, errors: &RecordErrors) -> RefusedRecords {
+        let record_errors: Vec<(i32, String)> = errors
+            .named
+            .iter()
+            .map(|error| {
+                (
+                    error.batch_index,
+                    record_message(topic, partition, &error.fault),
+                )
+            })
+            .collect();
+        let error_message = if errors.any_timestamp {
+            "One or more records have been rejected due to invalid timestamp".to_string()
+        } else {
+            // Java's List.toString of ProduceResponse.RecordError, at most three.
+            let shown: Vec<String> = record_errors
+                .iter()
+                .take(3)
+                .map(|(index, message)| {
+                    format!("RecordError(batchIndex={index}, message='{message}')")
+                })
+                .collect();
+            format!(
+                "One or more records have been rejected due to {} record errors in total, and \
+                 only showing the first three errors at most: [{}]",
+                errors.count,
+                shown.join(", ")
+            )
+        };
+        RefusedRecords {
+            record_errors,
+            error_message,
+        }
+    }
+}
+
+fn record_message(topic: &str, partition: i32, fault: &RecordFault) -> String {
+    match *fault {
+        RecordFault::MissingKey => format!(
+            "Compacted topic cannot accept message without key in topic partition \
+             {topic}-{partition}"
+        ),
+        RecordFault::TimestampOutOfRange {
+            timestamp,
+            offset,
+            min,
+            max,
+        } => format!(
+            "Timestamp {timestamp} of message with offset {offset} is out of range. The \
+             timestamp should be within [{min}, {max}]"
+        ),
+        RecordFault::LogAppendTime {
+            offset,
+            timestamp,
+            key_bytes,
+            value_bytes,
+        } => format!(
+            "Invalid timestamp type in message DefaultRecord(offset={offset}, \
+             timestamp={timestamp}, key={key_bytes} bytes, value={value_bytes} bytes). \
+             Producer should not set timestamp type to LogAppendTime."
+        ),
     }
 }
 
@@ -105,9 +187,9 @@ fn batch_error_code(error: &BatchError) -> ErrorCode {
             ErrorCode::CorruptMessage
         }
         BatchError::DecompressedTooLarge { .. } => ErrorCode::MessageTooLarge,
-        BatchError::LogAppendTimeFromClient | BatchError::TimestampOutOfRange { .. } => {
-            ErrorCode::InvalidTimestamp
-        }
+        BatchError::LogAppendTimeFromClient => ErrorCode::InvalidTimestamp,
+        // Kafka: INVALID_TIMESTAMP when any record's timestamp was refused.
+        BatchError::Records(errors) if errors.any_timestamp => ErrorCode::InvalidTimestamp,
         _ => ErrorCode::InvalidRecord,
     }
 }
@@ -168,7 +250,8 @@ pub async fn produce_many(
     for (slot, part) in parts.iter().enumerate() {
         match append(shard, part, acks, now) {
             Ok(appended) if appended.wait_durable => {
-                results.push(appended.result);
+                // A placeholder until durable (`refused` is `None`: no allocation).
+                results.push(appended.result.clone());
                 waits.push((slot, appended));
             }
             Ok(appended) => results.push(appended.result),
@@ -241,7 +324,16 @@ fn append(
         Ok(stats) => stats,
         Err(error) => {
             tracing::debug!(%error, "produce batch refused");
-            return Err(produce_error(batch_error_code(&error)));
+            let mut result = produce_error(batch_error_code(&error));
+            if let BatchError::Records(errors) = &error {
+                let image = shard.image();
+                let topic = image
+                    .topic_by_id(&part.topic_id)
+                    .map_or("", |topic| topic.name.as_str());
+                let refused = RefusedRecords::new(topic, part.partition, errors);
+                result.refused = Some(Box::new(refused));
+            }
+            return Err(result);
         }
     };
     let timestamp_type = topic_timestamp_type(&config);
@@ -286,6 +378,7 @@ fn append(
             base_offset: info.base_offset,
             log_append_time_ms,
             log_start_offset: info.log_start_offset,
+            refused: None,
         },
     })
 }

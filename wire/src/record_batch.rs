@@ -91,8 +91,9 @@ pub enum BatchError {
     DecompressedTooLarge { max: usize },
     #[error("record {index} has offset delta {offset_delta}; it must equal its index")]
     BadOffsetDelta { index: i32, offset_delta: i32 },
-    #[error("record {index} has no key, which a compacted topic requires")]
-    MissingKey { index: i32 },
+    /// Kafka's `RecordValidationException`: records refused for themselves.
+    #[error("{} record(s) refused, the first: {:?}", .0.count, .0.named.first())]
+    Records(RecordErrors),
     #[error("clients may not write control batches")]
     ControlBatchFromClient,
     #[error("invalid sequence number {base_sequence} for producer id {producer_id}")]
@@ -102,15 +103,66 @@ pub enum BatchError {
     },
     #[error("clients may not set the LogAppendTime timestamp type")]
     LogAppendTimeFromClient,
-    /// Kafka's `validateTimestamp`: a CreateTime record stamped outside
-    /// `[now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms]`.
-    #[error("timestamp {timestamp} of record {index} is out of range [{min}, {max}]")]
+}
+
+/// The most refused records [`validate_records`] names in one batch's error. Kafka names
+/// every one; a batch can hold millions of tiny records (up to the decompression cap), and
+/// naming each would cost ~24 bytes here and ~100 in the answer per record. 10,000 covers
+/// librdkafka's largest default batch (`batch.num.messages`), so its clients see every
+/// refused record named.
+pub const MAX_NAMED_RECORD_ERRORS: usize = 10_000;
+
+/// The records of one batch refused for themselves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordErrors {
+    /// The first refused records in record order, at most [`MAX_NAMED_RECORD_ERRORS`].
+    pub named: Vec<RecordError>,
+    /// How many records were refused in all (at least one).
+    pub count: usize,
+    /// Whether any of them, named or not, was refused for its timestamp (the batch's error
+    /// is then INVALID_TIMESTAMP, INVALID_RECORD otherwise).
+    pub any_timestamp: bool,
+}
+
+/// One record Kafka's `LogValidator` refuses for itself (an `ApiRecordError`): its index in
+/// the batch and why. The broker words it (Kafka's messages name the topic partition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordError {
+    pub batch_index: i32,
+    pub fault: RecordFault,
+}
+
+/// Why one record was refused. Offsets are the record's as the client numbered it (base
+/// offset + delta), which is what Kafka's messages show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordFault {
+    /// No key, on a compacted topic (INVALID_RECORD).
+    MissingKey,
+    /// A CreateTime stamp outside `[min, max]`, i.e.
+    /// `[now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms]`
+    /// with Java's wrapping arithmetic (INVALID_TIMESTAMP).
     TimestampOutOfRange {
-        index: i32,
         timestamp: i64,
+        offset: i64,
         min: i64,
         max: i64,
     },
+    /// The batch's LogAppendTime attribute, which only a broker may set, reported on each
+    /// record with what Kafka's message shows of it (INVALID_TIMESTAMP).
+    LogAppendTime {
+        offset: i64,
+        timestamp: i64,
+        key_bytes: usize,
+        value_bytes: usize,
+    },
+}
+
+impl RecordFault {
+    /// Whether Kafka answers it INVALID_TIMESTAMP (one such record makes the whole batch's
+    /// error INVALID_TIMESTAMP); INVALID_RECORD otherwise.
+    pub fn is_timestamp(&self) -> bool {
+        !matches!(self, RecordFault::MissingKey)
+    }
 }
 
 impl From<compression::CompressionError> for BatchError {
@@ -924,10 +976,14 @@ pub fn validate_records(
         }
     };
     let mut index: i32 = 0;
-    let mut keyless: i32 = 0;
-    let mut first_keyless: i32 = -1;
+    let mut all_keyless = true;
     let mut max_timestamp = -1i64;
-    let mut timestamp_error: Option<BatchError> = None;
+    // Stays empty (no allocation) unless a record is refused.
+    let mut refused = RecordErrors {
+        named: Vec::new(),
+        count: 0,
+        any_timestamp: false,
+    };
     for record in record_iter(header, raw) {
         let record = record?;
         if record.offset_delta != index {
@@ -936,55 +992,74 @@ pub fn validate_records(
                 offset_delta: record.offset_delta,
             });
         }
-        if record.key.is_none() {
-            if keyless == 0 {
-                first_keyless = index;
-            }
-            keyless += 1;
-        }
+        all_keyless &= record.key.is_none();
         max_timestamp = max_timestamp.max(record.timestamp);
-        // Kafka checks a record's timestamp only when its key passed (`validateRecord`),
-        // and every record, not only the first.
-        let key_ok = !limits.require_keys || record.key.is_some();
-        if let (Some(rule), true, None) = (&limits.timestamps, key_ok, &timestamp_error) {
-            if rule.topic_type == TimestampType::CreateTime && record.timestamp != -1 {
-                if rule.out_of_range(record.timestamp) {
-                    timestamp_error = Some(BatchError::TimestampOutOfRange {
-                        index,
-                        timestamp: record.timestamp,
-                        min: rule.now.saturating_sub(rule.before_max_ms),
-                        max: rule.now.saturating_add(rule.after_max_ms),
-                    });
-                }
-            } else if header.timestamp_type() == TimestampType::LogAppendTime {
-                timestamp_error = Some(BatchError::LogAppendTimeFromClient);
+        // Kafka's `validateRecord`: the key first, and the timestamp only when the key
+        // passed; every record, not only the first.
+        let fault = if limits.require_keys && record.key.is_none() {
+            Some(RecordFault::MissingKey)
+        } else {
+            limits
+                .timestamps
+                .as_ref()
+                .and_then(|rule| timestamp_fault(rule, header, &record))
+        };
+        if let Some(fault) = fault {
+            refused.count += 1;
+            refused.any_timestamp |= fault.is_timestamp();
+            if refused.named.len() < MAX_NAMED_RECORD_ERRORS {
+                refused.named.push(RecordError {
+                    batch_index: index,
+                    fault,
+                });
             }
         }
         // The iterator yields at most `records_count` records, an i32.
         index = index.saturating_add(1);
     }
-    // Kafka reports a record's missing key before its timestamp, and a batch with any
-    // timestamp error as INVALID_TIMESTAMP before its other record errors.
-    if let Some(error) = timestamp_error {
-        return Err(error);
-    }
-    let timestamp_checked = !limits.require_keys || keyless < index;
+    // Without a timestamp rule the attribute is refused for the batch (when any record's
+    // key passed, as Kafka would have looked at its timestamp).
+    let timestamp_checked = !limits.require_keys || !all_keyless;
     if limits.timestamps.is_none()
         && header.timestamp_type() == TimestampType::LogAppendTime
         && timestamp_checked
     {
         return Err(BatchError::LogAppendTimeFromClient);
     }
-    if limits.require_keys && keyless > 0 {
-        return Err(BatchError::MissingKey {
-            index: first_keyless,
-        });
+    if refused.count > 0 {
+        return Err(BatchError::Records(refused));
     }
     Ok(RecordStats {
         records: index,
         max_timestamp,
         records_bytes: raw.len(),
     })
+}
+
+/// Kafka's `validateTimestamp` for one record whose key passed.
+fn timestamp_fault(
+    rule: &TimestampRule,
+    header: &BatchHeader,
+    record: &Record<'_>,
+) -> Option<RecordFault> {
+    if rule.topic_type == TimestampType::CreateTime && record.timestamp != -1 {
+        rule.out_of_range(record.timestamp)
+            .then(|| RecordFault::TimestampOutOfRange {
+                timestamp: record.timestamp,
+                offset: record.offset,
+                min: rule.now.wrapping_sub(rule.before_max_ms),
+                max: rule.now.wrapping_add(rule.after_max_ms),
+            })
+    } else if header.timestamp_type() == TimestampType::LogAppendTime {
+        Some(RecordFault::LogAppendTime {
+            offset: record.offset,
+            timestamp: record.timestamp,
+            key_bytes: record.key.map_or(0, <[u8]>::len),
+            value_bytes: record.value.map_or(0, <[u8]>::len),
+        })
+    } else {
+        None
+    }
 }
 
 /// Iterator over the records of a [`Records`].

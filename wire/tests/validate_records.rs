@@ -7,9 +7,11 @@
 use bytes::BufMut;
 use proptest::prelude::*;
 use wire::compression;
+use wire::record_batch::RecordFault::{self, MissingKey, TimestampOutOfRange};
 use wire::record_batch::{
     validate_batch, validate_records, BatchBuilder, BatchError, BatchHeader, Compression,
-    RecordLimits, TimestampType, BATCH_HEADER_BYTES,
+    RecordError, RecordErrors, RecordLimits, TimestampType, BATCH_HEADER_BYTES,
+    MAX_NAMED_RECORD_ERRORS,
 };
 use wire::varint::{write_varint, write_varlong};
 
@@ -86,6 +88,18 @@ fn fix_crc(batch: &mut [u8]) {
 }
 
 /// Header check then record walk, as the broker does on produce.
+/// The error of a batch whose records `errors` (index, fault) were refused.
+fn refused(errors: &[(i32, RecordFault)]) -> BatchError {
+    BatchError::Records(RecordErrors {
+        named: errors
+            .iter()
+            .map(|&(batch_index, fault)| RecordError { batch_index, fault })
+            .collect(),
+        count: errors.len(),
+        any_timestamp: errors.iter().any(|(_, fault)| fault.is_timestamp()),
+    })
+}
+
 fn check(batch: &[u8], limits: &RecordLimits) -> Result<i32, BatchError> {
     let header: BatchHeader = validate_batch(batch)?;
     let mut scratch = Vec::new();
@@ -212,10 +226,7 @@ fn compacted_topics_need_keys() {
         let mut records = record(0, 0, Some(b"a"), b"1");
         records.extend(record(1, 0, None, b"2"));
         let batch = batch_around(codec, &records, 2);
-        assert_eq!(
-            check(&batch, &COMPACTED),
-            Err(BatchError::MissingKey { index: 1 })
-        );
+        assert_eq!(check(&batch, &COMPACTED), Err(refused(&[(1, MissingKey)])));
         assert_eq!(check(&batch, &LIMITS), Ok(2));
     }
 }
@@ -263,7 +274,7 @@ fn batch_attributes_only_a_broker_may_set() {
         .build();
     assert_eq!(
         check(&keyless_append_time, &COMPACTED),
-        Err(BatchError::MissingKey { index: 0 })
+        Err(refused(&[(0, MissingKey)]))
     );
 }
 
@@ -468,24 +479,22 @@ fn create_time_window_checks_every_record() {
     for codec in CODECS {
         assert_eq!(check(&stamped(codec, &[NOW, NOW + HOUR]), &limits), Ok(2));
         let err = check(&stamped(codec, &[NOW, NOW + 2 * HOUR, NOW]), &limits);
-        assert!(
-            matches!(
-                err,
-                Err(BatchError::TimestampOutOfRange {
-                    index: 1,
-                    timestamp,
-                    ..
-                }) if timestamp == NOW + 2 * HOUR
-            ),
-            "{codec:?} {err:?}"
-        );
+        // Kafka's window bounds, with Java's wrapping arithmetic.
+        let ahead = TimestampOutOfRange {
+            timestamp: NOW + 2 * HOUR,
+            offset: 1,
+            min: NOW.wrapping_sub(i64::MAX),
+            max: NOW + HOUR,
+        };
+        assert_eq!(err, Err(refused(&[(1, ahead)])), "{codec:?}");
         // Behind: only when before.max.ms is set.
         let old = stamped(codec, &[NOW - 10 * HOUR]);
         assert_eq!(check(&old, &limits), Ok(1));
         let strict = rule(TimestampType::CreateTime, HOUR, HOUR);
         assert!(matches!(
             check(&old, &strict),
-            Err(BatchError::TimestampOutOfRange { index: 0, .. })
+            Err(BatchError::Records(RecordErrors { named: errors, .. })) if errors.len() == 1 && errors[0].batch_index == 0
+                && matches!(errors[0].fault, TimestampOutOfRange { min, .. } if min == NOW - HOUR)
         ));
         // -1 (no timestamp) is never checked against the window.
         assert_eq!(check(&stamped(codec, &[-1]), &strict), Ok(1));
@@ -508,10 +517,13 @@ fn log_append_time_attribute_from_client() {
     let create = rule(TimestampType::CreateTime, i64::MAX, HOUR);
     let lat = rule(TimestampType::LogAppendTime, i64::MAX, HOUR);
     assert_eq!(check(&batch, &create), Ok(1));
-    assert_eq!(
-        check(&batch, &lat),
-        Err(BatchError::LogAppendTimeFromClient)
-    );
+    let fault = RecordFault::LogAppendTime {
+        offset: 0,
+        timestamp: NOW,
+        key_bytes: 1,
+        value_bytes: 1,
+    };
+    assert_eq!(check(&batch, &lat), Err(refused(&[(0, fault)])));
     assert_eq!(
         check(&batch, &LIMITS),
         Err(BatchError::LogAppendTimeFromClient)
@@ -528,18 +540,66 @@ fn key_errors_and_timestamp_errors_order() {
         .push(None, Some(b"v"), &[], NOW + 2 * HOUR)
         .push(Some(b"k"), Some(b"v"), &[], NOW)
         .build();
-    assert!(matches!(
-        check(&batch, &limits),
-        Err(BatchError::MissingKey { index: 0 })
-    ));
+    assert_eq!(check(&batch, &limits), Err(refused(&[(0, MissingKey)])));
     let batch = BatchBuilder::new(Compression::None)
         .push(None, Some(b"v"), &[], NOW)
         .push(Some(b"k"), Some(b"v"), &[], NOW + 2 * HOUR)
         .build();
-    assert!(matches!(
-        check(&batch, &limits),
-        Err(BatchError::TimestampOutOfRange { index: 1, .. })
-    ));
+    let err = check(&batch, &limits);
+    assert!(
+        matches!(&err, Err(BatchError::Records(RecordErrors { named: errors, count: 2, any_timestamp: true })) if errors.len() == 2
+            && errors[0] == RecordError { batch_index: 0, fault: MissingKey }
+            && errors[1].batch_index == 1
+            && matches!(errors[1].fault, TimestampOutOfRange { offset: 1, .. })
+            && errors[1].fault.is_timestamp()),
+        "{err:?}"
+    );
+}
+
+/// Kafka collects every refused record of a batch, not only the first (KIP-467), in record
+/// order, compressed or not.
+#[test]
+fn every_refused_record_is_named() {
+    let mut limits = rule(TimestampType::CreateTime, i64::MAX, HOUR);
+    limits.require_keys = true;
+    for codec in CODECS {
+        let batch = BatchBuilder::new(codec)
+            .push(Some(b"k"), Some(b"v"), &[], NOW)
+            .push(None, Some(b"v"), &[], NOW)
+            .push(Some(b"k"), Some(b"v"), &[], NOW + 3 * HOUR)
+            .push(None, Some(b"v"), &[], NOW)
+            .push(Some(b"k"), Some(b"v"), &[], NOW)
+            .push(Some(b"k"), Some(b"v"), &[], NOW + 4 * HOUR)
+            .build();
+        let err = check(&batch, &limits);
+        let Err(BatchError::Records(RecordErrors {
+            named: errors,
+            count: 4,
+            any_timestamp: true,
+        })) = &err
+        else {
+            panic!("{codec:?} {err:?}");
+        };
+        let named: Vec<(i32, bool)> = errors
+            .iter()
+            .map(|e| (e.batch_index, e.fault.is_timestamp()))
+            .collect();
+        assert_eq!(
+            named,
+            vec![(1, false), (2, true), (3, false), (5, true)],
+            "{codec:?}"
+        );
+        // Only keys: every keyless record, no timestamp fault.
+        let keys_only = BatchBuilder::new(codec)
+            .push(None, Some(b"v"), &[], NOW)
+            .push(None, Some(b"v"), &[], NOW)
+            .build();
+        assert_eq!(
+            check(&keys_only, &limits),
+            Err(refused(&[(0, MissingKey), (1, MissingKey)])),
+            "{codec:?}"
+        );
+    }
 }
 
 /// `stamped_header` + the untouched rest is a valid batch with the new attribute and max
@@ -594,4 +654,31 @@ fn stamped_header_rewrites_only_type_max_timestamp_and_crc() {
         assert_eq!(h.timestamp_type(), TimestampType::CreateTime);
         assert_eq!(h.max_timestamp, NOW - 2);
     }
+}
+
+/// A batch of more refused records than are named: the first ones are named, the count and
+/// the timestamp flag cover them all (a timestamp fault past the named ones still makes the
+/// batch INVALID_TIMESTAMP).
+#[test]
+fn refused_records_past_the_named_bound_are_counted() {
+    let mut limits = rule(TimestampType::CreateTime, i64::MAX, HOUR);
+    limits.require_keys = true;
+    let keyless = MAX_NAMED_RECORD_ERRORS + 5;
+    let mut builder = BatchBuilder::new(Compression::Lz4);
+    for _ in 0..keyless {
+        builder = builder.push(None, None, &[], NOW);
+    }
+    let batch = builder.push(Some(b"k"), None, &[], NOW + 2 * HOUR).build();
+    let err = check(&batch, &limits);
+    let Err(BatchError::Records(errors)) = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(errors.named.len(), MAX_NAMED_RECORD_ERRORS);
+    assert_eq!(errors.count, keyless + 1);
+    assert!(errors.any_timestamp);
+    assert!(errors
+        .named
+        .iter()
+        .enumerate()
+        .all(|(i, e)| e.batch_index == i as i32 && e.fault == MissingKey));
 }

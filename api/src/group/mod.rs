@@ -18,6 +18,7 @@ pub use groups::{assignor, classic, consumer, records};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -52,6 +53,17 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// How often a shard's coordinator looks for expired sessions and ended join phases while it
 /// has live groups (an idle coordinator waits on an event and uses no CPU).
 const TICK: Duration = Duration::from_millis(100);
+
+/// How long a group request waits for its shard to learn of `__consumer_offsets` or of its
+/// partition there (another shard adopted the image that created it first) before it is
+/// answered as for a topic or partition this shard does not have.
+const IMAGE_LAG_WAIT: Duration = Duration::from_millis(1000);
+
+/// Set once a shard of this process learned it owns a `__consumer_offsets` partition
+/// (`Coordinator::opening`): from then on a shard whose image has no such topic is only
+/// behind, and a group request there waits for it rather than answering at once. One
+/// broker per process; in tests that run several, one may wait `IMAGE_LAG_WAIT` for nothing.
+static OFFSETS_TOPIC_KNOWN: AtomicBool = AtomicBool::new(false);
 
 /// Bytes read per step when replaying a partition at load.
 const LOAD_READ_BYTES: usize = 4 << 20;
@@ -134,6 +146,8 @@ pub struct Coordinator {
     partitions: RefCell<HashMap<i32, PartitionState>>,
     /// Woken when a group gains members, so the timer runs only while groups are live.
     live: event_listener::Event,
+    /// Woken when this shard learns it owns a partition (`opening`).
+    learned: event_listener::Event,
     epoch: Instant,
 }
 
@@ -158,6 +172,7 @@ impl Default for Coordinator {
         Coordinator {
             partitions: RefCell::new(HashMap::new()),
             live: event_listener::Event::new(),
+            learned: event_listener::Event::new(),
             epoch: Instant::now(),
         }
     }
@@ -254,6 +269,20 @@ pub struct LeaveGroupResponseParts {
     pub members: Vec<MemberResponse>,
 }
 
+/// `locate`, but first, when this shard's image has no `__consumer_offsets` while another
+/// shard already knows the topic (`OFFSETS_TOPIC_KNOWN`), waits (at most `IMAGE_LAG_WAIT`)
+/// for this one to adopt it: another shard may have answered FindCoordinator before this
+/// one learned of the topic, and librdkafka fails `committed()` on the
+/// COORDINATOR_NOT_AVAILABLE it would get meanwhile. Without the topic anywhere the answer
+/// comes at once, as before.
+pub async fn locate_when_known(shard: &Shard, group_id: &str) -> Result<(usize, i32), ErrorCode> {
+    if OFFSETS_TOPIC_KNOWN.load(Ordering::Relaxed) && shard.image().topic(OFFSETS_TOPIC).is_none() {
+        let known = |image: &crate::metadata::image::Image| image.topic(OFFSETS_TOPIC).is_some();
+        shard.wait_for_image(known, IMAGE_LAG_WAIT).await;
+    }
+    locate(shard, group_id)
+}
+
 /// Where a group's coordinator is: (owning shard, partition of `__consumer_offsets`).
 pub fn locate(shard: &Shard, group_id: &str) -> Result<(usize, i32), ErrorCode> {
     let image = shard.image();
@@ -271,6 +300,66 @@ pub fn locate(shard: &Shard, group_id: &str) -> Result<(usize, i32), ErrorCode> 
 impl Coordinator {
     fn now(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Marks `partition` as this shard's from the moment it learns it owns it, before its log
+    /// is opened: like Kafka's loading partitions (entered on election), its groups' requests
+    /// get COORDINATOR_LOAD_IN_PROGRESS (retriable, same coordinator) until the load ends,
+    /// not NOT_COORDINATOR (which sends clients to find another coordinator and fails
+    /// librdkafka's `committed()`). Kept as it is if already there.
+    pub fn opening(&self, partition: i32) {
+        self.partitions
+            .borrow_mut()
+            .entry(partition)
+            .or_insert(PartitionState::Loading);
+        OFFSETS_TOPIC_KNOWN.store(true, Ordering::Relaxed);
+        self.learned.notify(usize::MAX);
+    }
+
+    /// Routed here by a shard that already knows `partition` is this one's (it adopted the
+    /// image that created it first): waits until this shard knows too, i.e. has marked it
+    /// `opening` or adopted an image with it, at most `IMAGE_LAG_WAIT`.
+    async fn wait_known(shard: &Shard, partition: i32) {
+        if shard
+            .coordinator
+            .partitions
+            .borrow()
+            .contains_key(&partition)
+        {
+            return;
+        }
+        let deadline = Instant::now() + IMAGE_LAG_WAIT;
+        loop {
+            let learned = shard.coordinator.learned.listen();
+            let in_image = shard
+                .image()
+                .topic(OFFSETS_TOPIC)
+                .is_some_and(|topic| topic.partition(partition).is_some());
+            if in_image
+                || shard
+                    .coordinator
+                    .partitions
+                    .borrow()
+                    .contains_key(&partition)
+            {
+                return;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            let timer = glommio::timer::sleep(left);
+            futures::pin_mut!(timer);
+            futures::future::select(learned, timer).await;
+        }
+    }
+
+    /// The partition's log could not be opened: it is offline, not served here.
+    pub fn open_failed(&self, partition: i32) {
+        let mut partitions = self.partitions.borrow_mut();
+        if matches!(partitions.get(&partition), Some(PartitionState::Loading)) {
+            partitions.remove(&partition);
+        }
     }
 
     /// Loads (replays) one of this shard's `__consumer_offsets` partitions. Called when the
@@ -494,6 +583,9 @@ impl Coordinator {
     /// Executes one group operation on this (the owning) shard.
     pub async fn execute(shard: &Rc<Shard>, partition: i32, op: GroupOp) -> GroupAnswer {
         let coordinator = &shard.coordinator;
+        if partition >= 0 {
+            Self::wait_known(shard, partition).await;
+        }
         let now = coordinator.now();
         let config = &shard.config.groups;
         match op {

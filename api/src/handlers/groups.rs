@@ -37,7 +37,7 @@ const KEY_TYPE_GROUP: i8 = 0;
 /// Runs `op` on the coordinator of `group_id`; `Err` is the error every part of the answer
 /// gets (no coordinator yet, or it is loading).
 async fn call(shard: &Rc<Shard>, group_id: &str, op: GroupOp) -> Result<GroupAnswer, ErrorCode> {
-    let (target, partition) = group::locate(shard, group_id)?;
+    let (target, partition) = group::locate_when_known(shard, group_id).await?;
     Ok(shard.call(target, forward::Group { partition, op }).await)
 }
 

@@ -5,14 +5,16 @@
 
 use std::rc::Rc;
 
-use wire::generated::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use wire::generated::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use wire::generated::{ProduceRequest, ProduceResponse};
 use wire::ErrorCode;
 
 use super::{encode_response, RequestContext, Response};
 use crate::forward::{self, ProduceResult};
 use crate::metadata::image::Image;
-use crate::partition_ops::ProducePart;
+use crate::partition_ops::{ProducePart, RefusedRecords};
 use crate::shard::Shard;
 
 fn failed(code: ErrorCode) -> ProduceResult {
@@ -21,6 +23,7 @@ fn failed(code: ErrorCode) -> ProduceResult {
         base_offset: -1,
         log_append_time_ms: -1,
         log_start_offset: -1,
+        refused: None,
     }
 }
 
@@ -52,12 +55,33 @@ fn build_response(
                 .iter()
                 .map(|partition| {
                     let result = results.next().expect("one result per partition");
+                    // KIP-467 (v8+; the encoder leaves both out below v8).
+                    let (record_errors, error_message) = match result.refused {
+                        Some(refused) => {
+                            let RefusedRecords {
+                                record_errors,
+                                error_message,
+                            } = *refused;
+                            let record_errors = record_errors
+                                .into_iter()
+                                .map(|(batch_index, message)| BatchIndexAndErrorMessage {
+                                    batch_index,
+                                    batch_index_error_message: Some(message),
+                                    ..Default::default()
+                                })
+                                .collect();
+                            (record_errors, Some(error_message))
+                        }
+                        None => (Vec::new(), None),
+                    };
                     PartitionProduceResponse {
                         index: partition.index,
                         error_code: result.error_code,
                         base_offset: result.base_offset,
                         log_append_time_ms: result.log_append_time_ms,
                         log_start_offset: result.log_start_offset,
+                        record_errors,
+                        error_message,
                         ..Default::default()
                     }
                 })

@@ -115,6 +115,59 @@ fn batch(count: i32) -> Bytes {
     out.freeze()
 }
 
+/// One uncompressed v2 batch with a record per entry of `keys` (a 1-byte key `k` where
+/// true, none where false), each with a 1-byte value and timestamp `now + ahead_ms[i]`.
+fn keyed_batch(keys: &[bool], ahead_ms: &[i64]) -> Bytes {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut body = Vec::new();
+    for (i, &keyed) in keys.iter().enumerate() {
+        let mut record = vec![0u8];
+        put_varint(&mut record, ahead_ms[i]);
+        put_varint(&mut record, i as i64);
+        if keyed {
+            record.extend_from_slice(&[2, b'k']);
+        } else {
+            record.push(1);
+        }
+        record.extend_from_slice(&[2, b'v', 0]);
+        put_varint(&mut body, record.len() as i64);
+        body.extend_from_slice(&record);
+    }
+    let max_timestamp = now + ahead_ms.iter().copied().max().unwrap_or(0);
+    let count = keys.len() as i32;
+    let mut out = BytesMut::new();
+    out.put_i64(0);
+    out.put_i32((49 + body.len()) as i32);
+    out.put_i32(0);
+    out.put_i8(2);
+    out.put_u32(0);
+    out.put_i16(0);
+    out.put_i32(count - 1);
+    out.put_i64(now);
+    out.put_i64(max_timestamp);
+    out.put_i64(-1);
+    out.put_i16(-1);
+    out.put_i32(-1);
+    out.put_i32(count);
+    out.put_slice(&body);
+    let crc = crc32c::crc32c(&out[21..]);
+    out[17..21].copy_from_slice(&crc.to_be_bytes());
+    out.freeze()
+}
+
+/// A zigzag varint, as record fields are encoded.
+fn put_varint(out: &mut Vec<u8>, value: i64) {
+    let mut zigzag = ((value << 1) ^ (value >> 63)) as u64;
+    while zigzag >= 0x80 {
+        out.push((zigzag as u8) | 0x80);
+        zigzag >>= 7;
+    }
+    out.push(zigzag as u8);
+}
+
 /// `batch` with its CRC broken.
 fn corrupt() -> Bytes {
     let mut bad = batch(1).to_vec();
@@ -124,7 +177,10 @@ fn corrupt() -> Bytes {
 }
 
 fn codes(results: &[Option<ProduceResult>]) -> Vec<Option<i16>> {
-    results.iter().map(|r| r.map(|r| r.error_code)).collect()
+    results
+        .iter()
+        .map(|r| r.as_ref().map(|r| r.error_code))
+        .collect()
 }
 
 #[test]
@@ -209,11 +265,12 @@ fn fill_puts_each_answer_at_its_request_position() {
         base_offset,
         log_append_time_ms: -1,
         log_start_offset: 0,
+        refused: None,
     };
     let mut results = vec![None; 4];
     fill(&mut results, &[3, 1], vec![ok(30), ok(10)]);
-    assert_eq!(results[3].unwrap().base_offset, 30);
-    assert_eq!(results[1].unwrap().base_offset, 10);
+    assert_eq!(results[3].as_ref().unwrap().base_offset, 30);
+    assert_eq!(results[1].as_ref().unwrap().base_offset, 10);
     assert!(results[0].is_none() && results[2].is_none());
     // A reply that does not match the parts sent fails each of them, not the request.
     fill(&mut results, &[0, 2], vec![ok(1)]);
@@ -222,7 +279,7 @@ fn fill_puts_each_answer_at_its_request_position() {
         vec![Some(ErrorCode::UnknownServerError.code())]
     );
     assert_eq!(
-        results[2].unwrap().error_code,
+        results[2].as_ref().unwrap().error_code,
         ErrorCode::UnknownServerError.code()
     );
 }
@@ -233,8 +290,18 @@ where
     F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()>,
 {
+    with_shard_configured(&[], test)
+}
+
+/// `with_shard` with broker settings `extra` (`key=value`).
+fn with_shard_configured<F, Fut>(extra: &[&str], test: F)
+where
+    F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
     let dir = tempfile::tempdir().unwrap();
-    let overrides = vec![format!("log.dirs={}", dir.path().display())];
+    let mut overrides = vec![format!("log.dirs={}", dir.path().display())];
+    overrides.extend(extra.iter().map(|setting| setting.to_string()));
     let config = Arc::new(crate::config::load(None, &overrides).unwrap());
     glommio::LocalExecutorBuilder::default()
         .spawn(move || async move {
@@ -411,5 +478,109 @@ fn handle_answers_in_request_order_and_acks_0_answers_nothing() {
         assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
         let log = shard.partition(&A, 0).unwrap().log.clone();
         assert!(log.borrow().durable_offset() >= 1);
+    });
+}
+
+/// KIP-467: a batch refused for some of its records names every one of them (index and
+/// Kafka's message) and carries Kafka's summary; the batch is not stored.
+#[test]
+fn handle_names_every_refused_record_of_a_batch() {
+    with_shard_configured(&["log.cleanup.policy=compact"], |shard| async move {
+        let keys = [true, false, true, false, false, false];
+        let refused = request(1, &[("a", &[(0, keyed_batch(&keys, &[0; 6]))])]);
+        let response = decode(
+            handle(shard.clone(), refused, context())
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+        let answer = &response.responses[0].partition_responses[0];
+        assert_eq!(answer.error_code, ErrorCode::InvalidRecord.code());
+        assert_eq!(answer.base_offset, -1);
+        let keyless = "Compacted topic cannot accept message without key in topic partition a-0";
+        let named: Vec<(i32, Option<&str>)> = answer
+            .record_errors
+            .iter()
+            .map(|e| (e.batch_index, e.batch_index_error_message.as_deref()))
+            .collect();
+        assert_eq!(
+            named,
+            vec![
+                (1, Some(keyless)),
+                (3, Some(keyless)),
+                (4, Some(keyless)),
+                (5, Some(keyless))
+            ]
+        );
+        let shown = |index| format!("RecordError(batchIndex={index}, message='{keyless}')");
+        assert_eq!(
+            answer.error_message.as_deref(),
+            Some(
+                format!(
+                    "One or more records have been rejected due to 4 record errors in total, \
+                     and only showing the first three errors at most: [{}, {}, {}]",
+                    shown(1),
+                    shown(3),
+                    shown(4)
+                )
+                .as_str()
+            )
+        );
+        assert_eq!(
+            shard
+                .partition(&A, 0)
+                .unwrap()
+                .log
+                .borrow()
+                .log_end_offset(),
+            0
+        );
+
+        // A timestamp out of the window makes the batch INVALID_TIMESTAMP; a keyless
+        // record's timestamp is not looked at, and its key error is still named.
+        let hours_ahead = 10 * 3_600_000;
+        let ahead = keyed_batch(&[true, false, true], &[hours_ahead, hours_ahead, 0]);
+        let response = decode(
+            handle(
+                shard.clone(),
+                request(1, &[("a", &[(0, ahead)])]),
+                context(),
+            )
+            .await
+            .unwrap()
+            .unwrap(),
+        );
+        let answer = &response.responses[0].partition_responses[0];
+        assert_eq!(answer.error_code, ErrorCode::InvalidTimestamp.code());
+        assert_eq!(
+            answer.error_message.as_deref(),
+            Some("One or more records have been rejected due to invalid timestamp")
+        );
+        let indices: Vec<i32> = answer.record_errors.iter().map(|e| e.batch_index).collect();
+        assert_eq!(indices, vec![0, 1]);
+        let first = answer.record_errors[0].batch_index_error_message.as_deref();
+        assert!(
+            first.is_some_and(|m| m.starts_with("Timestamp ")
+                && m.contains(
+                    " of message with offset 0 is out of range. The timestamp should be within ["
+                )),
+            "{first:?}"
+        );
+        assert_eq!(
+            answer.record_errors[1].batch_index_error_message.as_deref(),
+            Some(keyless)
+        );
+
+        // A valid batch: no record errors, no message.
+        let valid = request(1, &[("a", &[(0, keyed_batch(&[true, true], &[0, 0]))])]);
+        let response = decode(
+            handle(shard.clone(), valid, context())
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+        let answer = &response.responses[0].partition_responses[0];
+        assert_eq!((answer.error_code, answer.base_offset), (0, 0));
+        assert!(answer.record_errors.is_empty() && answer.error_message.is_none());
     });
 }

@@ -386,6 +386,9 @@ impl Shard {
                         .partition(&topic.topic_id, partition.partition_id)
                         .is_none()
                 {
+                    if topic.name == crate::group::OFFSETS_TOPIC {
+                        self.coordinator.opening(partition.partition_id);
+                    }
                     wanted.push((topic.clone(), partition.partition_id));
                 }
             }
@@ -518,6 +521,9 @@ impl Shard {
             }
             Err(error) => {
                 tracing::debug!(dir = %dir.display(), %error, "cannot open partition log; partition offline");
+                if topic.name == crate::group::OFFSETS_TOPIC {
+                    self.coordinator.open_failed(partition_id);
+                }
                 if !existed && std::fs::remove_dir_all(&dir).is_err() && dir.exists() {
                     self.abandoned_dirs.borrow_mut().push(dir);
                 }
