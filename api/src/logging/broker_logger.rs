@@ -160,8 +160,8 @@ mod tests {
         for name in [
             "broker",
             "broker::server",
-            "broker::connection",
-            "broker::handlers",
+            "api::connection",
+            "api::handlers",
             "shard::log",
             "glommio",
         ] {
@@ -172,12 +172,12 @@ mod tests {
 
     #[test]
     fn describe_resolves_inherited_levels() {
-        let levels = LoggerLevels::parse("WARN,broker::handlers=DEBUG").unwrap();
+        let levels = LoggerLevels::parse("WARN,api::handlers=DEBUG").unwrap();
         let described = describe(&levels);
         assert_eq!(described[0], ("root".to_string(), "WARN"));
         let level_of = |name: &str| described.iter().find(|(n, _)| n == name).unwrap().1;
-        assert_eq!(level_of("broker::handlers"), "DEBUG");
-        assert_eq!(level_of("broker::handlers::groups"), "DEBUG");
+        assert_eq!(level_of("api::handlers"), "DEBUG");
+        assert_eq!(level_of("api::handlers::groups"), "DEBUG");
         assert_eq!(level_of("broker::server"), "WARN");
     }
 
@@ -186,20 +186,20 @@ mod tests {
         let levels = LoggerLevels::default();
         let new = alter(
             &levels,
-            &[set("broker::connection", "DEBUG"), set("root", "WARN")],
+            &[set("api::connection", "DEBUG"), set("root", "WARN")],
         )
         .unwrap();
-        assert_eq!(new.summary(), "root=WARN broker::connection=DEBUG");
+        assert_eq!(new.summary(), "root=WARN api::connection=DEBUG");
         let back = alter(
             &new,
             &[(
-                "broker::connection".into(),
+                "api::connection".into(),
                 AlterOp::Delete,
                 Some("".into()),
             )],
         )
         .unwrap();
-        assert_eq!(back.effective("broker::connection"), Level::Warn);
+        assert_eq!(back.effective("api::connection"), Level::Warn);
         // FATAL is Kafka's, ERROR ours.
         let fatal = alter(&levels, &[set("broker", "FATAL")]).unwrap();
         assert_eq!(fatal.effective("broker::server"), Level::Error);
