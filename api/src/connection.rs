@@ -297,6 +297,34 @@ async fn serve_from(
             .saturating_sub(buffer.len())
             .max(READ_CHUNK_BYTES);
         buffer.reserve(want);
+        // Plaintext: what the socket already holds goes straight into the spare capacity,
+        // uninitialised (the kernel writes it; no slice is made over it), so the bytes of a
+        // busy connection are never zeroed first. Only a read that must wait goes through
+        // glommio with an initialised slice (`ReadRoom`).
+        let spare = buffer.spare_capacity_mut();
+        let ready_len = spare.len().min(READ_SLICE_BYTES_MAX);
+        if let Some(outcome) = reader.read_ready(&mut spare[..ready_len]) {
+            match outcome {
+                Ok(0) => {
+                    if buffer.is_empty() {
+                        break 'read End::PeerGone(None);
+                    }
+                    break 'read End::PeerGone(Some(format!(
+                        "peer closed in the middle of a frame ({} bytes pending)",
+                        buffer.len()
+                    )));
+                }
+                Ok(read) => {
+                    room.filled(&mut buffer, read);
+                    buffered.grow(read);
+                    let now = Instant::now();
+                    activity.set(now);
+                    crate::busy_poll::note_read(now);
+                }
+                Err(error) => break 'read End::PeerGone(Some(format!("read failed: {error}"))),
+            }
+            continue 'read;
+        }
         // A read dropped unfinished (idle timer, quiet point) leaves nothing in flight that
         // could write here later: glommio reads on readiness (a plain `recv` once the socket
         // is readable).
@@ -581,15 +609,18 @@ impl ReadRoom {
         unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), len) }
     }
 
-    /// Exposes the first `read` bytes of the spare capacity (which a read wrote) as the
+    /// Exposes the first `read` bytes of the spare capacity, which a read just wrote (into
+    /// the slice `readable` gave, or through the kernel's pointer: `read_ready`), as the
     /// buffer's content.
     fn filled(&mut self, buffer: &mut BytesMut, read: usize) {
-        assert!(read <= self.initialised_bytes.min(buffer.capacity() - buffer.len()));
-        // SAFETY: `read` is within the spare capacity and its bytes are initialised (they
-        // were handed to the read by `readable`, and initialised before that), as asserted.
+        assert!(read <= buffer.capacity() - buffer.len());
+        // SAFETY: `read` is within the spare capacity (asserted) and its bytes are
+        // initialised: the read that reported them wrote every one of them.
         unsafe { buffer.set_len(buffer.len() + read) };
-        self.start += read;
-        self.initialised_bytes -= read;
+        if buffer.spare_capacity_mut().as_ptr() as usize == self.start + read {
+            self.start += read;
+            self.initialised_bytes = self.initialised_bytes.saturating_sub(read);
+        }
     }
 }
 

@@ -192,11 +192,7 @@ mod tests {
         assert_eq!(new.summary(), "root=WARN api::connection=DEBUG");
         let back = alter(
             &new,
-            &[(
-                "api::connection".into(),
-                AlterOp::Delete,
-                Some("".into()),
-            )],
+            &[("api::connection".into(), AlterOp::Delete, Some("".into()))],
         )
         .unwrap();
         assert_eq!(back.effective("api::connection"), Level::Warn);

@@ -212,6 +212,19 @@ pub enum Reader {
 }
 
 impl Reader {
+    /// Plaintext only: the bytes the socket holds now, without waiting, into `spare`
+    /// (uninitialised memory is fine; see `PlainReader::read_ready`). `None`: nothing there
+    /// yet, or a TLS connection; `read` then waits.
+    pub fn read_ready(
+        &mut self,
+        spare: &mut [std::mem::MaybeUninit<u8>],
+    ) -> Option<io::Result<usize>> {
+        match self {
+            Reader::Plain(reader) => reader.read_ready(spare),
+            Reader::Tls(_) | Reader::Ktls(_) => None,
+        }
+    }
+
     pub async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Reader::Plain(reader) => reader.read(buf).await,

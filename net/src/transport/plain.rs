@@ -9,6 +9,7 @@
 //! sendfile resumes where it stopped. Those bytes are counted in `SendStats::copied_bytes`.
 
 use std::io;
+use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, RawFd};
 
 use futures::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
@@ -27,6 +28,7 @@ pub(super) const SEND_WINDOW_BYTES: u64 = 1 << 20;
 
 pub struct PlainReader {
     half: ReadHalf<TcpStream>,
+    fd: RawFd,
 }
 
 pub struct PlainWriter {
@@ -41,7 +43,7 @@ pub(super) fn split(stream: TcpStream) -> (PlainReader, PlainWriter) {
     let nonblocking = set_nonblocking(fd).is_ok();
     let (read, write) = stream.split();
     (
-        PlainReader { half: read },
+        PlainReader { half: read, fd },
         PlainWriter {
             half: write,
             fd,
@@ -98,6 +100,38 @@ pub(super) fn pread_exact(fd: RawFd, buf: &mut [u8], pos: u64) -> io::Result<()>
 impl PlainReader {
     pub async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.half.read(buf).await
+    }
+
+    /// What the socket holds now, read without waiting into `spare`, which may be
+    /// uninitialised: the kernel writes it through a pointer, and no Rust slice of bytes is
+    /// made over it. `None` when nothing is there yet (then `read` waits). glommio's stream is
+    /// unbuffered (its own read is this same non-blocking `recv` first), so reading the fd
+    /// here and through glommio never reorders bytes.
+    pub fn read_ready(&mut self, spare: &mut [MaybeUninit<u8>]) -> Option<io::Result<usize>> {
+        if spare.is_empty() {
+            return None;
+        }
+        loop {
+            // SAFETY: the pointer and length describe `spare`, writable memory borrowed for
+            // the call; recv writes at most that many bytes and makes no reference to them.
+            let n = unsafe {
+                libc::recv(
+                    self.fd,
+                    spare.as_mut_ptr().cast(),
+                    spare.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n >= 0 {
+                return Some(Ok(n as usize));
+            }
+            let error = io::Error::last_os_error();
+            match error.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock => return None,
+                _ => return Some(Err(error)),
+            }
+        }
     }
 }
 
