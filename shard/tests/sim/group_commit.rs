@@ -28,8 +28,8 @@ pub(crate) const GC_STEPS_PER_RUN: usize = 300;
 /// - every waiter returns (Ok or the log's failure) within a bounded virtual time once
 ///   producers stop;
 /// - `flush.ms` / `flush.messages`: an append that made a replication log due is durable
-///   within the check's bound (due + one tick + three fdatasyncs: its log's round in flight,
-///   a free slot, its own).
+///   within the check's bound (due + one tick + four fdatasyncs: its log's round in flight,
+///   up to two rounds before a slot frees, its own).
 pub(crate) struct GcSim {
     pub(crate) rng: SimRng,
     pub(crate) disk: Rc<SimDisk>,
@@ -185,11 +185,13 @@ impl GcSim {
             }
             FlushPolicy::Replication => {
                 // Due now (flush.messages) or once flush.ms has passed since this append
-                // at the latest; then within one tick and three fdatasyncs (+1 ms: the
-                // log's clock counts whole ms).
+                // at the latest; then within one tick and four fdatasyncs: its log's round
+                // in flight, up to two rounds before a slot frees (MAX_ROUNDS_IN_FLIGHT),
+                // its own (three was too few: seed 10800781045927845410), +2 ms for the
+                // whole-ms clock at both ends (the append's time and the check's).
                 let wait_ms = if due { 0 } else { config.flush_ms };
                 if wait_ms < 1_000_000 {
-                    let slack = self.tick + self.sync_max * 3 + Duration::from_millis(1);
+                    let slack = self.tick + self.sync_max * 4 + Duration::from_millis(2);
                     let by = self.clock.now_us() + wait_ms * 1000 + slack.as_micros() as u64;
                     self.deadlines[p].push((by, end));
                 }
