@@ -304,24 +304,8 @@ async fn serve_from(
         let spare = buffer.spare_capacity_mut();
         let ready_len = spare.len().min(READ_SLICE_BYTES_MAX);
         if let Some(outcome) = reader.read_ready(&mut spare[..ready_len]) {
-            match outcome {
-                Ok(0) => {
-                    if buffer.is_empty() {
-                        break 'read End::PeerGone(None);
-                    }
-                    break 'read End::PeerGone(Some(format!(
-                        "peer closed in the middle of a frame ({} bytes pending)",
-                        buffer.len()
-                    )));
-                }
-                Ok(read) => {
-                    room.filled(&mut buffer, read);
-                    buffered.grow(read);
-                    let now = Instant::now();
-                    activity.set(now);
-                    crate::busy_poll::note_read(now);
-                }
-                Err(error) => break 'read End::PeerGone(Some(format!("read failed: {error}"))),
+            if let Err(end) = took(outcome, &mut buffer, &mut room, &mut buffered, &activity) {
+                break 'read end;
             }
             continue 'read;
         }
@@ -376,24 +360,8 @@ async fn serve_from(
                 None => continue 'read,
             },
         };
-        match outcome {
-            Ok(0) => {
-                if buffer.is_empty() {
-                    break 'read End::PeerGone(None);
-                }
-                break 'read End::PeerGone(Some(format!(
-                    "peer closed in the middle of a frame ({} bytes pending)",
-                    buffer.len()
-                )));
-            }
-            Ok(read) => {
-                room.filled(&mut buffer, read);
-                buffered.grow(read);
-                let now = Instant::now();
-                activity.set(now);
-                crate::busy_poll::note_read(now);
-            }
-            Err(error) => break 'read End::PeerGone(Some(format!("read failed: {error}"))),
+        if let Err(end) = took(outcome, &mut buffer, &mut room, &mut buffered, &activity) {
+            break 'read end;
         }
     };
     if let End::Moved(_) = end {
@@ -564,6 +532,33 @@ impl Watch<'_> {
                 }
             }
         }
+    }
+}
+
+/// Takes in what one read did, whichever way it read (`read_ready` or a waiting read): the
+/// bytes join the buffer and count against the bounds, or the connection ends (`Err`).
+fn took(
+    outcome: std::io::Result<usize>,
+    buffer: &mut BytesMut,
+    room: &mut ReadRoom,
+    buffered: &mut net::limits::Charge,
+    activity: &Cell<Instant>,
+) -> Result<(), End> {
+    match outcome {
+        Ok(0) if buffer.is_empty() => Err(End::PeerGone(None)),
+        Ok(0) => Err(End::PeerGone(Some(format!(
+            "peer closed in the middle of a frame ({} bytes pending)",
+            buffer.len()
+        )))),
+        Ok(read) => {
+            room.filled(buffer, read);
+            buffered.grow(read);
+            let now = Instant::now();
+            activity.set(now);
+            crate::busy_poll::note_read(now);
+            Ok(())
+        }
+        Err(error) => Err(End::PeerGone(Some(format!("read failed: {error}")))),
     }
 }
 
