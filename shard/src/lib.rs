@@ -14,10 +14,13 @@
 
 pub mod config;
 pub mod flush;
-pub mod fsyncs;
 pub mod log;
 pub mod mesh;
-pub mod storage;
+
+// The storage seam is its own crate (the metadata quorum's log uses it too); these keep the
+// paths the partition log has always used.
+pub use storage;
+pub use storage::fsyncs;
 
 pub use config::{FlushPolicy, LogConfig};
 pub use flush::{GroupCommit, LogHandle};

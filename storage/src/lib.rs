@@ -1,5 +1,5 @@
-//! The seam between the log and the world: every file, directory and clock access of
-//! `crate::log` goes through the types here, so the same code runs on the real disk in
+//! The seam between the logs and the world: every file, directory and clock access of the
+//! partition log (`shard::log`) and of the metadata quorum's log goes through the types here, so the same code runs on the real disk in
 //! production and on `sim::SimDisk` (in memory, deterministic, able to lose power) in tests.
 //!
 //! Dispatch is by enum (`Disk::Real | Disk::Sim`, `File::Real | File::Sim`), not `dyn`: a call
@@ -19,6 +19,7 @@
 //!   `SimClock` is virtual time with a deterministic executor.
 
 mod clock;
+pub mod fsyncs;
 mod range;
 mod real;
 pub mod sim;

@@ -413,7 +413,7 @@ impl SimDisk {
         }
     }
 
-    pub(crate) fn open(self: &Rc<Self>, path: &Path, create: bool) -> io::Result<(SimFile, u64)> {
+    pub fn open(self: &Rc<Self>, path: &Path, create: bool) -> io::Result<(SimFile, u64)> {
         let mut s = self.inner.borrow_mut();
         if let Some(e) = s.fault(FaultOp::Open) {
             return Err(e);
@@ -444,11 +444,11 @@ impl SimDisk {
         Ok((file, len))
     }
 
-    pub(crate) fn exists(&self, path: &Path) -> bool {
+    pub fn exists(&self, path: &Path) -> bool {
         self.inner.borrow().names.contains_key(path)
     }
 
-    pub(crate) fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
+    pub fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
         let mut s = self.inner.borrow_mut();
         if let Some(e) = s.fault(FaultOp::Read) {
             return Err(e);
@@ -457,13 +457,13 @@ impl SimDisk {
         Ok(s.inodes[&ino].cache.clone())
     }
 
-    pub(crate) fn write_file(self: &Rc<Self>, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    pub fn write_file(self: &Rc<Self>, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let (f, _) = self.open(path, true)?;
         f.truncate(0)?;
         f.write_vectored_at(&[bytes, &[]], 0)
     }
 
-    pub(crate) fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+    pub fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         let mut s = self.inner.borrow_mut();
         let mut todo: Vec<PathBuf> = path
             .ancestors()
@@ -484,7 +484,7 @@ impl SimDisk {
         Ok(())
     }
 
-    pub(crate) fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
+    pub fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
         let s = self.inner.borrow();
         if s.names.get(path) != Some(&Node::Dir) {
             return Err(io::ErrorKind::NotFound.into());
@@ -504,7 +504,7 @@ impl SimDisk {
             .collect())
     }
 
-    pub(crate) fn remove_file(&self, path: &Path) -> io::Result<()> {
+    pub fn remove_file(&self, path: &Path) -> io::Result<()> {
         let mut s = self.inner.borrow_mut();
         if let Some(e) = s.fault(FaultOp::Remove) {
             return Err(e);
@@ -516,7 +516,7 @@ impl SimDisk {
         Ok(())
     }
 
-    pub(crate) fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+    pub fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
         let mut s = self.inner.borrow_mut();
         if let Some(e) = s.fault(FaultOp::Remove) {
             return Err(e);
@@ -530,7 +530,7 @@ impl SimDisk {
         Ok(())
     }
 
-    pub(crate) fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+    pub fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut s = self.inner.borrow_mut();
         if let Some(e) = s.fault(FaultOp::Rename) {
             return Err(e);
@@ -545,7 +545,7 @@ impl SimDisk {
         Ok(())
     }
 
-    pub(crate) fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+    pub fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut s = self.inner.borrow_mut();
         let s = &mut *s;
         if let Some(e) = s.fault(FaultOp::SyncDir) {
@@ -580,7 +580,7 @@ impl SimFile {
         Ok(())
     }
 
-    pub(crate) fn write_vectored_at(&self, bufs: &[&[u8]; 2], pos: u64) -> io::Result<()> {
+    pub fn write_vectored_at(&self, bufs: &[&[u8]; 2], pos: u64) -> io::Result<()> {
         let mut s = self.disk.inner.borrow_mut();
         self.live(&s)?;
         let mut bytes = Vec::with_capacity(bufs[0].len() + bufs[1].len());
@@ -606,7 +606,7 @@ impl SimFile {
         fault.map_or(Ok(()), Err)
     }
 
-    pub(crate) fn read_into(&self, pos: u64, len: usize, out: &mut Vec<u8>) -> io::Result<usize> {
+    pub fn read_into(&self, pos: u64, len: usize, out: &mut Vec<u8>) -> io::Result<usize> {
         let mut s = self.disk.inner.borrow_mut();
         self.live(&s)?;
         if let Some(e) = s.fault(FaultOp::Read) {
@@ -619,7 +619,7 @@ impl SimFile {
         Ok(end - start)
     }
 
-    pub(crate) fn fdatasync(&self) -> io::Result<()> {
+    pub fn fdatasync(&self) -> io::Result<()> {
         let mut s = self.disk.inner.borrow_mut();
         self.live(&s)?;
         if let Some(e) = s.fault(FaultOp::Sync) {
@@ -669,7 +669,7 @@ impl SimFile {
         Ok(())
     }
 
-    pub(crate) fn truncate(&self, len: u64) -> io::Result<()> {
+    pub fn truncate(&self, len: u64) -> io::Result<()> {
         let mut s = self.disk.inner.borrow_mut();
         self.live(&s)?;
         if let Some(e) = s.fault(FaultOp::Truncate) {
@@ -683,7 +683,7 @@ impl SimFile {
 
     /// `fallocate` (mode 0): extends the file with zeros to `pos + len` if shorter. The new
     /// length is a pending size change like a truncation (a power loss keeps it or not).
-    pub(crate) fn allocate(&self, pos: u64, len: u64) -> io::Result<()> {
+    pub fn allocate(&self, pos: u64, len: u64) -> io::Result<()> {
         let mut s = self.disk.inner.borrow_mut();
         self.live(&s)?;
         if let Some(e) = s.fault(FaultOp::Truncate) {
@@ -698,7 +698,12 @@ impl SimFile {
         Ok(())
     }
 
-    pub(crate) fn len(&self) -> io::Result<u64> {
+    /// Whether the file (as the page cache sees it) holds no bytes.
+    pub fn is_empty(&self) -> io::Result<bool> {
+        self.len().map(|n| n == 0)
+    }
+
+    pub fn len(&self) -> io::Result<u64> {
         let s = self.disk.inner.borrow();
         self.live(&s)?;
         Ok(s.inodes[&self.ino].cache.len() as u64)

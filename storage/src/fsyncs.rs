@@ -60,12 +60,12 @@ thread_local! {
 }
 
 /// One fsync or fdatasync made (by `storage`).
-pub(crate) fn syscall() {
+pub fn syscall() {
     CALLS.with(|calls| calls.set(calls.get().wrapping_add(1)));
 }
 
 /// `n` of the calls made are for `reason`.
-pub(crate) fn attribute(reason: SyncReason, n: u64) {
+pub fn attribute(reason: SyncReason, n: u64) {
     ATTRIBUTED.with(|slots| {
         let slot = &slots[reason as usize];
         slot.set(slot.get().wrapping_add(n));
