@@ -17,6 +17,7 @@ pub mod log_level;
 pub mod offsets;
 pub mod produce;
 pub mod progress;
+pub mod quorum;
 pub mod reset_plan;
 pub mod topic_filter;
 pub mod topics;

@@ -65,6 +65,12 @@ enum Command {
     GetOffsets(admin::offsets::GetOffsetsArgs),
     /// Prints the cluster id, the controller and the brokers.
     DescribeCluster(admin::cluster::DescribeClusterArgs),
+    /// Describes the metadata quorum (kafka-metadata-quorum.sh describe --status |
+    /// --replication).
+    MetadataQuorum {
+        #[command(subcommand)]
+        command: admin::quorum::MetadataQuorumCommand,
+    },
     /// Lists, describes and resets consumer groups (kafka-consumer-groups.sh).
     Groups {
         #[command(subcommand)]
@@ -109,6 +115,7 @@ fn main() {
         Command::LogLevel(args) => to_stdout(|out| admin::log_level::run(&args, out)),
         Command::GetOffsets(args) => to_stdout(|out| admin::offsets::run(&args, out)),
         Command::DescribeCluster(args) => to_stdout(|out| admin::cluster::run(&args, out)),
+        Command::MetadataQuorum { command } => to_stdout(|out| admin::quorum::run(&command, out)),
         Command::Groups { command } => to_stdout(|out| command.run(out, &mut std::io::stderr())),
         Command::Produce(args) => produce(&args),
         Command::Consume(args) => consume(&args),

@@ -14,6 +14,7 @@ mod delete_records;
 mod describe_cluster;
 mod describe_configs;
 mod describe_producers;
+mod describe_quorum;
 mod fetch;
 pub mod fetch_session;
 mod groups;
@@ -68,6 +69,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeCluster, 0, 1),
+    (ApiKey::DescribeQuorum, 0, 2),
 ];
 
 /// Versions advertised in ApiVersions below the served range, answered with
@@ -287,6 +289,10 @@ pub fn dispatch(
         ),
         ApiKey::DescribeCluster => spawn(
             describe_cluster::handle(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::DescribeQuorum => spawn(
+            describe_quorum::handle(shard, decode(&ctx, body)?, ctx),
             held,
         ),
         _ => unreachable!("SUPPORTED lists only handled keys"),
