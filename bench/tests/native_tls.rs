@@ -49,8 +49,7 @@ fn native_consumer_over_tls() {
     let addr = broker.addr().to_string();
 
     let config = client_config(&tls_props(&certs.ca)).unwrap().unwrap();
-    let conn = connect(&addr, "tls-test", Duration::from_secs(10), Some(&config))
-        .unwrap();
+    let conn = connect(&addr, "tls-test", Duration::from_secs(10), Some(&config)).unwrap();
     let suite = conn.tls_description().unwrap();
     assert!(suite.contains("TLS13_AES_128_GCM_SHA256"), "{suite}");
 
@@ -69,8 +68,7 @@ fn native_consumer_over_tls() {
     );
 
     let wrong = client_config(&tls_props(&foreign.ca)).unwrap().unwrap();
-    let refused =
-        connect(&addr, "tls-test", Duration::from_secs(10), Some(&wrong));
+    let refused = connect(&addr, "tls-test", Duration::from_secs(10), Some(&wrong));
     assert!(refused.is_err(), "a certificate of another CA was accepted");
     let plain = connect(&addr, "tls-test", Duration::from_secs(2), None);
     assert!(

@@ -9,8 +9,8 @@ use wire::generated::{MetadataRequest, MetadataResponse};
 use wire::primitives::{Decodable, Encodable};
 
 use crate::conn::{Connection, Options};
-pub use crate::error::{error_message, error_name};
 use crate::error::Result;
+pub use crate::error::{error_message, error_name};
 
 /// How long to wait to connect and for each response.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(30);

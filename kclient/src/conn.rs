@@ -186,7 +186,9 @@ pub fn read_frame(r: &mut impl Read, max: usize) -> Result<Bytes> {
     let mut body = Vec::with_capacity(size);
     r.take(size as u64).read_to_end(&mut body)?;
     if body.len() != size {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed mid-frame").into());
+        return Err(
+            io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed mid-frame").into(),
+        );
     }
     Ok(Bytes::from(body))
 }
@@ -200,9 +202,9 @@ pub fn decode_response<R: Decodable>(
 ) -> Result<R> {
     let header = ResponseHeader::decode(&mut frame, response_header_version(key as i16, version))
         .map_err(|error| Error::Header {
-            api: key.name(),
-            error,
-        })?;
+        api: key.name(),
+        error,
+    })?;
     if header.correlation_id != correlation_id {
         return Err(Error::CorrelationId {
             api: key.name(),
@@ -281,7 +283,9 @@ impl Io {
                 reader: BufReader::with_capacity(TLS_READ_BUFFER, stream.try_clone()?),
                 writer: stream,
             };
-            return Ok(Io::Tls(Box::new(crate::tls::handshake(addr, config, socket)?)));
+            return Ok(Io::Tls(Box::new(crate::tls::handshake(
+                addr, config, socket,
+            )?)));
         }
         Ok(Io::Plain {
             reader: BufReader::with_capacity(READ_BUFFER, stream.try_clone()?),
@@ -350,25 +354,25 @@ impl Connection {
             unknown_tagged_fields: Vec::new(),
         };
         let first = options.api_versions_version;
-        let resp = match conn.request::<_, ApiVersionsResponse>(ApiKey::ApiVersions, first, &request)
-        {
-            Ok(r) if r.error_code == 0 => r,
-            Ok(r) if first == 0 || r.error_code != ErrorCode::UnsupportedVersion.code() => {
-                return Err(Error::ApiVersions { code: r.error_code })
-            }
-            Err(e) if first == 0 => return Err(e),
-            // UNSUPPORTED_VERSION comes back encoded as v0; retry at v0 on a new socket,
-            // state-free (the v0 answer above may have failed to decode as a later version).
-            _ => {
-                let mut again = Connection::connect_raw(addr, options)?;
-                let r: ApiVersionsResponse = again.request(ApiKey::ApiVersions, 0, &request)?;
-                if r.error_code != 0 {
-                    return Err(Error::ApiVersions { code: r.error_code });
+        let resp =
+            match conn.request::<_, ApiVersionsResponse>(ApiKey::ApiVersions, first, &request) {
+                Ok(r) if r.error_code == 0 => r,
+                Ok(r) if first == 0 || r.error_code != ErrorCode::UnsupportedVersion.code() => {
+                    return Err(Error::ApiVersions { code: r.error_code })
                 }
-                conn = again;
-                r
-            }
-        };
+                Err(e) if first == 0 => return Err(e),
+                // UNSUPPORTED_VERSION comes back encoded as v0; retry at v0 on a new socket,
+                // state-free (the v0 answer above may have failed to decode as a later version).
+                _ => {
+                    let mut again = Connection::connect_raw(addr, options)?;
+                    let r: ApiVersionsResponse = again.request(ApiKey::ApiVersions, 0, &request)?;
+                    if r.error_code != 0 {
+                        return Err(Error::ApiVersions { code: r.error_code });
+                    }
+                    conn = again;
+                    r
+                }
+            };
         conn.versions = Versions::from_response(&resp);
         Ok(conn)
     }
@@ -558,7 +562,10 @@ mod tests {
             ..Default::default()
         };
         header
-            .encode(&mut out, response_header_version(ApiKey::ApiVersions as i16, 0))
+            .encode(
+                &mut out,
+                response_header_version(ApiKey::ApiVersions as i16, 0),
+            )
             .unwrap();
         ApiVersionsResponse::default().encode(&mut out, 0).unwrap();
         let frame = out.freeze();

@@ -193,6 +193,9 @@ mod tests {
             floor: 4,
             cap: i16::MAX,
         };
-        assert_eq!(e.to_string(), "the broker does not support Fetch v4 or later");
+        assert_eq!(
+            e.to_string(),
+            "the broker does not support Fetch v4 or later"
+        );
     }
 }

@@ -12,8 +12,8 @@ use wire::generated::{
 };
 
 use crate::client::Client;
-use crate::error::{Error, Result};
 pub use crate::error::{kafka_error, KafkaError};
+use crate::error::{Error, Result};
 
 /// ListOffsets' special timestamps.
 pub const LATEST: i64 = -1;

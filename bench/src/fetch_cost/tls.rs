@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-
 /// `setsockopt(SOL_TCP, TCP_ULP, "tls")` (linux/tcp.h).
 const TCP_ULP: libc::c_int = 31;
 

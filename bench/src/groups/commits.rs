@@ -17,7 +17,6 @@ use super::{
     RESOURCE_BROKER, RESOURCE_TOPIC, TOPIC_FLUSH_POLICY_KEY,
 };
 use crate::cpu::{resolve_broker_pid, CpuSampler};
-use kclient::conn::Connection;
 use crate::native::MetaClient;
 use crate::perf::LatencyHistogram;
 

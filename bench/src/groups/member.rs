@@ -18,8 +18,8 @@ use super::protocol::{
     check_commit, code_of, commit_request, coordinator_busy, empty_assignment, subscription,
 };
 use super::{COORDINATOR_BACKOFF, MAX_JOINS_PER_MEMBER, PROTOCOL_NAME, PROTOCOL_TYPE, WAIT_SLACK};
-use kclient::conn::Connection;
 use crate::native::error_name;
+use kclient::conn::Connection;
 
 /// One member of a classic group, on a connection it borrows.
 pub(super) struct Member<'c> {

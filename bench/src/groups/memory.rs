@@ -12,8 +12,8 @@ use super::member::Member;
 use super::protocol::{find_coordinator, first_bootstrap, initial_rebalance_delay_ms};
 use super::{unique_name, MemoryArgs, CLIENT_ID, INITIAL_DELAY_KEY, IO_TIMEOUT};
 use crate::cpu::resolve_broker_pid;
-use kclient::conn::Connection;
 use crate::native::MetaClient;
+use kclient::conn::Connection;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MemoryReport {

@@ -20,8 +20,8 @@ use super::{
     COORDINATOR_BACKOFF, INITIAL_DELAY_KEY, MAX_COORDINATOR_RETRIES, RESOURCE_BROKER,
     SUBSCRIBED_TOPIC,
 };
-use kclient::conn::Connection;
 use crate::native::{error_name, parse_bootstrap};
+use kclient::conn::Connection;
 
 pub(super) fn first_bootstrap(bootstrap: &str) -> Result<String> {
     parse_bootstrap(bootstrap)

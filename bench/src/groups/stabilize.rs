@@ -12,7 +12,6 @@ use serde::Serialize;
 use super::member::Member;
 use super::protocol::{find_coordinator, first_bootstrap, initial_rebalance_delay_ms};
 use super::{unique_name, StabilizeArgs, CLIENT_ID, INITIAL_DELAY_KEY, IO_TIMEOUT};
-use kclient::conn::Connection;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct StabilizeReport {

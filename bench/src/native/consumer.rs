@@ -26,9 +26,9 @@ use wire::generated::{
 use wire::record_batch::{records, validate_batch, BatchError, BatchHeader};
 use wire::ErrorCode;
 
-use kclient::conn::Connection;
 use super::{error_name, is_retriable, protocol_error, MetaClient, PropView};
 use crate::engine::ConsumedRecord;
+use kclient::conn::Connection;
 
 /// Consumer settings, from Kafka property names (librdkafka aliases accepted).
 #[derive(Clone, Debug)]

@@ -202,12 +202,7 @@ impl MetaClient {
                 .cloned()
                 .collect();
             for addr in candidates {
-                match connect(
-                    &addr,
-                    &self.client_id,
-                    self.timeout,
-                    self.tls.as_ref(),
-                ) {
+                match connect(&addr, &self.client_id, self.timeout, self.tls.as_ref()) {
                     Ok(c) => {
                         self.conn = Some(c);
                         break;

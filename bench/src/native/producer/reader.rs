@@ -14,8 +14,8 @@ use wire::generated::ProduceResponse;
 use super::state::{Report, Shared};
 use super::writer::{InFlight, Slots};
 use super::Job;
-use kclient::conn::{decode_response, read_frame};
 use crate::native::{error_name, is_retriable};
+use kclient::conn::{decode_response, read_frame};
 
 pub(super) struct Reader {
     pub(super) reader: BufReader<TcpStream>,
