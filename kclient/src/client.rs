@@ -6,7 +6,6 @@ use std::time::Duration;
 use wire::generated::api::ApiKey;
 use wire::generated::metadata_request::MetadataRequestTopic;
 use wire::generated::{MetadataRequest, MetadataResponse};
-use wire::primitives::{Decodable, Encodable};
 
 use crate::conn::{Connection, Options};
 use crate::error::Result;
@@ -18,7 +17,8 @@ pub const IO_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_RESPONSE_BYTES: usize = 256 << 20;
 const CLIENT_ID: &str = "broker-admin";
 
-/// One connection to one broker, with the versions both sides speak.
+/// One connection to one broker, with the versions both sides speak; requests go through
+/// the [`Connection`] it derefs to (`request`, `send`, `recv`).
 pub struct Client {
     conn: Connection,
 }
@@ -45,11 +45,6 @@ impl Client {
         Ok(Client {
             conn: Connection::connect(addr, options)?,
         })
-    }
-
-    /// The connection underneath.
-    pub fn connection(&mut self) -> &mut Connection {
-        &mut self.conn
     }
 
     /// Metadata of `topics` (`None`: every topic; empty: none, only brokers), never creating
@@ -96,30 +91,18 @@ impl Client {
     pub fn supports(&self, key: ApiKey) -> bool {
         self.conn.versions().supports(key)
     }
+}
 
-    /// Sends one request and reads its response.
-    pub fn request<Q: Encodable, R: Decodable>(
-        &mut self,
-        key: ApiKey,
-        version: i16,
-        body: &Q,
-    ) -> Result<R> {
-        self.conn.request(key, version, body)
+impl std::ops::Deref for Client {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        &self.conn
     }
+}
 
-    /// Sends one request without reading a response (a Produce with acks=0 gets none);
-    /// returns its correlation id for [`Client::receive`].
-    pub fn send<Q: Encodable>(&mut self, key: ApiKey, version: i16, body: &Q) -> Result<i32> {
-        self.conn.send(key, version, body)
-    }
-
-    /// Reads the response to the request [`Client::send`] sent as `correlation_id`.
-    pub fn receive<R: Decodable>(
-        &mut self,
-        key: ApiKey,
-        version: i16,
-        correlation_id: i32,
-    ) -> Result<R> {
-        self.conn.recv(key, version, correlation_id)
+impl std::ops::DerefMut for Client {
+    fn deref_mut(&mut self) -> &mut Connection {
+        &mut self.conn
     }
 }
