@@ -1,9 +1,11 @@
-//! `--client native`: a lean Kafka client on the workspace's own `wire` crate.
+//! `--client native`: a lean Kafka client on the workspace's own `wire` and `kclient` crates.
 //!
 //! Plain std threads and blocking sockets, no runtime: the load generator shares the
 //! machine with the broker it measures, so the client spends as little CPU as it can.
-//! Versions are negotiated with ApiVersions and only standard protocol behaviour is used,
-//! so it works against any Kafka-compatible broker.
+//! Connections (framing, ApiVersions, TLS) are `kclient::conn`'s; what is measurement-
+//! specific (batching, the producer's split writer/reader pipelining, prefetching fetchers)
+//! stays here. Only standard protocol behaviour is used, so it works against any
+//! Kafka-compatible broker.
 //!
 //! * [`producer`]: records are encoded straight into per-partition batch buffers on the
 //!   caller's thread; one writer thread and one reader thread per broker connection
