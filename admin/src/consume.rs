@@ -593,7 +593,7 @@ fn fetch(
 ) -> anyhow::Result<FetchResponse> {
     let client = cluster.node(leader)?;
     let version = client.version(ApiKey::Fetch, FETCH_MIN_VERSION, FETCH_MAX_VERSION)?;
-    client.request(ApiKey::Fetch, version, request)
+    Ok(client.request(ApiKey::Fetch, version, request)?)
 }
 
 /// What one partition's fetched data yielded.

@@ -269,7 +269,7 @@ impl GroupMember {
             ..Default::default()
         };
         client.set_response_timeout(JOIN_RESPONSE_TIMEOUT)?;
-        let joined: anyhow::Result<JoinGroupResponse> =
+        let joined: kclient::Result<JoinGroupResponse> =
             client.request(ApiKey::JoinGroup, version, &request);
         client.set_response_timeout(super::client::IO_TIMEOUT)?;
         let joined = joined?;

@@ -227,7 +227,7 @@ pub(crate) fn metadata(
     client: &mut Client,
     topic: Option<&str>,
 ) -> anyhow::Result<MetadataResponse> {
-    client.metadata(topic.map(|name| vec![name.to_owned()]).as_deref(), false)
+    Ok(client.metadata(topic.map(|name| vec![name.to_owned()]).as_deref(), false)?)
 }
 
 /// Prints one topic; `configs` is `None` when the broker has no DescribeConfigs (the

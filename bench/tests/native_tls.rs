@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bench::engine::ClientKind;
 use bench::fetch_cost::make_certs;
-use bench::native::connection::Connection;
+use bench::native::connect;
 use bench::native::tls::client_config;
 use bench::null_broker::{NullBroker, NullBrokerArgs};
 use bench::perf;
@@ -49,8 +49,7 @@ fn native_consumer_over_tls() {
     let addr = broker.addr().to_string();
 
     let config = client_config(&tls_props(&certs.ca)).unwrap().unwrap();
-    let conn = Connection::connect_with(&addr, "tls-test", Duration::from_secs(10), Some(&config))
-        .unwrap();
+    let conn = connect(&addr, "tls-test", Duration::from_secs(10), Some(&config)).unwrap();
     let suite = conn.tls_description().unwrap();
     assert!(suite.contains("TLS13_AES_128_GCM_SHA256"), "{suite}");
 
@@ -69,10 +68,9 @@ fn native_consumer_over_tls() {
     );
 
     let wrong = client_config(&tls_props(&foreign.ca)).unwrap().unwrap();
-    let refused =
-        Connection::connect_with(&addr, "tls-test", Duration::from_secs(10), Some(&wrong));
+    let refused = connect(&addr, "tls-test", Duration::from_secs(10), Some(&wrong));
     assert!(refused.is_err(), "a certificate of another CA was accepted");
-    let plain = Connection::connect(&addr, "tls-test", Duration::from_secs(2));
+    let plain = connect(&addr, "tls-test", Duration::from_secs(2), None);
     assert!(
         plain.is_err(),
         "plaintext ApiVersions answered over a TLS port"

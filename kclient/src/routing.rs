@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use anyhow::{bail, Context};
 use wire::generated::api::ApiKey;
 use wire::generated::find_coordinator_request::FindCoordinatorRequest;
 use wire::generated::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -12,32 +11,15 @@ use wire::generated::{
     FindCoordinatorResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataResponse,
 };
 
-use super::client::{error_message, error_name, Client};
+use crate::client::Client;
+pub use crate::error::{kafka_error, KafkaError};
+use crate::error::{Error, Result};
 
 /// ListOffsets' special timestamps.
 pub const LATEST: i64 = -1;
 pub const EARLIEST: i64 = -2;
 /// A request's server-side timeout, as Kafka's admin client's default.
 pub const REQUEST_TIMEOUT_MS: i32 = 30_000;
-
-/// A Kafka error code a broker answered, printed by name as Kafka's tools do.
-#[derive(Debug, thiserror::Error)]
-#[error("{name}: {message} ({what})")]
-pub struct KafkaError {
-    /// What the error is about: a topic-partition, a group.
-    pub what: String,
-    pub name: String,
-    pub message: String,
-}
-
-/// The error for `code` about `what`, with the broker's message where it sent one.
-pub fn kafka_error(what: impl Into<String>, code: i16, message: Option<&str>) -> KafkaError {
-    KafkaError {
-        what: what.into(),
-        name: error_name(code),
-        message: message.unwrap_or_else(|| error_message(code)).to_owned(),
-    }
-}
 
 /// The bootstrap connection plus one connection per broker addressed so far.
 pub struct Cluster {
@@ -48,7 +30,7 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    pub fn connect(bootstrap: &str) -> anyhow::Result<Cluster> {
+    pub fn connect(bootstrap: &str) -> Result<Cluster> {
         Ok(Cluster {
             bootstrap: Client::connect(bootstrap)?,
             brokers: HashMap::new(),
@@ -62,7 +44,7 @@ impl Cluster {
     }
 
     /// Metadata for `topics` (`None`: every topic), remembering where each broker listens.
-    pub fn metadata(&mut self, topics: Option<&[String]>) -> anyhow::Result<MetadataResponse> {
+    pub fn metadata(&mut self, topics: Option<&[String]>) -> Result<MetadataResponse> {
         self.metadata_as(topics, false)
     }
 
@@ -70,7 +52,7 @@ impl Cluster {
         &mut self,
         topics: Option<&[String]>,
         auto_create: bool,
-    ) -> anyhow::Result<MetadataResponse> {
+    ) -> Result<MetadataResponse> {
         let response = self.bootstrap.metadata(topics, auto_create)?;
         for b in &response.brokers {
             self.brokers
@@ -92,13 +74,15 @@ impl Cluster {
     }
 
     /// The connection to broker `node` (opened on first use).
-    pub fn node(&mut self, node: i32) -> anyhow::Result<&mut Client> {
+    pub fn node(&mut self, node: i32) -> Result<&mut Client> {
         if !self.nodes.contains_key(&node) {
             let Some(addr) = self.brokers.get(&node) else {
-                bail!("no address known for broker {node} (not in the Metadata answer)");
+                return Err(Error::UnknownBroker { node });
             };
-            let client =
-                Client::connect(addr).with_context(|| format!("connecting to broker {node}"))?;
+            let client = Client::connect(addr).map_err(|e| Error::Broker {
+                node,
+                error: Box::new(e),
+            })?;
             self.nodes.insert(node, client);
         }
         Ok(self.nodes.get_mut(&node).expect("inserted above"))
@@ -108,13 +92,13 @@ impl Cluster {
     /// UNKNOWN_TOPIC_OR_PARTITION) is returned by name. A missing topic is created where the
     /// broker's `auto.create.topics.enable` allows, as kafka-console-producer/consumer.sh's
     /// clients ask by default.
-    pub fn partitions(&mut self, topic: &str) -> anyhow::Result<Vec<(i32, i32)>> {
+    pub fn partitions(&mut self, topic: &str) -> Result<Vec<(i32, i32)>> {
         let md = self.metadata_as(Some(&[topic.to_owned()]), true)?;
         leaders(&md, topic)
     }
 
     /// The coordinator of `group`: node id and connection.
-    pub fn coordinator(&mut self, group: &str) -> anyhow::Result<(i32, &mut Client)> {
+    pub fn coordinator(&mut self, group: &str) -> Result<(i32, &mut Client)> {
         let version = self
             .bootstrap
             .version(ApiKey::FindCoordinator, 0, i16::MAX)?;
@@ -137,7 +121,9 @@ impl Cluster {
                 .request(ApiKey::FindCoordinator, version, &request)?;
         let (code, message, node, host, port) = if version >= 4 {
             let Some(c) = resp.coordinators.first() else {
-                bail!("FindCoordinator answered no coordinator for group {group}");
+                return Err(Error::NoCoordinator {
+                    group: group.to_owned(),
+                });
             };
             (
                 c.error_code,
@@ -170,7 +156,7 @@ impl Cluster {
         topic: &str,
         partitions: &[(i32, i32)],
         timestamp: i64,
-    ) -> anyhow::Result<BTreeMap<i32, i64>> {
+    ) -> Result<BTreeMap<i32, i64>> {
         let mut by_leader: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
         for &(partition, leader) in partitions {
             if leader < 0 {
@@ -223,7 +209,10 @@ impl Cluster {
         }
         for &(partition, _) in partitions {
             if !offsets.contains_key(&partition) {
-                bail!("ListOffsets answered nothing for {topic}-{partition}");
+                return Err(Error::MissingOffset {
+                    topic: topic.to_owned(),
+                    partition,
+                });
             }
         }
         Ok(offsets)
@@ -231,7 +220,7 @@ impl Cluster {
 }
 
 /// `(partition, leader)` of every partition of `topic` in `md`, in partition order.
-pub fn leaders(md: &MetadataResponse, topic: &str) -> anyhow::Result<Vec<(i32, i32)>> {
+pub fn leaders(md: &MetadataResponse, topic: &str) -> Result<Vec<(i32, i32)>> {
     let Some(t) = md.topics.iter().find(|t| t.name.as_deref() == Some(topic)) else {
         return Err(kafka_error(format!("topic {topic}"), 3, None).into());
     };

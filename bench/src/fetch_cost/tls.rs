@@ -9,8 +9,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::native::connection::Connection;
-
 /// `setsockopt(SOL_TCP, TCP_ULP, "tls")` (linux/tcp.h).
 const TCP_ULP: libc::c_int = 31;
 
@@ -152,7 +150,7 @@ pub(super) fn ktls_tx_sockets() -> Option<u64> {
 /// The negotiated TLS version and suite of a connection to `addr`.
 pub(super) fn probe_tls(addr: &str, props: &[(String, String)]) -> Result<String> {
     let config = crate::native::tls::client_config(props)?.context("TLS properties")?;
-    let conn = Connection::connect_with(
+    let conn = crate::native::connect(
         addr,
         "bench-fetch-cost",
         Duration::from_secs(10),

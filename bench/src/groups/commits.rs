@@ -17,7 +17,6 @@ use super::{
     RESOURCE_BROKER, RESOURCE_TOPIC, TOPIC_FLUSH_POLICY_KEY,
 };
 use crate::cpu::{resolve_broker_pid, CpuSampler};
-use crate::native::connection::Connection;
 use crate::native::MetaClient;
 use crate::perf::LatencyHistogram;
 
@@ -82,7 +81,7 @@ pub fn run_commits(a: &CommitsArgs) -> Result<CommitsReport> {
     meta.create_topic(&a.topic, a.partitions, 1, &[])
         .with_context(|| format!("creating topic {}", a.topic))?;
     let bootstrap = first_bootstrap(&a.common.bootstrap_server)?;
-    let mut boot = Connection::connect(&bootstrap, CLIENT_ID, IO_TIMEOUT)?;
+    let mut boot = crate::native::connect(&bootstrap, CLIENT_ID, IO_TIMEOUT, None)?;
     let (node, coordinator) = find_coordinator(&mut boot, &group)?;
     let log_flush_policy = config_value(
         &mut boot,
@@ -98,8 +97,8 @@ pub fn run_commits(a: &CommitsArgs) -> Result<CommitsReport> {
     );
     drop(boot);
 
-    let mut conn = Connection::connect(&coordinator, CLIENT_ID, IO_TIMEOUT)?;
-    let version = conn.versions.pick(ApiKey::OffsetCommit, 2, 9)?;
+    let mut conn = crate::native::connect(&coordinator, CLIENT_ID, IO_TIMEOUT, None)?;
+    let version = conn.versions().pick(ApiKey::OffsetCommit, 2, 9)?;
     // One commit first: the group exists (Empty) before the clock starts.
     let warmup = commit_request(&group, -1, "", &a.topic, a.partitions, 0);
     check_commit(&conn.request(ApiKey::OffsetCommit, version, &warmup)?)?;

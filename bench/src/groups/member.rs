@@ -18,8 +18,8 @@ use super::protocol::{
     check_commit, code_of, commit_request, coordinator_busy, empty_assignment, subscription,
 };
 use super::{COORDINATOR_BACKOFF, MAX_JOINS_PER_MEMBER, PROTOCOL_NAME, PROTOCOL_TYPE, WAIT_SLACK};
-use crate::native::connection::Connection;
 use crate::native::error_name;
+use kclient::conn::Connection;
 
 /// One member of a classic group, on a connection it borrows.
 pub(super) struct Member<'c> {
@@ -67,7 +67,7 @@ impl<'c> Member<'c> {
 
     pub(super) fn join_once(&mut self) -> Result<Joined> {
         // v5+: group instance ids; v4+ answer MEMBER_ID_REQUIRED (KIP-394).
-        let version = self.conn.versions.pick(ApiKey::JoinGroup, 5, 9)?;
+        let version = self.conn.versions().pick(ApiKey::JoinGroup, 5, 9)?;
         let request = JoinGroupRequest {
             group_id: self.group.clone(),
             session_timeout_ms: self.session_timeout_ms,
@@ -135,7 +135,7 @@ impl<'c> Member<'c> {
     /// SyncGroup; `Ok(false)` when the member must join again.
     pub(super) fn sync(&mut self, members: &[String]) -> Result<bool> {
         // v3+ carry group instance ids, as JoinGroup v5 does.
-        let version = self.conn.versions.pick(ApiKey::SyncGroup, 3, 5)?;
+        let version = self.conn.versions().pick(ApiKey::SyncGroup, 3, 5)?;
         let assignment = empty_assignment();
         let request = SyncGroupRequest {
             group_id: self.group.clone(),
@@ -162,7 +162,7 @@ impl<'c> Member<'c> {
 
     /// Heartbeat; `Ok(false)` when the member must join again.
     pub(super) fn heartbeat(&mut self) -> Result<bool> {
-        let version = self.conn.versions.pick(ApiKey::Heartbeat, 0, 4)?;
+        let version = self.conn.versions().pick(ApiKey::Heartbeat, 0, 4)?;
         let request = HeartbeatRequest {
             group_id: self.group.clone(),
             generation_id: self.generation,
@@ -201,7 +201,7 @@ impl<'c> Member<'c> {
             1,
             offset,
         );
-        let version = self.conn.versions.pick(ApiKey::OffsetCommit, 2, 9)?;
+        let version = self.conn.versions().pick(ApiKey::OffsetCommit, 2, 9)?;
         let resp: OffsetCommitResponse =
             self.conn.request(ApiKey::OffsetCommit, version, &request)?;
         check_commit(&resp)
@@ -211,7 +211,7 @@ impl<'c> Member<'c> {
         if self.member_id.is_empty() {
             return Ok(());
         }
-        let version = self.conn.versions.pick(ApiKey::LeaveGroup, 0, 5)?;
+        let version = self.conn.versions().pick(ApiKey::LeaveGroup, 0, 5)?;
         // v3+ (KIP-345) name the leaving members in a list.
         let request = if version >= 3 {
             LeaveGroupRequest {

@@ -12,8 +12,8 @@ use super::member::Member;
 use super::protocol::{find_coordinator, first_bootstrap, initial_rebalance_delay_ms};
 use super::{unique_name, MemoryArgs, CLIENT_ID, INITIAL_DELAY_KEY, IO_TIMEOUT};
 use crate::cpu::resolve_broker_pid;
-use crate::native::connection::Connection;
 use crate::native::MetaClient;
+use kclient::conn::Connection;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MemoryReport {
@@ -92,7 +92,7 @@ pub(super) fn create_group(
         group,
     )?;
     if !conns.contains_key(&coordinator) {
-        let conn = Connection::connect(&coordinator, CLIENT_ID, IO_TIMEOUT)?;
+        let conn = crate::native::connect(&coordinator, CLIENT_ID, IO_TIMEOUT, None)?;
         conns.insert(coordinator.clone(), conn);
     }
     let conn = conns.get_mut(&coordinator).expect("inserted above");
@@ -127,7 +127,7 @@ pub fn run_memory(a: &MemoryArgs) -> Result<MemoryReport> {
     meta.create_topic(&a.topic, 1, 1, &[])
         .with_context(|| format!("creating topic {}", a.topic))?;
     // The offsets topic exists (and its partitions are loaded) before the first sample.
-    let mut boot = Connection::connect(&bootstrap, CLIENT_ID, IO_TIMEOUT)?;
+    let mut boot = crate::native::connect(&bootstrap, CLIENT_ID, IO_TIMEOUT, None)?;
     let (node, _) = find_coordinator(&mut boot, &format!("{prefix}-warmup"))?;
     let delay = initial_rebalance_delay_ms(&mut boot, node);
     if let Some(d) = delay.filter(|d| *d > 0) {
@@ -155,7 +155,7 @@ pub fn run_memory(a: &MemoryArgs) -> Result<MemoryReport> {
                 let mut conns = HashMap::new();
                 conns.insert(
                     bootstrap.clone(),
-                    Connection::connect(&bootstrap, CLIENT_ID, IO_TIMEOUT)?,
+                    crate::native::connect(&bootstrap, CLIENT_ID, IO_TIMEOUT, None)?,
                 );
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);

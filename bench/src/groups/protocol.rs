@@ -20,8 +20,8 @@ use super::{
     COORDINATOR_BACKOFF, INITIAL_DELAY_KEY, MAX_COORDINATOR_RETRIES, RESOURCE_BROKER,
     SUBSCRIBED_TOPIC,
 };
-use crate::native::connection::Connection;
 use crate::native::{error_name, parse_bootstrap};
+use kclient::conn::Connection;
 
 pub(super) fn first_bootstrap(bootstrap: &str) -> Result<String> {
     parse_bootstrap(bootstrap)
@@ -68,7 +68,7 @@ pub(super) fn empty_assignment() -> Bytes {
 
 /// The coordinator of `group` (node id and address), waiting while it is being created.
 pub fn find_coordinator(conn: &mut Connection, group: &str) -> Result<(i32, String)> {
-    let version = conn.versions.pick(ApiKey::FindCoordinator, 0, 4)?;
+    let version = conn.versions().pick(ApiKey::FindCoordinator, 0, 4)?;
     for _ in 0..MAX_COORDINATOR_RETRIES {
         // v4+ (KIP-699) carry a list of keys instead of one.
         let request = if version >= 4 {
@@ -111,7 +111,7 @@ pub(super) fn describe_configs(
     name: &str,
     keys: &[&str],
 ) -> HashMap<String, Option<String>> {
-    let Ok(version) = conn.versions.pick(ApiKey::DescribeConfigs, 1, 4) else {
+    let Ok(version) = conn.versions().pick(ApiKey::DescribeConfigs, 1, 4) else {
         return HashMap::new();
     };
     let request = DescribeConfigsRequest {

@@ -12,7 +12,6 @@ use serde::Serialize;
 use super::member::Member;
 use super::protocol::{find_coordinator, first_bootstrap, initial_rebalance_delay_ms};
 use super::{unique_name, StabilizeArgs, CLIENT_ID, INITIAL_DELAY_KEY, IO_TIMEOUT};
-use crate::native::connection::Connection;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct StabilizeReport {
@@ -75,7 +74,7 @@ pub fn run_stabilize(a: &StabilizeArgs) -> Result<StabilizeReport> {
         .clone()
         .unwrap_or_else(|| unique_name("bench-stabilize"));
     let bootstrap = first_bootstrap(&a.common.bootstrap_server)?;
-    let mut boot = Connection::connect(&bootstrap, CLIENT_ID, IO_TIMEOUT)
+    let mut boot = crate::native::connect(&bootstrap, CLIENT_ID, IO_TIMEOUT, None)
         .with_context(|| format!("connecting to {bootstrap}"))?;
     let (node, coordinator) = find_coordinator(&mut boot, &group)?;
     let delay = initial_rebalance_delay_ms(&mut boot, node);
@@ -88,7 +87,7 @@ pub fn run_stabilize(a: &StabilizeArgs) -> Result<StabilizeReport> {
     let mut conns = Vec::with_capacity(a.members);
     for _ in 0..a.members {
         conns.push(
-            Connection::connect(&coordinator, CLIENT_ID, IO_TIMEOUT)
+            crate::native::connect(&coordinator, CLIENT_ID, IO_TIMEOUT, None)
                 .with_context(|| format!("connecting to the coordinator {coordinator}"))?,
         );
     }

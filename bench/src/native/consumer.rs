@@ -26,9 +26,9 @@ use wire::generated::{
 use wire::record_batch::{records, validate_batch, BatchError, BatchHeader};
 use wire::ErrorCode;
 
-use super::connection::{protocol_error, Connection};
-use super::{error_name, is_retriable, MetaClient, PropView};
+use super::{error_name, is_retriable, protocol_error, MetaClient, PropView};
 use crate::engine::ConsumedRecord;
+use kclient::conn::Connection;
 
 /// Consumer settings, from Kafka property names (librdkafka aliases accepted).
 #[derive(Clone, Debug)]
@@ -388,16 +388,16 @@ fn spawn_fetcher(
     topic: &str,
     out: SyncSender<Msg>,
 ) -> io::Result<FetcherHandle> {
-    let conn = Connection::connect_with(
+    let conn = super::connect(
         addr,
         &cfg.client_id,
         cfg.request_timeout.min(Duration::from_secs(10)),
         cfg.tls.as_ref(),
     )?;
     // v4+ carries record batch v2; v13+ names topics by id, so stay at or below v12.
-    let fetch_version = conn.versions.pick(ApiKey::Fetch, 4, 12)?;
-    let list_version = conn.versions.pick(ApiKey::ListOffsets, 1, 10)?;
-    let metadata_version = conn.versions.pick(ApiKey::Metadata, 1, 12)?;
+    let fetch_version = conn.versions().pick(ApiKey::Fetch, 4, 12)?;
+    let list_version = conn.versions().pick(ApiKey::ListOffsets, 1, 10)?;
+    let metadata_version = conn.versions().pick(ApiKey::Metadata, 1, 12)?;
     // A fetch can wait max_wait_ms on the broker before answering.
     let read_timeout = cfg.request_timeout + Duration::from_millis(cfg.max_wait_ms.max(0) as u64);
     conn.set_read_timeout(Some(read_timeout))?;
@@ -427,7 +427,7 @@ fn spawn_fetcher(
 }
 
 fn connect_handle(conn: &Connection) -> io::Result<TcpStream> {
-    conn.try_clone_stream()
+    Ok(conn.try_clone_stream()?)
 }
 
 struct FetchPart {

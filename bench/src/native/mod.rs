@@ -1,9 +1,11 @@
-//! `--client native`: a lean Kafka client on the workspace's own `wire` crate.
+//! `--client native`: a lean Kafka client on the workspace's own `wire` and `kclient` crates.
 //!
 //! Plain std threads and blocking sockets, no runtime: the load generator shares the
 //! machine with the broker it measures, so the client spends as little CPU as it can.
-//! Versions are negotiated with ApiVersions and only standard protocol behaviour is used,
-//! so it works against any Kafka-compatible broker.
+//! Connections (framing, ApiVersions, TLS) are `kclient::conn`'s; what is measurement-
+//! specific (batching, the producer's split writer/reader pipelining, prefetching fetchers)
+//! stays here. Only standard protocol behaviour is used, so it works against any
+//! Kafka-compatible broker.
 //!
 //! * [`producer`]: records are encoded straight into per-partition batch buffers on the
 //!   caller's thread; one writer thread and one reader thread per broker connection
@@ -13,13 +15,13 @@
 //!   raw responses to the caller, which walks the batches without allocating per record.
 
 pub mod batch;
-pub mod connection;
 pub mod consumer;
 pub mod producer;
 pub mod tls;
 
 use std::collections::HashMap;
 use std::io;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wire::generated::api::ApiKey;
@@ -30,7 +32,28 @@ use wire::generated::{
 };
 use wire::ErrorCode;
 
-use connection::{protocol_error, Connection};
+use kclient::conn::{Connection, Options};
+
+/// An error of the protocol as an `io::Error` (the native client speaks `io::Result`).
+pub fn protocol_error(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg.into())
+}
+
+/// Connects a native-client connection (see [`kclient::conn`]): ApiVersions v3 first
+/// (falling back to v0), named `bench-native`; over TLS when `tls` is given.
+pub fn connect(
+    addr: &str,
+    client_id: &str,
+    timeout: Duration,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+) -> kclient::Result<Connection> {
+    let options = Options {
+        software_name: "bench-native".to_owned(),
+        tls: tls.cloned(),
+        ..Options::new(client_id, timeout)
+    };
+    Connection::connect(addr, &options)
+}
 
 /// Kafka property lookup with aliases (Java name first, librdkafka names after).
 pub(crate) struct PropView<'a>(pub &'a [(String, String)]);
@@ -141,7 +164,7 @@ pub struct MetaClient {
     conn: Option<Connection>,
     client_id: String,
     timeout: Duration,
-    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl MetaClient {
@@ -158,7 +181,7 @@ impl MetaClient {
     }
 
     /// Connects over TLS with `tls` (None: plain).
-    pub fn with_tls(mut self, tls: Option<std::sync::Arc<rustls::ClientConfig>>) -> MetaClient {
+    pub fn with_tls(mut self, tls: Option<Arc<rustls::ClientConfig>>) -> MetaClient {
         self.tls = tls;
         self
     }
@@ -181,17 +204,12 @@ impl MetaClient {
                 .cloned()
                 .collect();
             for addr in candidates {
-                match Connection::connect_with(
-                    &addr,
-                    &self.client_id,
-                    self.timeout,
-                    self.tls.as_ref(),
-                ) {
+                match connect(&addr, &self.client_id, self.timeout, self.tls.as_ref()) {
                     Ok(c) => {
                         self.conn = Some(c);
                         break;
                     }
-                    Err(e) => last = Some(e),
+                    Err(e) => last = Some(io::Error::from(e)),
                 }
             }
             if self.conn.is_none() {
@@ -211,13 +229,13 @@ impl MetaClient {
         body: impl FnOnce(i16) -> Q,
     ) -> io::Result<(R, i16)> {
         let conn = self.conn()?;
-        let version = conn.versions.pick(key, floor, cap)?;
+        let version = conn.versions().pick(key, floor, cap)?;
         let req = body(version);
         match conn.request(key, version, &req) {
             Ok(r) => Ok((r, version)),
             Err(e) => {
                 self.conn = None;
-                Err(e)
+                Err(e.into())
             }
         }
     }

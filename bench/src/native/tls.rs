@@ -10,14 +10,13 @@
 //! - `ssl.cipher.suites`: comma list of suites to offer (Java/IANA names such as
 //!   `TLS_AES_128_GCM_SHA256`, `TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`); default: rustls'.
 
-use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use rustls::crypto::CryptoProvider;
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::PropView;
 
@@ -110,17 +109,6 @@ fn key_and_chain(
     Ok((chain, key))
 }
 
-/// The name the server's certificate must carry: the host part of `host:port` (an IP
-/// address is matched against the certificate's IP subject alternative names).
-pub fn server_name(addr: &str) -> io::Result<ServerName<'static>> {
-    let host = match addr.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(rest),
-        None => addr.rsplit_once(':').map_or(addr, |(h, _)| h),
-    };
-    ServerName::try_from(host.to_string())
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("TLS name {host}: {e}")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,21 +134,5 @@ mod tests {
         assert_eq!(p.cipher_suites.len(), 2);
         assert!(provider(Some("TLS_NOPE")).is_err());
         assert!(provider(None).unwrap().cipher_suites.len() > 2);
-    }
-
-    #[test]
-    fn server_names() {
-        assert!(matches!(
-            server_name("127.0.0.1:9093").unwrap(),
-            ServerName::IpAddress(_)
-        ));
-        assert!(matches!(
-            server_name("[::1]:9093").unwrap(),
-            ServerName::IpAddress(_)
-        ));
-        assert!(matches!(
-            server_name("localhost:9093").unwrap(),
-            ServerName::DnsName(_)
-        ));
     }
 }

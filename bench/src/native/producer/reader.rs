@@ -14,13 +14,15 @@ use wire::generated::ProduceResponse;
 use super::state::{Report, Shared};
 use super::writer::{InFlight, Slots};
 use super::Job;
-use crate::native::connection::{decode_response, read_frame};
 use crate::native::{error_name, is_retriable};
+use kclient::conn::{decode_response, read_frame};
 
 pub(super) struct Reader {
     pub(super) reader: BufReader<TcpStream>,
     pub(super) stream: TcpStream,
     pub(super) version: i16,
+    /// The bound on a response frame's size.
+    pub(super) max_frame: usize,
     pub(super) dead: Arc<AtomicBool>,
     pub(super) shared: Arc<Shared>,
     pub(super) events: Sender<Report>,
@@ -32,7 +34,7 @@ pub(super) struct Reader {
 impl Reader {
     pub(super) fn run(mut self, inflight: Receiver<InFlight>) {
         while let Ok(entry) = inflight.recv() {
-            let result = read_frame(&mut self.reader).and_then(|frame| {
+            let result = read_frame(&mut self.reader, self.max_frame).and_then(|frame| {
                 decode_response::<ProduceResponse>(
                     frame,
                     ApiKey::Produce,

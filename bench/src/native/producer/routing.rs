@@ -14,7 +14,9 @@ use super::state::{BrokerConn, Shared, State, TopicState};
 use super::writer::{InFlight, Slots, Writer};
 use super::{now_ms, Job};
 use crate::native::batch::OpenBatch;
-use crate::native::connection::{protocol_error, Connection};
+use kclient::conn::Parts;
+
+use crate::native::protocol_error;
 
 /// The index of `topic` in the state, fetching its metadata on first use.
 pub(super) fn topic_index(st: &mut State, topic: &str) -> Result<usize, String> {
@@ -135,13 +137,20 @@ pub(super) fn connect_broker(
         .cloned()
         .ok_or_else(|| protocol_error(format!("unknown broker {node}")))?;
     let cfg = st.cfg.clone();
-    let conn = Connection::connect(
+    let conn = crate::native::connect(
         &addr,
         &cfg.client_id,
         cfg.request_timeout.min(Duration::from_secs(10)),
+        None,
     )?;
-    let version = conn.versions.pick(ApiKey::Produce, 3, 11)?;
-    let (stream, reader, _, client_id) = conn.into_parts()?;
+    let version = conn.versions().pick(ApiKey::Produce, 3, 11)?;
+    let Parts {
+        writer: stream,
+        reader,
+        client_id,
+        max_response_bytes,
+        ..
+    } = conn.into_parts()?;
     stream.set_read_timeout(Some(cfg.request_timeout + Duration::from_secs(5)))?;
     let dead = Arc::new(AtomicBool::new(false));
     let queued = Arc::new(AtomicUsize::new(0));
@@ -170,6 +179,7 @@ pub(super) fn connect_broker(
             reader,
             stream: stream.try_clone()?,
             version,
+            max_frame: max_response_bytes,
             dead: dead.clone(),
             shared: shared.clone(),
             events,

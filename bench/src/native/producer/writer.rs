@@ -13,7 +13,7 @@ use super::encode::{encode_produce, Piece};
 use super::state::{Report, Shared};
 use super::{Job, ProducerConfig, PRODUCE_REQUESTS_SENT};
 use crate::native::batch::finish_batch;
-use crate::native::connection::write_all_vectored;
+use kclient::conn::write_all_vectored;
 
 /// Batches already represented in a request that the writer looks past, at most, for
 /// batches of other partitions to add to it.
