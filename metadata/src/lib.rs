@@ -11,6 +11,7 @@
 
 pub mod image;
 pub mod log;
+pub mod placement;
 pub mod records;
 
 use std::collections::BTreeMap;
@@ -382,12 +383,18 @@ impl Controller {
                 "Replication factor must be larger than 0.".into(),
             ));
         }
-        if rf != 1 {
-            return Err(CreateTopicError::InvalidReplicationFactor(format!(
-                "Unable to replicate the partition {rf} time(s): The target replication factor \
-                 of {rf} cannot be reached because only 1 broker(s) are registered."
-            )));
-        }
+        // Kafka's ReplicationControlManager wraps the placer's reason in this sentence.
+        let assignments = placement::place(
+            &self.usable_brokers(),
+            partitions as usize,
+            i32::from(rf),
+            u64::from_be_bytes(random_topic_id()[..8].try_into().expect("8 of 16 bytes")),
+        )
+        .map_err(|e| {
+            CreateTopicError::InvalidReplicationFactor(format!(
+                "Unable to replicate the partition {rf} time(s): {e}"
+            ))
+        })?;
         config::validate_topic_overrides(&configs)?;
 
         let topic_id = loop {
@@ -401,7 +408,6 @@ impl Controller {
         }
 
         let shards = u64::from(shards.max(1));
-        let node = self.config.node_id;
         let mut records = Vec::with_capacity(1 + configs.len() + partitions as usize);
         records.push(MetadataRecord::Topic {
             name: name.to_string(),
@@ -415,12 +421,12 @@ impl Controller {
                 value: Some(v),
             });
         }
-        for p in 0..partitions {
+        for (p, replicas) in (0..partitions).zip(assignments) {
             records.push(MetadataRecord::Partition {
                 topic_id,
                 partition_id: p,
-                replicas: vec![node],
-                leader: node,
+                leader: replicas[0],
+                replicas,
                 leader_epoch: 0,
                 shard: ((self.next_shard + p as u64) % shards) as u16,
             });
@@ -428,6 +434,16 @@ impl Controller {
         self.commit(&records)?;
         self.next_shard += partitions as u64;
         Ok(topic_id)
+    }
+
+    /// The brokers new replicas may go to. A node with no quorum is the only broker of its
+    /// cluster (it registers nowhere); brokers that register with the quorum replace it here.
+    fn usable_brokers(&self) -> Vec<placement::UsableBroker> {
+        vec![placement::UsableBroker {
+            id: self.config.node_id,
+            rack: None,
+            fenced: false,
+        }]
     }
 
     /// CreatePartitions for one topic (Kafka's `ReplicationControlManager
