@@ -8,7 +8,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::records::{MetadataRecord, TopicId, RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::records::{
+    BrokerRegistration, MetadataRecord, TopicId, NO_LEADER_CHANGE, RESOURCE_BROKER, RESOURCE_TOPIC,
+};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartitionImage {
@@ -18,6 +20,10 @@ pub struct PartitionImage {
     pub leader: i32,
     pub leader_epoch: i32,
     pub replicas: Vec<i32>,
+    /// In-sync replicas (the leader among them while it leads).
+    pub isr: Vec<i32>,
+    /// Bumped by every change of the partition (KIP-497's AlterPartition names it).
+    pub partition_epoch: i32,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,6 +67,9 @@ pub struct Image {
     /// First producer id of the next block to hand out (ProducerIdsRecord.nextProducerId);
     /// every id below it was given to some block already.
     pub next_producer_id: i64,
+    /// Registered brokers by id (KIP-631): their epoch, endpoints, rack and whether they are
+    /// fenced or shutting down.
+    pub brokers: BTreeMap<i32, BrokerRegistration>,
 }
 
 impl Image {
@@ -133,8 +142,10 @@ impl Image {
                 topic_id,
                 partition_id,
                 replicas,
+                isr,
                 leader,
                 leader_epoch,
+                partition_epoch,
                 shard,
             } => {
                 let Some(t) = self.take_topic(
@@ -151,6 +162,8 @@ impl Image {
                     leader: *leader,
                     leader_epoch: *leader_epoch,
                     replicas: replicas.clone(),
+                    isr: isr.clone(),
+                    partition_epoch: *partition_epoch,
                 };
                 // Records come in partition order: the common case appends.
                 if t.partitions
@@ -215,6 +228,85 @@ impl Image {
                 // Never backwards, whatever a damaged log says: ids must not be reused.
                 self.next_producer_id = self.next_producer_id.max(*next_producer_id);
             }
+            MetadataRecord::PartitionChange {
+                topic_id,
+                partition_id,
+                leader,
+                isr,
+                replicas,
+            } => {
+                let Some(t) = self.take_topic(
+                    open,
+                    |t| t.topic_id == *topic_id,
+                    |img| img.topics_by_id.get(topic_id).cloned(),
+                ) else {
+                    tracing::warn!(
+                        ?topic_id,
+                        partition_id,
+                        "PartitionChangeRecord for unknown topic"
+                    );
+                    return;
+                };
+                let Ok(i) = t
+                    .partitions
+                    .binary_search_by_key(partition_id, |p| p.partition_id)
+                else {
+                    tracing::warn!(
+                        ?topic_id,
+                        partition_id,
+                        "PartitionChangeRecord for unknown partition"
+                    );
+                    return;
+                };
+                let p = &mut t.partitions[i];
+                if *leader != NO_LEADER_CHANGE && *leader != p.leader {
+                    p.leader = *leader;
+                    p.leader_epoch += 1;
+                }
+                if let Some(isr) = isr {
+                    p.isr.clone_from(isr);
+                }
+                if let Some(replicas) = replicas {
+                    p.replicas.clone_from(replicas);
+                }
+                p.partition_epoch += 1;
+            }
+            MetadataRecord::RegisterBroker(registration) => {
+                self.brokers
+                    .insert(registration.broker_id, registration.clone());
+            }
+            MetadataRecord::UnregisterBroker {
+                broker_id,
+                broker_epoch,
+            } => {
+                if self
+                    .brokers
+                    .get(broker_id)
+                    .is_some_and(|b| b.broker_epoch == *broker_epoch)
+                {
+                    self.brokers.remove(broker_id);
+                }
+            }
+            MetadataRecord::BrokerRegistrationChange {
+                broker_id,
+                broker_epoch,
+                fenced,
+                in_controlled_shutdown,
+            } => match self.brokers.get_mut(broker_id) {
+                Some(b) if b.broker_epoch == *broker_epoch => {
+                    if let Some(fenced) = fenced {
+                        b.fenced = *fenced;
+                    }
+                    if let Some(shutting_down) = in_controlled_shutdown {
+                        b.in_controlled_shutdown = *shutting_down;
+                    }
+                }
+                _ => tracing::warn!(
+                    broker_id,
+                    broker_epoch,
+                    "BrokerRegistrationChangeRecord for no such registration"
+                ),
+            },
         }
     }
 
@@ -248,7 +340,12 @@ impl Image {
 
     /// Records that rebuild this image from empty (the content of a snapshot).
     pub fn to_records(&self) -> Vec<MetadataRecord> {
-        let mut out = Vec::new();
+        let mut out: Vec<MetadataRecord> = self
+            .brokers
+            .values()
+            .cloned()
+            .map(MetadataRecord::RegisterBroker)
+            .collect();
         for t in self.topics_by_name.values() {
             out.push(MetadataRecord::Topic {
                 name: t.name.clone(),
@@ -269,6 +366,8 @@ impl Image {
                     replicas: p.replicas.clone(),
                     leader: p.leader,
                     leader_epoch: p.leader_epoch,
+                    isr: p.isr.clone(),
+                    partition_epoch: p.partition_epoch,
                     shard: p.shard,
                 });
             }
@@ -323,6 +422,8 @@ mod tests {
             replicas: vec![1],
             leader: 1,
             leader_epoch: 0,
+            isr: vec![1],
+            partition_epoch: 0,
             shard,
         }
     }
@@ -485,5 +586,97 @@ mod tests {
         assert_eq!(batched.topic("b").unwrap().partitions.len(), 1);
         assert_eq!(batched.owner("b", 5), Some(0));
         assert_eq!(batched.topics_by_id.len(), 2);
+    }
+
+    fn registration(id: i32, epoch: i64) -> BrokerRegistration {
+        BrokerRegistration {
+            broker_id: id,
+            incarnation_id: [id as u8; 16],
+            broker_epoch: epoch,
+            endpoints: vec![],
+            rack: None,
+            fenced: true,
+            in_controlled_shutdown: false,
+        }
+    }
+
+    #[test]
+    fn partition_changes_bump_epochs_as_kafka() {
+        let a = [1u8; 16];
+        let mut img = Image::from_records(&[
+            MetadataRecord::Topic {
+                name: "a".into(),
+                topic_id: a,
+            },
+            MetadataRecord::Partition {
+                topic_id: a,
+                partition_id: 0,
+                replicas: vec![1, 2, 3],
+                isr: vec![1, 2, 3],
+                leader: 1,
+                leader_epoch: 0,
+                partition_epoch: 0,
+                shard: 0,
+            },
+        ]);
+        let change = |leader, isr: Option<Vec<i32>>| MetadataRecord::PartitionChange {
+            topic_id: a,
+            partition_id: 0,
+            leader,
+            isr,
+            replicas: None,
+        };
+        // An ISR shrink: the partition epoch moves, the leader epoch does not.
+        img.apply(&change(NO_LEADER_CHANGE, Some(vec![1, 2])));
+        let p = img.topic("a").unwrap().partitions[0].clone();
+        assert_eq!((p.leader, p.leader_epoch, p.partition_epoch), (1, 0, 1));
+        assert_eq!(p.isr, [1, 2]);
+        // A new leader: both move.
+        img.apply(&change(2, Some(vec![2])));
+        let p = img.topic("a").unwrap().partitions[0].clone();
+        assert_eq!((p.leader, p.leader_epoch, p.partition_epoch), (2, 1, 2));
+        // A snapshot keeps all of it.
+        assert_eq!(Image::from_records(&img.to_records()), img);
+        // A change for a partition that does not exist changes nothing.
+        let before = img.clone();
+        img.apply(&MetadataRecord::PartitionChange {
+            topic_id: a,
+            partition_id: 9,
+            leader: 3,
+            isr: None,
+            replicas: None,
+        });
+        assert_eq!(img, before);
+    }
+
+    #[test]
+    fn broker_registrations_change_only_for_their_epoch() {
+        let mut img = Image::default();
+        img.apply(&MetadataRecord::RegisterBroker(registration(1, 10)));
+        img.apply(&MetadataRecord::RegisterBroker(registration(2, 11)));
+        let unfence = |id, epoch| MetadataRecord::BrokerRegistrationChange {
+            broker_id: id,
+            broker_epoch: epoch,
+            fenced: Some(false),
+            in_controlled_shutdown: None,
+        };
+        img.apply(&unfence(1, 10));
+        img.apply(&unfence(2, 99)); // a stale epoch: ignored
+        assert!(!img.brokers[&1].fenced);
+        assert!(img.brokers[&2].fenced);
+        // A restarted broker registers again with a new epoch; the old epoch's unregistration
+        // no longer applies.
+        img.apply(&MetadataRecord::RegisterBroker(registration(1, 12)));
+        img.apply(&MetadataRecord::UnregisterBroker {
+            broker_id: 1,
+            broker_epoch: 10,
+        });
+        assert_eq!(img.brokers[&1].broker_epoch, 12);
+        assert_eq!(Image::from_records(&img.to_records()), img);
+        img.apply(&MetadataRecord::UnregisterBroker {
+            broker_id: 1,
+            broker_epoch: 12,
+        });
+        assert!(!img.brokers.contains_key(&1));
     }
 }

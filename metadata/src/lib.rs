@@ -426,8 +426,10 @@ impl Controller {
                 topic_id,
                 partition_id: p,
                 leader: replicas[0],
+                isr: replicas.clone(),
                 replicas,
                 leader_epoch: 0,
+                partition_epoch: 0,
                 shard: ((self.next_shard + p as u64) % shards) as u16,
             });
         }
@@ -436,14 +438,27 @@ impl Controller {
         Ok(topic_id)
     }
 
-    /// The brokers new replicas may go to. A node with no quorum is the only broker of its
-    /// cluster (it registers nowhere); brokers that register with the quorum replace it here.
+    /// The brokers new replicas may go to: the registered ones not shutting down (Kafka's
+    /// `usableBrokers`). A node with no quorum registers nowhere and is the only broker of
+    /// its cluster.
     fn usable_brokers(&self) -> Vec<placement::UsableBroker> {
-        vec![placement::UsableBroker {
-            id: self.config.node_id,
-            rack: None,
-            fenced: false,
-        }]
+        if self.image.brokers.is_empty() {
+            return vec![placement::UsableBroker {
+                id: self.config.node_id,
+                rack: None,
+                fenced: false,
+            }];
+        }
+        self.image
+            .brokers
+            .values()
+            .filter(|b| !b.in_controlled_shutdown)
+            .map(|b| placement::UsableBroker {
+                id: b.broker_id,
+                rack: b.rack.clone(),
+                fenced: b.fenced,
+            })
+            .collect()
     }
 
     /// CreatePartitions for one topic (Kafka's `ReplicationControlManager
@@ -520,6 +535,8 @@ impl Controller {
                 replicas: vec![node],
                 leader: node,
                 leader_epoch: 0,
+                isr: vec![node],
+                partition_epoch: 0,
                 shard: ((self.next_shard + (p - current) as u64) % shards) as u16,
             })
             .collect();
@@ -940,5 +957,56 @@ mod tests {
         assert_eq!(c.layered_config().unwrap().log_retention_ms, 9000);
         let tc = config::resolve(&c.layered_config().unwrap(), &none()).unwrap();
         assert_eq!(tc.retention_ms, 9000);
+    }
+
+    #[test]
+    fn create_topic_places_replicas_over_the_registered_brokers() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let register = |id: i32, fenced: bool| {
+            MetadataRecord::RegisterBroker(records::BrokerRegistration {
+                broker_id: id,
+                incarnation_id: [id as u8; 16],
+                broker_epoch: 100 + i64::from(id),
+                endpoints: vec![],
+                rack: None,
+                fenced,
+                in_controlled_shutdown: false,
+            })
+        };
+        c.commit(&[register(1, false), register(2, false), register(3, false)])
+            .unwrap();
+        let id = c.create_topic("spread", 6, 3, none(), 2, false).unwrap();
+        let image = c.image();
+        let topic = image.topic_by_id(&id).unwrap();
+        let mut leaders = std::collections::BTreeMap::new();
+        for p in &topic.partitions {
+            let mut replicas = p.replicas.clone();
+            replicas.sort_unstable();
+            assert_eq!(replicas, [1, 2, 3]);
+            assert_eq!(p.isr, p.replicas);
+            assert_eq!(p.leader, p.replicas[0]);
+            *leaders.entry(p.leader).or_insert(0) += 1;
+        }
+        assert_eq!(leaders.into_values().collect::<Vec<_>>(), [2, 2, 2]);
+        let e = c.create_topic("four", 1, 4, none(), 2, false).unwrap_err();
+        assert_eq!(e.error_code(), 38);
+        assert!(
+            e.to_string().contains(
+                "Unable to replicate the partition 4 time(s): The target replication factor of 4 \
+                 cannot be reached because only 3 broker(s) are registered."
+            ),
+            "{e}"
+        );
+        // Fenced brokers hold followers, never leaders; with all fenced nothing is placed.
+        c.commit(&[register(1, true), register(2, true), register(3, true)])
+            .unwrap();
+        let e = c
+            .create_topic("fenced", 1, 1, none(), 2, false)
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("All brokers are currently fenced."),
+            "{e}"
+        );
     }
 }

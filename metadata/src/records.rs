@@ -40,14 +40,41 @@ pub const RESOURCE_BROKER: i8 = 4;
 pub enum MetadataRecord {
     /// TopicRecord (apiKey 2).
     Topic { name: String, topic_id: TopicId },
-    /// PartitionRecord (apiKey 3), plus the owning shard.
+    /// PartitionRecord (apiKey 3), plus the owning shard. Body version 1 added `isr` and
+    /// `partition_epoch` (version 0 bodies read as ISR = replicas, partition epoch 0).
     Partition {
         topic_id: TopicId,
         partition_id: i32,
         replicas: Vec<i32>,
+        isr: Vec<i32>,
         leader: i32,
         leader_epoch: i32,
+        partition_epoch: i32,
         shard: u16,
+    },
+    /// PartitionChangeRecord (apiKey 5): a leader, ISR or replica change of one partition.
+    /// Every change bumps the partition epoch; a change of leader bumps the leader epoch.
+    PartitionChange {
+        topic_id: TopicId,
+        partition_id: i32,
+        /// Kafka's encoding: `NO_LEADER_CHANGE` (-2) keeps the leader, -1 is "no leader".
+        leader: i32,
+        isr: Option<Vec<i32>>,
+        replicas: Option<Vec<i32>>,
+    },
+    /// RegisterBrokerRecord (apiKey 0): a broker registered (KIP-631), with the epoch the
+    /// controller gave this incarnation.
+    RegisterBroker(BrokerRegistration),
+    /// UnregisterBrokerRecord (apiKey 1); applies only to the registration of that epoch.
+    UnregisterBroker { broker_id: i32, broker_epoch: i64 },
+    /// BrokerRegistrationChangeRecord (apiKey 17): fenced or unfenced, entering controlled
+    /// shutdown; `None` keeps the current value. Applies only to the registration of that
+    /// epoch.
+    BrokerRegistrationChange {
+        broker_id: i32,
+        broker_epoch: i64,
+        fenced: Option<bool>,
+        in_controlled_shutdown: Option<bool>,
     },
     /// ConfigRecord (apiKey 4). `value: None` deletes the key.
     Config {
@@ -65,6 +92,33 @@ pub enum MetadataRecord {
         broker_epoch: i64,
         next_producer_id: i64,
     },
+}
+
+/// PartitionChangeRecord's leader value for "unchanged".
+pub const NO_LEADER_CHANGE: i32 = -2;
+
+/// A listener a broker is reached at (RegisterBrokerRecord's EndPoints).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerEndpoint {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+    /// Kafka's SecurityProtocol id (0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL).
+    pub security_protocol: i16,
+}
+
+/// One broker's registration (RegisterBrokerRecord's fields).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerRegistration {
+    pub broker_id: i32,
+    /// Random per process start: tells a restarted broker from a retried registration.
+    pub incarnation_id: [u8; 16],
+    /// Given by the controller at registration; heartbeats and changes name it.
+    pub broker_epoch: i64,
+    pub endpoints: Vec<BrokerEndpoint>,
+    pub rack: Option<String>,
+    pub fenced: bool,
+    pub in_controlled_shutdown: bool,
 }
 
 /// One log entry: offset, Raft term/epoch (0 until replication exists) and the record.
@@ -92,11 +146,19 @@ pub enum DecodeError {
     Malformed(&'static str),
 }
 
+const TYPE_REGISTER_BROKER: u8 = 0;
+const TYPE_UNREGISTER_BROKER: u8 = 1;
 const TYPE_TOPIC: u8 = 2;
 const TYPE_PARTITION: u8 = 3;
 const TYPE_CONFIG: u8 = 4;
+const TYPE_PARTITION_CHANGE: u8 = 5;
 const TYPE_REMOVE_TOPIC: u8 = 9;
 const TYPE_PRODUCER_IDS: u8 = 15;
+const TYPE_BROKER_REGISTRATION_CHANGE: u8 = 17;
+
+/// A record's replica list, ISR or endpoint count above this is corruption (Kafka caps a
+/// replication factor far lower; this bounds what a damaged body can make us allocate).
+const MAX_LIST: usize = 1 << 16;
 
 impl MetadataRecord {
     /// Kafka metadata apiKey of this record.
@@ -107,12 +169,19 @@ impl MetadataRecord {
             MetadataRecord::Config { .. } => TYPE_CONFIG,
             MetadataRecord::RemoveTopic { .. } => TYPE_REMOVE_TOPIC,
             MetadataRecord::ProducerIds { .. } => TYPE_PRODUCER_IDS,
+            MetadataRecord::PartitionChange { .. } => TYPE_PARTITION_CHANGE,
+            MetadataRecord::RegisterBroker(_) => TYPE_REGISTER_BROKER,
+            MetadataRecord::UnregisterBroker { .. } => TYPE_UNREGISTER_BROKER,
+            MetadataRecord::BrokerRegistrationChange { .. } => TYPE_BROKER_REGISTRATION_CHANGE,
         }
     }
 
     /// Body version written (bump when a body layout changes; decode keeps reading old ones).
     pub fn version(&self) -> u8 {
-        0
+        match self {
+            MetadataRecord::Partition { .. } => 1,
+            _ => 0,
+        }
     }
 
     /// Appends the body (no frame) to `buf`.
@@ -126,19 +195,70 @@ impl MetadataRecord {
                 topic_id,
                 partition_id,
                 replicas,
+                isr,
                 leader,
                 leader_epoch,
+                partition_epoch,
                 shard,
             } => {
                 buf.extend_from_slice(topic_id);
                 buf.extend_from_slice(&partition_id.to_be_bytes());
-                buf.extend_from_slice(&(replicas.len() as u32).to_be_bytes());
-                for r in replicas {
-                    buf.extend_from_slice(&r.to_be_bytes());
-                }
+                put_ids(buf, replicas);
                 buf.extend_from_slice(&leader.to_be_bytes());
                 buf.extend_from_slice(&leader_epoch.to_be_bytes());
                 buf.extend_from_slice(&shard.to_be_bytes());
+                // Version 1.
+                put_ids(buf, isr);
+                buf.extend_from_slice(&partition_epoch.to_be_bytes());
+            }
+            MetadataRecord::PartitionChange {
+                topic_id,
+                partition_id,
+                leader,
+                isr,
+                replicas,
+            } => {
+                buf.extend_from_slice(topic_id);
+                buf.extend_from_slice(&partition_id.to_be_bytes());
+                buf.extend_from_slice(&leader.to_be_bytes());
+                put_optional_ids(buf, isr.as_deref());
+                put_optional_ids(buf, replicas.as_deref());
+            }
+            MetadataRecord::RegisterBroker(b) => {
+                buf.extend_from_slice(&b.broker_id.to_be_bytes());
+                buf.extend_from_slice(&b.incarnation_id);
+                buf.extend_from_slice(&b.broker_epoch.to_be_bytes());
+                buf.extend_from_slice(&(b.endpoints.len() as u32).to_be_bytes());
+                for e in &b.endpoints {
+                    put_str(buf, &e.name);
+                    put_str(buf, &e.host);
+                    buf.extend_from_slice(&e.port.to_be_bytes());
+                    buf.extend_from_slice(&e.security_protocol.to_be_bytes());
+                }
+                match &b.rack {
+                    None => buf.extend_from_slice(&(-1i32).to_be_bytes()),
+                    Some(r) => put_str(buf, r),
+                }
+                buf.push(u8::from(b.fenced));
+                buf.push(u8::from(b.in_controlled_shutdown));
+            }
+            MetadataRecord::UnregisterBroker {
+                broker_id,
+                broker_epoch,
+            } => {
+                buf.extend_from_slice(&broker_id.to_be_bytes());
+                buf.extend_from_slice(&broker_epoch.to_be_bytes());
+            }
+            MetadataRecord::BrokerRegistrationChange {
+                broker_id,
+                broker_epoch,
+                fenced,
+                in_controlled_shutdown,
+            } => {
+                buf.extend_from_slice(&broker_id.to_be_bytes());
+                buf.extend_from_slice(&broker_epoch.to_be_bytes());
+                buf.push(tri_state(*fenced));
+                buf.push(tri_state(*in_controlled_shutdown));
             }
             MetadataRecord::Config {
                 resource_type,
@@ -171,11 +291,20 @@ impl MetadataRecord {
     pub fn decode_body(record_type: u8, version: u8, body: &[u8]) -> Result<Self, DecodeError> {
         if !matches!(
             record_type,
-            TYPE_TOPIC | TYPE_PARTITION | TYPE_CONFIG | TYPE_REMOVE_TOPIC | TYPE_PRODUCER_IDS
+            TYPE_TOPIC
+                | TYPE_PARTITION
+                | TYPE_CONFIG
+                | TYPE_REMOVE_TOPIC
+                | TYPE_PRODUCER_IDS
+                | TYPE_PARTITION_CHANGE
+                | TYPE_REGISTER_BROKER
+                | TYPE_UNREGISTER_BROKER
+                | TYPE_BROKER_REGISTRATION_CHANGE
         ) {
             return Err(DecodeError::UnknownType(record_type));
         }
-        if version != 0 {
+        let newest = if record_type == TYPE_PARTITION { 1 } else { 0 };
+        if version > newest {
             return Err(DecodeError::UnsupportedVersion {
                 record_type,
                 version,
@@ -190,21 +319,71 @@ impl MetadataRecord {
             TYPE_PARTITION => {
                 let topic_id = r.uuid()?;
                 let partition_id = r.i32()?;
-                let n = r.u32()? as usize;
-                // Bound the allocation by what is actually there.
-                if n > r.buf.len() / 4 {
-                    return Err(DecodeError::Malformed("replica count"));
-                }
-                let replicas = (0..n).map(|_| r.i32()).collect::<Result<Vec<_>, _>>()?;
+                let replicas = r.ids()?;
+                let leader = r.i32()?;
+                let leader_epoch = r.i32()?;
+                let shard = r.u16()?;
+                let (isr, partition_epoch) = if version >= 1 {
+                    (r.ids()?, r.i32()?)
+                } else {
+                    (replicas.clone(), 0)
+                };
                 MetadataRecord::Partition {
                     topic_id,
                     partition_id,
                     replicas,
-                    leader: r.i32()?,
-                    leader_epoch: r.i32()?,
-                    shard: r.u16()?,
+                    isr,
+                    leader,
+                    leader_epoch,
+                    partition_epoch,
+                    shard,
                 }
             }
+            TYPE_PARTITION_CHANGE => MetadataRecord::PartitionChange {
+                topic_id: r.uuid()?,
+                partition_id: r.i32()?,
+                leader: r.i32()?,
+                isr: r.optional_ids()?,
+                replicas: r.optional_ids()?,
+            },
+            TYPE_REGISTER_BROKER => {
+                let broker_id = r.i32()?;
+                let incarnation_id = r.uuid()?;
+                let broker_epoch = r.i64()?;
+                let n = r.u32()? as usize;
+                if n > MAX_LIST || n > r.buf.len() {
+                    return Err(DecodeError::Malformed("endpoint count"));
+                }
+                let endpoints = (0..n)
+                    .map(|_| {
+                        Ok(BrokerEndpoint {
+                            name: r.string()?,
+                            host: r.string()?,
+                            port: r.u16()?,
+                            security_protocol: r.u16()? as i16,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, DecodeError>>()?;
+                MetadataRecord::RegisterBroker(BrokerRegistration {
+                    broker_id,
+                    incarnation_id,
+                    broker_epoch,
+                    endpoints,
+                    rack: r.nullable_string()?,
+                    fenced: r.bool()?,
+                    in_controlled_shutdown: r.bool()?,
+                })
+            }
+            TYPE_UNREGISTER_BROKER => MetadataRecord::UnregisterBroker {
+                broker_id: r.i32()?,
+                broker_epoch: r.i64()?,
+            },
+            TYPE_BROKER_REGISTRATION_CHANGE => MetadataRecord::BrokerRegistrationChange {
+                broker_id: r.i32()?,
+                broker_epoch: r.i64()?,
+                fenced: r.tri_state()?,
+                in_controlled_shutdown: r.tri_state()?,
+            },
             TYPE_CONFIG => MetadataRecord::Config {
                 resource_type: r.u8()? as i8,
                 resource_name: r.string()?,
@@ -291,6 +470,30 @@ pub fn decode_entry(buf: &[u8]) -> Result<(LogEntry, usize), DecodeError> {
     ))
 }
 
+fn put_ids(buf: &mut Vec<u8>, ids: &[i32]) {
+    buf.extend_from_slice(&(ids.len() as u32).to_be_bytes());
+    for id in ids {
+        buf.extend_from_slice(&id.to_be_bytes());
+    }
+}
+
+/// A nullable list: count -1 is "no change".
+fn put_optional_ids(buf: &mut Vec<u8>, ids: Option<&[i32]>) {
+    match ids {
+        None => buf.extend_from_slice(&(-1i32).to_be_bytes()),
+        Some(ids) => put_ids(buf, ids),
+    }
+}
+
+/// Kafka's int8 flags of BrokerRegistrationChangeRecord: 0 unchanged, 1 set, -1 cleared.
+fn tri_state(v: Option<bool>) -> u8 {
+    match v {
+        None => 0,
+        Some(true) => 1,
+        Some(false) => (-1i8) as u8,
+    }
+}
+
 fn put_str(buf: &mut Vec<u8>, s: &str) {
     buf.extend_from_slice(&(s.len() as u32).to_be_bytes());
     buf.extend_from_slice(s.as_bytes());
@@ -336,6 +539,43 @@ impl<'a> Reader<'a> {
     fn i32(&mut self) -> Result<i32, DecodeError> {
         Ok(self.u32()? as i32)
     }
+    fn bool(&mut self) -> Result<bool, DecodeError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(DecodeError::Malformed("boolean")),
+        }
+    }
+    fn tri_state(&mut self) -> Result<Option<bool>, DecodeError> {
+        match self.u8()? as i8 {
+            0 => Ok(None),
+            1 => Ok(Some(true)),
+            -1 => Ok(Some(false)),
+            _ => Err(DecodeError::Malformed("flag")),
+        }
+    }
+    /// A list of broker ids, its length bounded by `MAX_LIST` and by the bytes there.
+    fn ids(&mut self) -> Result<Vec<i32>, DecodeError> {
+        let n = self.u32()? as usize;
+        if n > MAX_LIST || n > self.buf.len() / 4 {
+            return Err(DecodeError::Malformed("id count"));
+        }
+        (0..n).map(|_| self.i32()).collect()
+    }
+    fn optional_ids(&mut self) -> Result<Option<Vec<i32>>, DecodeError> {
+        let n = self.i32()?;
+        if n == -1 {
+            return Ok(None);
+        }
+        let n = usize::try_from(n).map_err(|_| DecodeError::Malformed("negative id count"))?;
+        if n > MAX_LIST || n > self.buf.len() / 4 {
+            return Err(DecodeError::Malformed("id count"));
+        }
+        (0..n)
+            .map(|_| self.i32())
+            .collect::<Result<_, _>>()
+            .map(Some)
+    }
     fn uuid(&mut self) -> Result<TopicId, DecodeError> {
         Ok(self
             .take(16)?
@@ -379,6 +619,8 @@ mod tests {
                 replicas: vec![1, 2, 3],
                 leader: 1,
                 leader_epoch: 5,
+                isr: vec![1, 2],
+                partition_epoch: 0,
                 shard: 2,
             },
             MetadataRecord::Partition {
@@ -387,6 +629,8 @@ mod tests {
                 replicas: vec![],
                 leader: -1,
                 leader_epoch: -1,
+                isr: vec![],
+                partition_epoch: 0,
                 shard: u16::MAX,
             },
             MetadataRecord::Config {
@@ -413,7 +657,87 @@ mod tests {
                 broker_epoch: -1,
                 next_producer_id: 5000,
             },
+            MetadataRecord::PartitionChange {
+                topic_id: id,
+                partition_id: 3,
+                leader: NO_LEADER_CHANGE,
+                isr: Some(vec![1]),
+                replicas: None,
+            },
+            MetadataRecord::PartitionChange {
+                topic_id: id,
+                partition_id: 0,
+                leader: 2,
+                isr: None,
+                replicas: Some(vec![]),
+            },
+            MetadataRecord::RegisterBroker(BrokerRegistration {
+                broker_id: 2,
+                incarnation_id: [9; 16],
+                broker_epoch: 77,
+                endpoints: vec![
+                    BrokerEndpoint {
+                        name: "PLAINTEXT".into(),
+                        host: "10.0.0.2".into(),
+                        port: 9092,
+                        security_protocol: 0,
+                    },
+                    BrokerEndpoint {
+                        name: "SSL".into(),
+                        host: "h".into(),
+                        port: u16::MAX,
+                        security_protocol: 1,
+                    },
+                ],
+                rack: Some("rack-a".into()),
+                fenced: true,
+                in_controlled_shutdown: false,
+            }),
+            MetadataRecord::UnregisterBroker {
+                broker_id: 2,
+                broker_epoch: 77,
+            },
+            MetadataRecord::BrokerRegistrationChange {
+                broker_id: 2,
+                broker_epoch: 77,
+                fenced: Some(false),
+                in_controlled_shutdown: None,
+            },
+            MetadataRecord::BrokerRegistrationChange {
+                broker_id: 3,
+                broker_epoch: 1,
+                fenced: Some(true),
+                in_controlled_shutdown: Some(true),
+            },
         ]
+    }
+
+    /// A PartitionRecord written before body version 1 (no ISR, no partition epoch) reads as
+    /// ISR = replicas, partition epoch 0: data directories of earlier releases still open.
+    #[test]
+    fn partition_body_version_0_still_reads() {
+        let mut body = Vec::new();
+        body.extend_from_slice(&[7u8; 16]);
+        body.extend_from_slice(&4i32.to_be_bytes());
+        put_ids(&mut body, &[1, 2]);
+        body.extend_from_slice(&1i32.to_be_bytes());
+        body.extend_from_slice(&3i32.to_be_bytes());
+        body.extend_from_slice(&5u16.to_be_bytes());
+        let rec = MetadataRecord::decode_body(TYPE_PARTITION, 0, &body).unwrap();
+        assert_eq!(
+            rec,
+            MetadataRecord::Partition {
+                topic_id: [7; 16],
+                partition_id: 4,
+                replicas: vec![1, 2],
+                isr: vec![1, 2],
+                leader: 1,
+                leader_epoch: 3,
+                partition_epoch: 0,
+                shard: 5,
+            }
+        );
+        assert!(MetadataRecord::decode_body(TYPE_PARTITION, 2, &body).is_err());
     }
 
     #[test]
@@ -476,15 +800,16 @@ mod tests {
         for _ in 0..20_000 {
             let len = (next() % 64) as usize;
             let mut body: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-            for ty in [2u8, 3, 4, 9, 0, 255] {
+            for ty in [2u8, 3, 4, 9, 0, 1, 5, 15, 17, 255] {
                 let _ = MetadataRecord::decode_body(ty, 0, &body);
+                let _ = MetadataRecord::decode_body(ty, 1, &body);
             }
             // Also as a frame with a valid crc, so the body decoder is reached.
             if body.len() >= FRAME_PREFIX + FRAME_HEADER {
                 let n = body.len() - FRAME_PREFIX;
                 body[0..4].copy_from_slice(&(n as u32).to_be_bytes());
-                body[FRAME_PREFIX] = [2u8, 3, 4, 9][(next() % 4) as usize];
-                body[FRAME_PREFIX + 1] = 0;
+                body[FRAME_PREFIX] = [0u8, 1, 2, 3, 4, 5, 9, 15, 17][(next() % 9) as usize];
+                body[FRAME_PREFIX + 1] = (next() % 2) as u8;
                 let crc = crc32c::crc32c(&body[FRAME_PREFIX..]);
                 body[4..8].copy_from_slice(&crc.to_be_bytes());
             }

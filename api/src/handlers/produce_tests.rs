@@ -32,6 +32,8 @@ fn image() -> Image {
         replicas: vec![1],
         leader: 1,
         leader_epoch: 0,
+        isr: vec![1],
+        partition_epoch: 0,
         shard,
     };
     let mut image = Image::default();
