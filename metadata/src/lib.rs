@@ -9,7 +9,9 @@
 //! Single node for now. A later Raft layer replicates the very same records (hence the
 //! epoch field in each log entry and Kafka's record shapes).
 
+pub mod broker_lifecycle;
 pub mod image;
+pub mod leadership;
 pub mod log;
 pub mod placement;
 pub mod records;
