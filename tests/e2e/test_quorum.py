@@ -107,3 +107,25 @@ def test_admin_command_prints_what_kafkas_tool_prints(broker):
 
     (line,) = metadata_quorum(broker.bootstrap, "--status", "--json").splitlines()
     assert json.loads(line)["leader_id"] == 1
+
+
+def test_replication_factor_beyond_the_registered_brokers(broker):
+    """Placement answers as Kafka's controller: a node with no quorum is its cluster's only
+    broker, so three replicas cannot be placed (INVALID_REPLICATION_FACTOR, Kafka's words)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import NewTopic
+
+    from e2e_helpers import admin
+
+    a = admin(broker.bootstrap)  # kept alive: a collected client cancels its futures
+    fs = a.create_topics(
+        [NewTopic(unique("rf3"), num_partitions=2, replication_factor=3)], operation_timeout=10)
+    (f,) = fs.values()
+    try:
+        f.result(timeout=30)
+        raise AssertionError("three replicas were placed on one broker")
+    except KafkaException as e:
+        err = e.args[0]
+        assert err.name() == "INVALID_REPLICATION_FACTOR", err
+        assert ("The target replication factor of 3 cannot be reached because only 1 "
+                "broker(s) are registered.") in err.str(), err.str()
