@@ -88,7 +88,7 @@ impl MetadataLog {
     /// Opens (creating if needed) the log in `dir`. Returns the log and the records to replay:
     /// the newest valid snapshot's records followed by the log entries after it.
     pub fn open(disk: &Disk, dir: &Path) -> Result<(MetadataLog, Vec<MetadataRecord>), LogError> {
-        disk.create_dir_all(dir)?;
+        create_dir_durably(disk, dir)?;
         let mut snaps = Vec::new();
         let mut logs = Vec::new();
         // (Names that are not UTF-8 are not ours: `read_dir` leaves them out.)
@@ -391,6 +391,29 @@ impl MetadataLog {
     }
 }
 
+/// `create_dir_all`, then an fsync of the parent of each directory it created and of `dir`'s
+/// own parent: without it a power loss may forget the directory, and with it every record
+/// appended (and fsynced) inside (found by the simulation). `dir`'s parent is synced even when
+/// `dir` exists, since an earlier open may have created it and died before its sync (one
+/// fsync per start).
+fn create_dir_durably(disk: &Disk, dir: &Path) -> std::io::Result<()> {
+    let mut missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !disk.exists(d))
+        .collect();
+    if missing.first() != Some(&dir) {
+        missing.insert(0, dir);
+    }
+    disk.create_dir_all(dir)?;
+    // Outermost first, so each parent's own entry is durable before its child's.
+    for created in missing.iter().rev() {
+        if let Some(parent) = created.parent().filter(|p| !p.as_os_str().is_empty()) {
+            disk.sync_dir_blocking(parent)?;
+        }
+    }
+    Ok(())
+}
+
 /// Reads and fully validates a snapshot file: (offset, records).
 fn read_snapshot(disk: &Disk, path: &Path) -> Result<(u64, Vec<MetadataRecord>), LogError> {
     let corrupt = |reason: String| LogError::Corrupt {
@@ -587,6 +610,48 @@ mod tests {
         fs::write(&p, &data[..n - 1]).unwrap();
         assert!(MetadataLog::open(&Disk::Real, dir.path()).is_err());
         assert!(!tmp.exists());
+    }
+
+    /// A snapshot that fails after creating its new log file: appending on in the old file
+    /// would hide those records behind the empty newer file at the next open.
+    #[test]
+    fn snapshot_failing_after_its_new_file_poisons() {
+        use storage::sim::FaultOp;
+        let sim = storage::SimDisk::new(1);
+        let disk = Disk::Sim(sim.clone());
+        let dir = Path::new("/data/meta");
+        let (mut log, _) = MetadataLog::open(&disk, dir).unwrap();
+        log.append(&[topic(1), topic(2)]).unwrap();
+        // Truncations: the snapshot's temp file, then the new log file's.
+        sim.fail_nth(FaultOp::Truncate, 1, 5);
+        assert!(log
+            .snapshot(&Image::from_records(&[topic(1), topic(2)]))
+            .is_err());
+        assert!(disk.exists(&dir.join(log_name(2))));
+        assert!(matches!(log.append(&[topic(3)]), Err(LogError::Poisoned)));
+        drop(log);
+        sim.power_loss();
+        let (log, recs) = MetadataLog::open(&disk, dir).unwrap();
+        assert_eq!(
+            Image::from_records(&recs).topics_by_name,
+            Image::from_records(&[topic(1), topic(2)]).topics_by_name
+        );
+        assert_eq!(log.next_offset(), 2);
+    }
+
+    /// The log's directory, created by the first open, survives a power loss with the
+    /// records inside it.
+    #[test]
+    fn new_directory_is_durable() {
+        let sim = storage::SimDisk::new(3);
+        let disk = Disk::Sim(sim.clone());
+        let dir = Path::new("/data/a/meta");
+        let (mut log, _) = MetadataLog::open(&disk, dir).unwrap();
+        log.append(&[topic(1)]).unwrap();
+        drop(log);
+        sim.power_loss();
+        let (_, recs) = MetadataLog::open(&disk, dir).unwrap();
+        assert_eq!(recs, vec![topic(1)]);
     }
 
     #[test]
