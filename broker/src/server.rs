@@ -68,7 +68,8 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     } else {
         usize::from(config.num_shards)
     };
-    let metadata_dir = metadata::default_dir(&data_dir);
+    // `metadata.log.dir`, else the data directory (Kafka's rule).
+    let metadata_dir = metadata::default_dir(config.metadata_log_dir());
     if config.listeners.is_empty() {
         return Err(anyhow!("no listener configured"));
     }
