@@ -68,8 +68,24 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     } else {
         usize::from(config.num_shards)
     };
-    // `metadata.log.dir`, else the data directory (Kafka's rule).
-    let metadata_dir = metadata::default_dir(config.metadata_log_dir());
+    // `metadata.log.dir`, else the data directory (Kafka's rule). One apart from the data
+    // directory is locked the same way (Kafka locks every log directory): two brokers on one
+    // metadata log would interleave their appends.
+    let (metadata_parent, _metadata_dir_lock) = match &config.metadata_log_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating metadata.log.dir {}", dir.display()))?;
+            let absolute = std::fs::canonicalize(dir)
+                .with_context(|| format!("resolving metadata.log.dir {}", dir.display()))?;
+            // The data directory itself is locked already (a second lock would be refused).
+            let lock = (absolute != data_dir)
+                .then(|| lock_data_dir(&absolute))
+                .transpose()?;
+            (absolute, lock)
+        }
+        None => (data_dir.clone(), None),
+    };
+    let metadata_dir = metadata::default_dir(&metadata_parent);
     if config.listeners.is_empty() {
         return Err(anyhow!("no listener configured"));
     }
