@@ -15,7 +15,7 @@
 //! - at most the one append that failed (a failure poisons the log) is there besides, and
 //!   only a prefix of its records;
 //! - the log opens: a torn tail is truncated; it is never refused after a crash or a power
-//!   loss (an open may fail only while an injected fault is armed).
+//!   loss (an open may fail only when an injected fault fires during it).
 //!
 //! Time-boxed like the partition log's simulation: seeds for `SIM_SECONDS` (default 3), a
 //! fixed sequence of at most `SIM_RUNS` (default 2,000) so CI is reproducible, or from a
@@ -118,22 +118,26 @@ struct Run {
     acked: u64,
     /// Records of the failed append that may or may not be on disk, after `acked`.
     maybe: u64,
-    /// A fault scheduled and not yet cleared by a crash or power loss.
+    /// A fault is scheduled (not yet cleared by a crash or power loss)...
     armed: bool,
+    /// ... and had not fired while `faults_injected` was still this.
+    injected_at_arm: u64,
     stats: Stats,
 }
 
 impl Run {
-    /// Opens the log and checks it against the model; an open refused while a fault is armed
-    /// is retried after a crash (which clears it), any other refusal is the failure.
+    /// Opens the log and checks it against the model; an open refused because an injected
+    /// fault fired during it is retried after a crash (which clears faults), any other
+    /// refusal is the failure.
     fn reopen(&mut self) -> MetadataLog {
         loop {
+            let injected = self.sim.faults_injected();
             match MetadataLog::open(&self.disk, Path::new(DIR)) {
                 Ok((log, records)) => {
                     self.check(&log, &records);
                     return log;
                 }
-                Err(e) if self.armed => {
+                Err(e) if self.sim.faults_injected() > injected => {
                     trace!("open refused under an injected fault: {e}");
                     self.stats.refused_opens += 1;
                     self.sim.crash();
@@ -179,8 +183,37 @@ impl Run {
         self.maybe = 0;
     }
 
-    /// Schedules one EIO / ENOSPC on one of the next few calls of a drawn kind.
+    /// Schedules an EIO at one drawn step of the coming snapshot: its temporary file (open,
+    /// truncate, write, fdatasync), the rename, the directory sync, then the new log file
+    /// (open, truncate, fdatasync, directory sync). Drawn at random among every kind of call
+    /// instead, a fault would rarely land inside the snapshot's window.
+    fn arm_snapshot_fault(&mut self) {
+        const STEPS: [(FaultOp, u64); 10] = [
+            (FaultOp::Open, 0),
+            (FaultOp::Truncate, 0),
+            (FaultOp::Write, 0),
+            (FaultOp::Sync, 0),
+            (FaultOp::Rename, 0),
+            (FaultOp::SyncDir, 0),
+            (FaultOp::Open, 1),
+            (FaultOp::Truncate, 1),
+            (FaultOp::Sync, 1),
+            (FaultOp::SyncDir, 1),
+        ];
+        let (op, n) = STEPS[self.rng.below(STEPS.len() as u64) as usize];
+        trace!("fault: snapshot's {op:?} call {n} fails");
+        self.sim.fail_nth(op, n, EIO);
+        self.armed = true;
+        self.injected_at_arm = self.sim.faults_injected();
+        self.stats.faults += 1;
+    }
+
+    /// Schedules one EIO / ENOSPC on one of the next few calls of a drawn kind, unless one
+    /// is still waiting to fire (faults piling up would all fire on the first calls).
     fn arm_fault(&mut self) {
+        if self.armed && self.sim.faults_injected() == self.injected_at_arm {
+            return;
+        }
         const OPS: [FaultOp; 6] = [
             FaultOp::Open,
             FaultOp::Write,
@@ -199,6 +232,7 @@ impl Run {
         trace!("fault: {op:?} call {n} fails with errno {errno}");
         self.sim.fail_nth(op, n, errno);
         self.armed = true;
+        self.injected_at_arm = self.sim.faults_injected();
         self.stats.faults += 1;
     }
 }
@@ -223,6 +257,7 @@ fn run_seed(seed: u64) -> Stats {
         acked: 0,
         maybe: 0,
         armed: false,
+        injected_at_arm: 0,
         stats: Stats::default(),
     };
     let mut log = run.reopen();
@@ -251,6 +286,10 @@ fn run_seed(seed: u64) -> Stats {
                 }
             }
             60..=69 => {
+                // A snapshot is several files and directory syncs: often fail one of them.
+                if run.rng.chance(1, 3) {
+                    run.arm_snapshot_fault();
+                }
                 let image = image_of(run.acked);
                 match log.snapshot(&image) {
                     Ok(()) => {
