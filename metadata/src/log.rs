@@ -19,7 +19,10 @@
 //! the snapshot are deleted, as are older snapshots. Open loads the newest valid snapshot and
 //! replays entries after it; a torn tail of the newest log file (crash mid-append) is
 //! truncated. Corruption elsewhere, or a gap in offsets, refuses to open: silently dropping
-//! committed metadata would lose topics.
+//! committed metadata would lose topics. Open then makes durable what it read (the directory
+//! and its entries, the newest file's length), so a power loss later cannot change the log
+//! under the records replayed; after an I/O error the log is poisoned until reopened.
+//! `tests/sim_log.rs` checks all this on `SimDisk` (power loss at any step, injected faults).
 
 use std::path::{Path, PathBuf};
 

@@ -3,8 +3,9 @@
 //! Each run draws, from one seed, a sequence of appends (1 to 4 records), snapshots, clean
 //! restarts, crashes (kill -9: page cache kept), power losses (unsynced data lost, torn or
 //! kept at random; unsynced metadata operations lost or kept) and injected EIO / ENOSPC
-//! faults on the next few disk calls of a kind, which stop an append, a snapshot or an open
-//! part-way: with a power loss after it, that is power lost at that point of the call.
+//! faults on the next few disk calls of a kind (or, before a third of the snapshots, at a
+//! drawn step of that snapshot), which stop an append, a snapshot or an open part-way: with
+//! a power loss after it, that is power lost at that point of the call.
 //!
 //! The record at offset `i` is a function of `i` alone (`record`), and the image they build
 //! depends on every one of them and on their order, so comparing the reopened log's image
