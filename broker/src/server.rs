@@ -53,6 +53,14 @@ fn install_signal_handlers() {
 }
 
 pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
+    // A controller-only node is a quorum member and nothing else; the quorum is not built
+    // yet, so there would be nothing to run (its listeners are not the broker's).
+    if !config.quorum.roles.is_broker() {
+        return Err(anyhow!(
+            "process.roles=controller: a controller-only node needs the metadata quorum, which \
+             this broker does not run yet; use process.roles=broker,controller"
+        ));
+    }
     let data_dir = resolve_data_dir(&mut config)?;
     tracing::info!(data_dir = %data_dir.display(), "data directory");
     // Held until the process exits: two brokers on one data directory would corrupt it.

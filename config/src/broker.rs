@@ -38,10 +38,12 @@ pub struct BrokerConfig {
     pub quorum: crate::QuorumConfig,
     /// `metadata.log.dir` (see [`BrokerConfig::metadata_log_dir`]).
     pub metadata_log_dir: Option<PathBuf>,
-    /// Every listener, controller listeners included (see
-    /// [`crate::QuorumConfig::is_controller_listener`]).
+    /// The listeners the broker serves the Kafka API on: `listeners` less the controller
+    /// listeners (Kafka's data-plane listeners), which belong to the quorum
+    /// (`quorum.controller_listener`).
     pub listeners: Vec<Listener>,
-    /// Matched to `listeners` by name (see [`BrokerConfig::advertised_for`]).
+    /// Matched to `listeners` by name (see [`BrokerConfig::advertised_for`]); controller
+    /// listeners left out, as Kafka's `effectiveAdvertisedBrokerListeners`.
     pub advertised_listeners: Vec<Listener>,
     /// The SSL listeners' `ssl.*` settings.
     pub ssl: SslConfig,
@@ -296,6 +298,14 @@ impl BrokerConfig {
                 )?,
             ],
         })?;
+        // Checked over every listener (ports, names) above; from here the broker's own.
+        let broker_only = |all: Vec<Listener>| -> Vec<Listener> {
+            all.into_iter()
+                .filter(|l| !quorum.is_controller_listener(&l.name))
+                .collect()
+        };
+        let listeners = broker_only(listeners);
+        let advertised_listeners = broker_only(advertised_listeners);
         let dirs = set("log.dirs")
             .or(set("log.dir"))
             .or(get("log.dirs"))

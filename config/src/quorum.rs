@@ -648,8 +648,12 @@ mod tests {
         assert_eq!(l.advertised.as_ref().unwrap().host, "localhost");
         assert!(q.is_controller_listener("CONTROLLER"));
         assert!(!q.is_controller_listener("PLAINTEXT"));
-        // The controller listener is still among `listeners` (bound by whoever serves it).
-        assert_eq!(c.listeners.len(), 2);
+        // The broker serves (and advertises) only its own listener; the controller listener
+        // is the quorum's.
+        let names = |ls: &[Listener]| ls.iter().map(|l| l.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&c.listeners), vec!["PLAINTEXT"]);
+        assert_eq!(names(&c.advertised_listeners), vec!["PLAINTEXT"]);
+        assert_eq!(c.advertised_for("PLAINTEXT").host, "localhost");
     }
 
     #[test]
