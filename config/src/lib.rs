@@ -18,7 +18,8 @@
 //!
 //! Defaults alone give an embedded single node: `node.id=1`,
 //! `listeners=PLAINTEXT://127.0.0.1:9092` (Kafka's default binds all interfaces; we don't, on
-//! purpose) and `log.dirs=./data`.
+//! purpose) and `log.dirs=./data`. Without `process.roles` that node is a combined broker and
+//! controller that is its own quorum; with it, Kafka's KRaft rules apply (`quorum`).
 //!
 //! Example `server.properties`:
 //!
