@@ -1,5 +1,6 @@
-//! Start-up and shutdown: open the metadata log, start one glommio executor per shard pinned
-//! to its core, connect the mesh, open each shard's partitions, and once every shard has
+//! Start-up and shutdown: start one glommio executor per shard pinned to its core (shard 0,
+//! the metadata core, first: it opens the metadata log and hands the replayed image to the
+//! others), connect the mesh, open each shard's partitions, and once every shard has
 //! opened its own (Kafka finishes log recovery before its socket server accepts), listen on
 //! every listener's port with SO_REUSEPORT on every shard (the kernel spreads connections;
 //! SSL listeners handshake first, see `tls`); on
@@ -52,6 +53,14 @@ fn install_signal_handlers() {
 }
 
 pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
+    // A controller-only node is a quorum member and nothing else; the quorum is not built
+    // yet, so there would be nothing to run (its listeners are not the broker's).
+    if !config.quorum.roles.is_broker() {
+        return Err(anyhow!(
+            "process.roles=controller: a controller-only node needs the metadata quorum, which \
+             this broker does not run yet; use process.roles=broker,controller"
+        ));
+    }
     let data_dir = resolve_data_dir(&mut config)?;
     tracing::info!(data_dir = %data_dir.display(), "data directory");
     // Held until the process exits: two brokers on one data directory would corrupt it.
@@ -67,16 +76,24 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     } else {
         usize::from(config.num_shards)
     };
-    let metadata_dir = metadata::default_dir(&data_dir);
-    let controller = Controller::open(&metadata_dir, config.clone())
-        .with_context(|| format!("opening the metadata log in {}", metadata_dir.display()))?;
-    let image = controller.image();
-    tracing::info!(
-        topics = image.topics_by_name.len(),
-        shards = shard_count,
-        data_dir = %data_dir.display(),
-        "metadata replayed"
-    );
+    // `metadata.log.dir`, else the data directory (Kafka's rule). One apart from the data
+    // directory is locked the same way (Kafka locks every log directory): two brokers on one
+    // metadata log would interleave their appends.
+    let (metadata_parent, _metadata_dir_lock) = match &config.metadata_log_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating metadata.log.dir {}", dir.display()))?;
+            let absolute = std::fs::canonicalize(dir)
+                .with_context(|| format!("resolving metadata.log.dir {}", dir.display()))?;
+            // The data directory itself is locked already (a second lock would be refused).
+            let lock = (absolute != data_dir)
+                .then(|| lock_data_dir(&absolute))
+                .transpose()?;
+            (absolute, lock)
+        }
+        None => (data_dir.clone(), None),
+    };
+    let metadata_dir = metadata::default_dir(&metadata_parent);
     if config.listeners.is_empty() {
         return Err(anyhow!("no listener configured"));
     }
@@ -120,13 +137,26 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     let config = Arc::new(config);
     let opened = Arc::new(StartupBarrier::new(shard_count));
     let (ready_sender, ready_receiver) = mpsc::channel::<Result<usize, String>>();
-    let mut controller = Some(controller);
+    let (image_sender, image_receiver) = mpsc::channel::<Result<Arc<Image>, String>>();
+    let mut image_sender = Some(image_sender);
+    // Set once shard 0 has replayed the metadata log; `build` lists shard 0 first.
+    let mut image: Option<Arc<Image>> = None;
     let mut executors = Vec::new();
     for endpoint in shard::mesh::build::<ShardMsg, ShardReply>(shard_count) {
         let id = endpoint.id();
         let config = config.clone();
-        let image = image.clone();
-        let controller = if id == 0 { controller.take() } else { None };
+        let metadata = match (&image, image_sender.take()) {
+            (Some(image), _) => Metadata::Image(image.clone()),
+            (None, Some(opened)) if id == 0 => Metadata::Core {
+                dir: metadata_dir.clone(),
+                opened,
+            },
+            _ => {
+                return Err(anyhow!(
+                    "shard {id} started before the metadata log was opened"
+                ))
+            }
+        };
         let acceptor = acceptor.clone();
         let ready = ready_sender.clone();
         let connection_limits = connection_limits.clone();
@@ -143,8 +173,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
                 run_shard(
                     id,
                     config,
-                    image,
-                    controller,
+                    metadata,
                     endpoint,
                     acceptor,
                     ready,
@@ -156,6 +185,29 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
             })
             .map_err(|error| anyhow!("starting shard {id}: {error}"))?;
         executors.push(executor);
+        if id == 0 {
+            // The other shards start from the image shard 0 replayed; a log that cannot be
+            // opened stops start-up here, before they exist.
+            match image_receiver.recv() {
+                Ok(Ok(replayed)) => {
+                    tracing::info!(
+                        topics = replayed.topics_by_name.len(),
+                        shards = shard_count,
+                        data_dir = %data_dir.display(),
+                        "metadata replayed"
+                    );
+                    image = Some(replayed);
+                }
+                Ok(Err(reason)) => {
+                    STOP.store(true, Ordering::SeqCst);
+                    for executor in executors {
+                        let _ = executor.join();
+                    }
+                    return Err(anyhow!(reason));
+                }
+                Err(_) => return Err(anyhow!("shard 0 stopped while opening the metadata log")),
+            }
+        }
     }
     drop(ready_sender);
     for _ in 0..shard_count {
@@ -200,12 +252,24 @@ fn resolve_data_dir(config: &mut BrokerConfig) -> anyhow::Result<std::path::Path
     Ok(absolute)
 }
 
+/// What a shard starts from.
+enum Metadata {
+    /// Shard 0, the metadata core: it opens the controller on its own thread (the log's
+    /// handles on the storage seam are `Rc`-based, not `Send`, so they cannot be opened on
+    /// the main thread and moved there) and sends the replayed image back for the others.
+    Core {
+        dir: std::path::PathBuf,
+        opened: mpsc::Sender<Result<Arc<Image>, String>>,
+    },
+    /// Every other shard: the image shard 0 replayed.
+    Image(Arc<Image>),
+}
+
 #[allow(clippy::too_many_arguments)] // one shard's whole start-up context, passed once
 async fn run_shard(
     id: usize,
     config: Arc<BrokerConfig>,
-    image: Arc<Image>,
-    controller: Option<Controller>,
+    metadata: Metadata,
     endpoint: shard::mesh::MeshEndpoint<ShardMsg, ShardReply>,
     acceptor: Option<Arc<crate::tls::Acceptor>>,
     ready: mpsc::Sender<Result<usize, String>>,
@@ -213,6 +277,25 @@ async fn run_shard(
     opened: Arc<StartupBarrier>,
     metrics: Option<Arc<crate::metrics::Board>>,
 ) {
+    let (image, controller) = match metadata {
+        Metadata::Image(image) => (image, None),
+        Metadata::Core { dir, opened } => {
+            match Controller::open(&shard::storage::Disk::Real, &dir, (*config).clone()) {
+                Ok(controller) => {
+                    let image = controller.image();
+                    let _ = opened.send(Ok(image.clone()));
+                    (image, Some(controller))
+                }
+                Err(error) => {
+                    let _ = opened.send(Err(format!(
+                        "opening the metadata log in {}: {error}",
+                        dir.display()
+                    )));
+                    return;
+                }
+            }
+        }
+    };
     let shard = Shard::new(id, config, Arc::new(Image::default()), controller);
     shard.group_commit.spawn();
     let mesh = endpoint

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::describe::ConfigSource;
 use super::keys::{find, BROKER_KEYS, FAMILIES, IGNORED_KEYS, LONG_MAX};
-use super::listeners::{parse_listeners, Listener, DEFAULT_PROTOCOL_MAP};
+use super::listeners::{parse_listeners, parse_protocol_map, Listener, DEFAULT_PROTOCOL_MAP};
 use super::properties::parse_properties;
 use super::ssl::SslConfig;
 use super::topic::FlushPolicy;
@@ -34,8 +34,16 @@ pub struct GroupConfig {
 #[derive(Clone, Debug)]
 pub struct BrokerConfig {
     pub node_id: i32,
+    /// `process.roles`, the quorum's keys and the controller listener (see `quorum`).
+    pub quorum: crate::QuorumConfig,
+    /// `metadata.log.dir` (see [`BrokerConfig::metadata_log_dir`]).
+    pub metadata_log_dir: Option<PathBuf>,
+    /// The listeners the broker serves the Kafka API on: `listeners` less the controller
+    /// listeners (Kafka's data-plane listeners), which belong to the quorum
+    /// (`quorum.controller_listener`).
     pub listeners: Vec<Listener>,
-    /// Matched to `listeners` by name (see [`BrokerConfig::advertised_for`]).
+    /// Matched to `listeners` by name (see [`BrokerConfig::advertised_for`]); controller
+    /// listeners left out, as Kafka's `effectiveAdvertisedBrokerListeners`.
     pub advertised_listeners: Vec<Listener>,
     /// The SSL listeners' `ssl.*` settings.
     pub ssl: SslConfig,
@@ -201,7 +209,17 @@ impl BrokerConfig {
             Some(v) => num("node.id", Some(v))?,
             None => num("node.id", get("node.id"))?,
         };
-        let protocol_map = get("listener.security.protocol.map").unwrap_or(DEFAULT_PROTOCOL_MAP);
+        let roles = set("process.roles").filter(|r| !list_items(r).is_empty());
+        // Kafka's effective map: in KRaft mode with the map left at its default, controller
+        // listener names are PLAINTEXT (so `CONTROLLER://:9093` needs no map entry).
+        let protocol_map = crate::quorum::effective_protocol_map(
+            roles.is_some(),
+            set("listener.security.protocol.map"),
+            get("listener.security.protocol.map").unwrap_or(DEFAULT_PROTOCOL_MAP),
+            &crate::quorum::controller_names(set("controller.listener.names")),
+            get("listeners").unwrap_or_default(),
+        );
+        let protocol_map = protocol_map.as_str();
         let listeners = parse_listeners(
             "listeners",
             get("listeners").unwrap_or_default(),
@@ -235,6 +253,59 @@ impl BrokerConfig {
             }
             None => listeners.clone(),
         };
+        let quorum = crate::quorum::build(crate::quorum::Inputs {
+            roles,
+            node_id,
+            node_id_set: set("node.id").or(set("broker.id")).is_some(),
+            voters: set("controller.quorum.voters"),
+            bootstrap_servers: set("controller.quorum.bootstrap.servers"),
+            controller_listener_names: set("controller.listener.names"),
+            listeners: &listeners,
+            advertised: set("advertised.listeners").map(|_| advertised_listeners.as_slice()),
+            protocol_map: &parse_protocol_map("listener.security.protocol.map", protocol_map)?,
+            timings: [
+                num(
+                    "broker.heartbeat.interval.ms",
+                    get("broker.heartbeat.interval.ms"),
+                )?,
+                num(
+                    "broker.session.timeout.ms",
+                    get("broker.session.timeout.ms"),
+                )?,
+                num(
+                    "controller.quorum.election.timeout.ms",
+                    get("controller.quorum.election.timeout.ms"),
+                )?,
+                num(
+                    "controller.quorum.fetch.timeout.ms",
+                    get("controller.quorum.fetch.timeout.ms"),
+                )?,
+                num(
+                    "controller.quorum.election.backoff.max.ms",
+                    get("controller.quorum.election.backoff.max.ms"),
+                )?,
+                num(
+                    "controller.quorum.request.timeout.ms",
+                    get("controller.quorum.request.timeout.ms"),
+                )?,
+                num(
+                    "controller.quorum.retry.backoff.ms",
+                    get("controller.quorum.retry.backoff.ms"),
+                )?,
+                num(
+                    "controller.quorum.append.linger.ms",
+                    get("controller.quorum.append.linger.ms"),
+                )?,
+            ],
+        })?;
+        // Checked over every listener (ports, names) above; from here the broker's own.
+        let broker_only = |all: Vec<Listener>| -> Vec<Listener> {
+            all.into_iter()
+                .filter(|l| !quorum.is_controller_listener(&l.name))
+                .collect()
+        };
+        let listeners = broker_only(listeners);
+        let advertised_listeners = broker_only(advertised_listeners);
         let dirs = set("log.dirs")
             .or(set("log.dir"))
             .or(get("log.dirs"))
@@ -257,6 +328,11 @@ impl BrokerConfig {
         };
         Ok(BrokerConfig {
             node_id,
+            quorum,
+            metadata_log_dir: set("metadata.log.dir")
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from),
             listeners,
             advertised_listeners,
             ssl: SslConfig::from_values(get)?,
@@ -420,6 +496,14 @@ impl BrokerConfig {
     /// The data directory in use (first of log.dirs).
     pub fn data_dir(&self) -> &Path {
         &self.log_dirs[0]
+    }
+
+    /// The directory the metadata log's `__cluster_metadata-0` goes in: `metadata.log.dir`,
+    /// else the data directory (Kafka's rule).
+    pub fn metadata_log_dir(&self) -> &Path {
+        self.metadata_log_dir
+            .as_deref()
+            .unwrap_or_else(|| self.data_dir())
     }
 
     /// This static configuration with dynamic broker configs on top (Kafka's precedence:

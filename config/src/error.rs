@@ -28,6 +28,9 @@ pub enum ConfigError {
         value: String,
         expected: String,
     },
+    /// A KRaft role or quorum rule (Kafka's message; see `quorum`).
+    #[error(transparent)]
+    Quorum(#[from] crate::QuorumError),
 }
 
 impl ConfigError {
@@ -35,6 +38,7 @@ impl ConfigError {
     pub fn key(&self) -> Option<&str> {
         match self {
             ConfigError::UnknownKey { key } | ConfigError::InvalidValue { key, .. } => Some(key),
+            ConfigError::Quorum(e) => Some(e.key()),
             _ => None,
         }
     }

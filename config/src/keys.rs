@@ -57,6 +57,12 @@ pub enum Check {
     Ratio,
     /// Empty, or `http://host:port` (see `metrics::parse_listener`).
     HttpListener,
+    /// `broker`, `controller` or both (`quorum::parse_roles`).
+    ProcessRoles,
+    /// Comma list of `id@host:port` (`quorum::parse_voters`).
+    Voters,
+    /// Comma list of `host:port` (`quorum::parse_bootstrap_servers`).
+    BootstrapServers,
 }
 
 /// One row of a key table.
@@ -153,6 +159,114 @@ pub const BROKER_KEYS: &[Spec] = &[
         None,
         Check::AtLeast(0),
         "Legacy alias of node.id (node.id wins).",
+    ),
+    // KRaft roles and the metadata quorum (Kafka's KRaftConfigs / QuorumConfig; read and
+    // checked by `quorum`, acted on by the quorum).
+    spec(
+        "process.roles",
+        T::List,
+        None,
+        Check::ProcessRoles,
+        "The roles this process plays: broker, controller, or broker,controller. Unset (ours): \
+         one combined node that is its own quorum, with no quorum key set; set, Kafka's KRaft \
+         rules apply (node.id required, voters or bootstrap servers, controller listeners).",
+    ),
+    spec(
+        "controller.quorum.voters",
+        T::List,
+        None,
+        Check::Voters,
+        "Map of id/endpoint information for the set of voters in a comma-separated list of \
+         {id}@{host}:{port} entries. For example: 1@localhost:9092,2@localhost:9093,3@localhost:9094",
+    ),
+    spec(
+        "controller.quorum.bootstrap.servers",
+        T::List,
+        None,
+        Check::BootstrapServers,
+        "List of endpoints to use for bootstrapping the cluster metadata. The endpoints are \
+         specified in comma-separated list of {host}:{port} entries. For example: \
+         localhost:9092,localhost:9093,localhost:9094.",
+    ),
+    spec(
+        "controller.listener.names",
+        T::String,
+        None,
+        Check::None,
+        "A comma-separated list of the names of the listeners used by the controller. Required \
+         with process.roles. When communicating with the controller quorum, the broker will \
+         always use the first listener in this list.",
+    ),
+    spec(
+        "controller.quorum.election.timeout.ms",
+        T::Int,
+        Some("1000"),
+        Check::None,
+        "Maximum time in milliseconds to wait without being able to fetch from the leader \
+         before triggering a new election.",
+    ),
+    spec(
+        "controller.quorum.fetch.timeout.ms",
+        T::Int,
+        Some("2000"),
+        Check::None,
+        "Maximum time without a successful fetch from the current leader before becoming a \
+         candidate and triggering an election for voters; maximum time a leader can go without \
+         receiving valid fetch or fetchSnapshot request from a majority of the quorum before \
+         resigning.",
+    ),
+    spec(
+        "controller.quorum.election.backoff.max.ms",
+        T::Int,
+        Some("1000"),
+        Check::None,
+        "Maximum time in milliseconds before starting new elections (the binary exponential \
+         backoff that helps prevent gridlocked elections).",
+    ),
+    spec(
+        "controller.quorum.request.timeout.ms",
+        T::Int,
+        Some("2000"),
+        Check::None,
+        "How long a quorum request waits for its response before it is retried or failed.",
+    ),
+    spec(
+        "controller.quorum.retry.backoff.ms",
+        T::Int,
+        Some("20"),
+        Check::None,
+        "Time to wait before retrying a failed quorum request.",
+    ),
+    spec(
+        "controller.quorum.append.linger.ms",
+        T::Int,
+        Some("25"),
+        Check::None,
+        "The duration in milliseconds that the leader will wait for writes to accumulate \
+         before flushing them to disk.",
+    ),
+    spec(
+        "broker.heartbeat.interval.ms",
+        T::Int,
+        Some("2000"),
+        Check::None,
+        "The length of time in milliseconds between broker heartbeats (KRaft).",
+    ),
+    spec(
+        "broker.session.timeout.ms",
+        T::Int,
+        Some("9000"),
+        Check::None,
+        "The length of time in milliseconds that a broker lease lasts if no heartbeats are \
+         made (KRaft).",
+    ),
+    spec(
+        "metadata.log.dir",
+        T::String,
+        None,
+        Check::None,
+        "Where the metadata log is put (its __cluster_metadata-0 directory); unset = the first \
+         of log.dirs.",
     ),
     spec(
         "listeners",
@@ -662,7 +776,7 @@ pub const BROKER_KEYS: &[Spec] = &[
 ];
 
 /// Kafka keys commonly found in `server.properties` that mean nothing to us (thread pools,
-/// KRaft controller wiring, internal-topic replication): accepted and logged as ignored so an
+/// the inter-broker listener, internal-topic replication): accepted and logged as ignored so an
 /// existing Kafka config loads.
 pub const IGNORED_KEYS: &[&str] = &[
     "num.network.threads",
@@ -673,9 +787,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
-    "process.roles",
-    "controller.quorum.voters",
-    "controller.listener.names",
     "inter.broker.listener.name",
     "ssl.protocol",
     "ssl.keystore.password",

@@ -10,14 +10,16 @@
 //! field in [`BrokerConfig`] or [`TopicConfig`] and one line in its builder.
 //!
 //! Modules: `keys` (the tables), `validate` (one value against its row), `properties` (Java
-//! properties syntax), `listeners`, `broker` (typed broker config, built once at start),
+//! properties syntax), `listeners`, `quorum` (KRaft roles and quorum keys, Kafka's rules),
+//! `broker` (typed broker config, built once at start),
 //! `topic` (typed topic config, built once per partition open and per config change),
 //! `describe` (DescribeConfigs entries with sources and synonyms), `alter` (override-set
 //! changes), `docs` (the generated key reference).
 //!
 //! Defaults alone give an embedded single node: `node.id=1`,
 //! `listeners=PLAINTEXT://127.0.0.1:9092` (Kafka's default binds all interfaces; we don't, on
-//! purpose) and `log.dirs=./data`.
+//! purpose) and `log.dirs=./data`. Without `process.roles` that node is a combined broker and
+//! controller that is its own quorum; with it, Kafka's KRaft rules apply (`quorum`).
 //!
 //! Example `server.properties`:
 //!
@@ -48,6 +50,7 @@ mod keys;
 mod listeners;
 pub mod log_levels;
 mod properties;
+mod quorum;
 mod ssl;
 mod topic;
 mod validate;
@@ -69,6 +72,10 @@ pub use keys::{
 };
 pub use listeners::{parse_http_listener, parse_listeners, Listener, SecurityProtocol};
 pub use properties::parse_properties;
+pub use quorum::{
+    parse_bootstrap_servers, parse_roles, parse_voters, ControllerListener, HostPort, ProcessRoles,
+    QuorumConfig, QuorumError, Voter,
+};
 pub use ssl::{ClientAuth, SslConfig, TlsVersion};
 pub use topic::{
     resolve, topic_key_names, validate_topic_overrides, CleanupPolicy, CompressionType,

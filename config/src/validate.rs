@@ -94,6 +94,16 @@ pub(super) fn check_value(spec: &Spec, value: &str) -> Result<(), ConfigError> {
         }
         (Check::Listeners, _) => parse_endpoints(spec.name, v).map(|_| ()),
         (Check::ProtocolMap, _) => parse_protocol_map(spec.name, v).map(|_| ()),
+        // Kafka's validators for these run when the value is read, with its messages.
+        (Check::ProcessRoles, _) => crate::quorum::parse_roles(v)
+            .map(|_| ())
+            .map_err(Into::into),
+        (Check::Voters, _) => crate::quorum::parse_voters(v)
+            .map(|_| ())
+            .map_err(Into::into),
+        (Check::BootstrapServers, _) => crate::quorum::parse_bootstrap_servers(v)
+            .map(|_| ())
+            .map_err(Into::into),
         (Check::HttpListener, _) if !v.is_empty() => crate::parse_http_listener(v)
             .map(|_| ())
             .map_err(|expected| invalid(spec, value, expected)),

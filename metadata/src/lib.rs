@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use config::{BrokerConfig, ConfigError};
+use storage::Disk;
 
 use image::Image;
 pub use log::{LogError, MetadataLog};
@@ -259,9 +260,10 @@ pub struct Controller {
 }
 
 impl Controller {
-    /// Opens the log in `dir`, replaying snapshot + entries into the image.
-    pub fn open(dir: &Path, config: BrokerConfig) -> Result<Controller, LogError> {
-        let (log, records) = MetadataLog::open(dir)?;
+    /// Opens the log in `dir` on `disk` (the broker: `Disk::Real`; simulations: a `SimDisk`),
+    /// replaying snapshot + entries into the image.
+    pub fn open(disk: &Disk, dir: &Path, config: BrokerConfig) -> Result<Controller, LogError> {
+        let (log, records) = MetadataLog::open(disk, dir)?;
         let mut image = Image::from_records(&records);
         image.offset = log.last_offset();
         let next_shard = image
@@ -731,7 +733,7 @@ mod tests {
     #[test]
     fn create_validation() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Controller::open(dir.path(), cfg(&["num.partitions=3"])).unwrap();
+        let mut c = Controller::open(&Disk::Real, dir.path(), cfg(&["num.partitions=3"])).unwrap();
         let e = |r: Result<TopicId, CreateTopicError>| r.unwrap_err().error_code();
         assert_eq!(e(c.create_topic("bad name", 1, 1, none(), 4, false)), 17);
         assert_eq!(e(c.create_topic("t", 0, 1, none(), 4, false)), 37);
@@ -769,7 +771,7 @@ mod tests {
     #[test]
     fn create_partitions_grows_topics() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let mut c = Controller::open(&Disk::Real, dir.path(), cfg(&[])).unwrap();
         c.create_topic("a", 2, 1, none(), 4, false).unwrap();
         let e = |r: Result<(), CreatePartitionsError>| r.unwrap_err().error_code();
         assert_eq!(e(c.create_partitions("nope", 3, None, 4, false)), 3);
@@ -802,14 +804,14 @@ mod tests {
         let owners: Vec<_> = (0..5).map(|p| img.owner("a", p).unwrap()).collect();
         assert_eq!(owners, vec![0, 1, 2, 3, 0]);
         drop(c);
-        let c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let c = Controller::open(&Disk::Real, dir.path(), cfg(&[])).unwrap();
         assert_eq!(c.image().topic("a").unwrap().partitions.len(), 5);
     }
 
     #[test]
     fn shards_round_robin_and_configs() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let mut c = Controller::open(&Disk::Real, dir.path(), cfg(&[])).unwrap();
         let conf: BTreeMap<_, _> = [("retention.ms".to_string(), "1000".to_string())].into();
         c.create_topic("a", 3, 1, conf, 4, false).unwrap();
         c.create_topic("b", 3, 1, none(), 4, false).unwrap();
@@ -828,7 +830,7 @@ mod tests {
     #[test]
     fn delete_and_reopen() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let mut c = Controller::open(&Disk::Real, dir.path(), cfg(&[])).unwrap();
         c.set_snapshot_interval(5);
         let old = c.image();
         for i in 0..10 {
@@ -849,7 +851,7 @@ mod tests {
         assert!(before.topic("t3").is_none());
         drop(c);
 
-        let c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let c = Controller::open(&Disk::Real, dir.path(), cfg(&[])).unwrap();
         assert_eq!(*c.image(), *before);
         // Snapshots were taken automatically: only one snapshot and a recent log remain.
         let names: Vec<String> = std::fs::read_dir(dir.path())
@@ -867,7 +869,8 @@ mod tests {
             "{names:?}"
         );
 
-        let mut c = Controller::open(dir.path(), cfg(&["delete.topic.enable=false"])).unwrap();
+        let mut c =
+            Controller::open(&Disk::Real, dir.path(), cfg(&["delete.topic.enable=false"])).unwrap();
         assert_eq!(c.delete_topic("t0").unwrap_err().error_code(), 73);
         // Re-creating a deleted name gets a fresh id; the rotation continues.
         let new3 = c.create_topic("t3", 1, 1, none(), 2, false).unwrap();
@@ -885,7 +888,7 @@ mod tests {
     #[test]
     fn alter_topic_configs_persist_and_replace() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let mut c = Controller::open(&Disk::Real, dir.path(), cfg(&[])).unwrap();
         let conf: BTreeMap<_, _> = [
             ("retention.ms".to_string(), "1000".to_string()),
             ("segment.bytes".to_string(), "2000".to_string()),
@@ -919,7 +922,7 @@ mod tests {
         // The same change again writes nothing.
         assert!(!c.alter_topic_configs("t", &incremental, false).unwrap());
         drop(c);
-        let c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let c = Controller::open(&Disk::Real, dir.path(), cfg(&[])).unwrap();
         let configs = c.image().topic("t").unwrap().configs.clone();
         assert_eq!(
             configs.get("max.message.bytes").map(String::as_str),
@@ -935,7 +938,7 @@ mod tests {
     #[test]
     fn dynamic_broker_configs_persist_and_reach_topics() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let mut c = Controller::open(&Disk::Real, dir.path(), cfg(&[])).unwrap();
         let set = |k: &str, v: &str| (k.to_string(), Some(v.to_string()));
         let change = ConfigChange::Replace(vec![set("log.retention.ms", "9000")]);
         assert!(c.alter_broker_configs("", &change, false).unwrap());
@@ -955,7 +958,7 @@ mod tests {
         );
         assert_eq!(c.layered_config().unwrap().log_retention_ms, 9000);
         drop(c);
-        let c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let c = Controller::open(&Disk::Real, dir.path(), cfg(&[])).unwrap();
         assert_eq!(c.layered_config().unwrap().log_retention_ms, 9000);
         let tc = config::resolve(&c.layered_config().unwrap(), &none()).unwrap();
         assert_eq!(tc.retention_ms, 9000);

@@ -1,9 +1,9 @@
-//! How many fsync/fdatasync calls this thread (a shard) made on partition logs, and why
-//! (`broker_fsyncs_total{reason}`).
+//! How many fsync/fdatasync calls this thread (a shard) made on partition logs (and, on
+//! shard 0, the metadata log), and why (`broker_fsyncs_total{reason}`).
 //!
 //! `storage` counts every call it makes (`syscall`); the callers that know why attribute
-//! theirs (`attribute`); the rest (compaction, partition deletion) is `other`, so the reasons
-//! always add up to every call. Per thread, because a shard's logs live on its thread and
+//! theirs (`attribute`); the rest (compaction, partition deletion, the metadata log's
+//! appends, snapshots and open) is `other`, so the reasons always add up to every call. Per thread, because a shard's logs live on its thread and
 //! the shard reads its figures there (no atomics: one `Cell` bump next to a disk flush).
 
 use std::cell::Cell;

@@ -12,12 +12,15 @@
 //! (page-cache writes, metadata calls, small whole-file reads at open); reads of log data and
 //! every sync (file or directory) are async (io_uring on the real disk).
 //!
+//! - `blocking`: `BlockingFile`, the control plane's files (the metadata log): blocking calls
+//!   that work outside an executor; never on a request's data path.
 //! - `real`: the production implementation (std + libc + glommio).
 //! - `sim`: the simulated disk (unsynced bytes kept apart, crash, power loss, torn writes,
 //!   reordered metadata, injected EIO/ENOSPC, fdatasyncs that take virtual time).
 //! - `clock` / `sim_clock`: time (wall, monotonic, timers) and the tasks that wait on it;
 //!   `SimClock` is virtual time with a deterministic executor.
 
+mod blocking;
 mod clock;
 pub mod fsyncs;
 mod range;
@@ -29,6 +32,7 @@ use std::io;
 use std::path::Path;
 use std::rc::Rc;
 
+pub use blocking::BlockingFile;
 pub use clock::Clock;
 pub use range::{FileRange, Piece};
 pub use sim::SimDisk;
@@ -189,13 +193,14 @@ impl Disk {
         }
     }
 
-    /// `write_file_durable` that blocks the thread (see `sync_dir_blocking`).
+    /// `write_file_durable` that blocks the thread (see `sync_dir_blocking`). Needs no
+    /// executor (a `BlockingFile`), so the control plane can use it before any shard runs.
     pub fn write_file_durable_blocking(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = std::path::PathBuf::from(tmp);
         {
-            let (file, _) = self.open(&tmp, true)?;
+            let (file, _) = self.open_blocking(&tmp, true)?;
             file.truncate(0)?;
             file.write_at(bytes, 0)?;
             file.sync_blocking()?;

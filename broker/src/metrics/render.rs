@@ -187,7 +187,7 @@ pub fn render(collected: &Collected) -> String {
     text.family(
         "broker_fsyncs_total",
         Kind::Counter,
-        "fsync and fdatasync calls on partition logs (files and directories), by reason: group_commit (active segments' data: acks=all, flush.messages, flush.ms), segment_roll (rolled segments and the new segment's directory entry), partition_create, log_start_offset (retention, DeleteRecords), open_close (recovery at open, clean close), other (compaction, deletion).",
+        "fsync and fdatasync calls on partition logs and (shard 0) the metadata log (files and directories), by reason: group_commit (active segments' data: acks=all, flush.messages, flush.ms), segment_roll (rolled segments and the new segment's directory entry), partition_create, log_start_offset (retention, DeleteRecords), open_close (recovery at open, clean close), other (compaction, deletion, the metadata log).",
     );
     for (snapshot, shard) in shards.iter().zip(&labels) {
         for &(reason, count) in &snapshot.fsyncs {
