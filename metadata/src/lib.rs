@@ -967,7 +967,7 @@ mod tests {
     #[test]
     fn create_topic_places_replicas_over_the_registered_brokers() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Controller::open(dir.path(), cfg(&[])).unwrap();
+        let mut c = Controller::open(&Disk::Real, dir.path(), cfg(&[])).unwrap();
         let register = |id: i32, fenced: bool| {
             MetadataRecord::RegisterBroker(records::BrokerRegistration {
                 broker_id: id,
