@@ -23,7 +23,8 @@ impl Coordinator {
                 Some(group) if group.consumer().is_some() => group
                     .consumer()
                     .expect("checked")
-                    .validate_offset_commit(&request.member_id, generation, version, false),
+                    .validate_offset_commit(&request.member_id, generation, version, false)
+                    .map_err(GroupError::error_code),
                 None if generation < 0 => Ok(()),
                 None => Err(ErrorCode::IllegalGeneration),
                 Some(group) => {
@@ -225,7 +226,7 @@ impl Coordinator {
         shard: &Rc<Shard>,
         partition: i32,
         group_id: &str,
-    ) -> ErrorCode {
+    ) -> Result<(), ErrorCode> {
         let plan = shard
             .coordinator
             .with_groups(partition, |groups, topic_id| {
@@ -267,18 +268,13 @@ impl Coordinator {
                 ));
                 Ok((topic_id, records))
             });
-        let (topic_id, records) = match plan {
-            Err(code) | Ok(Err(code)) => return code,
-            Ok(Ok(plan)) => plan,
-        };
-        if let Err(code) = Self::append(shard, topic_id, partition, &records).await {
-            return code;
-        }
+        let (topic_id, records) = plan??;
+        Self::append(shard, topic_id, partition, &records).await?;
         let _ = shard.coordinator.with_groups(partition, |groups, _| {
             if let Some(mut group) = groups.remove(group_id) {
                 group.classic.mark_dead();
             }
         });
-        ErrorCode::None
+        Ok(())
     }
 }
