@@ -11,9 +11,11 @@
 //!
 //! The group and its members live here; the join phase in `join` (with the protocol vote in
 //! `protocol_selection`), the sync phase in `sync`, heartbeats, leaves and session expiry in
-//! `session`, and the `__consumer_offsets` record in `record`.
+//! `session`, the `__consumer_offsets` record in `record`, and what the offset APIs and
+//! DeleteGroups require of the group in `offset_checks`.
 
 mod join;
+mod offset_checks;
 mod protocol_selection;
 mod record;
 mod session;

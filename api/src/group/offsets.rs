@@ -27,27 +27,10 @@ impl Coordinator {
                     .map_err(GroupError::error_code),
                 None if generation < 0 => Ok(()),
                 None => Err(ErrorCode::IllegalGeneration),
-                Some(group) => {
-                    let classic = &group.classic;
-                    match classic.state() {
-                        State::Dead => Err(ErrorCode::CoordinatorNotAvailable),
-                        State::Empty if generation < 0 => Ok(()),
-                        State::CompletingRebalance => Err(ErrorCode::RebalanceInProgress),
-                        _ if generation < 0 && request.member_id.is_empty() => {
-                            // An admin commit to a group with members.
-                            Err(ErrorCode::UnknownMemberId)
-                        }
-                        _ => {
-                            if !classic.has_member(&request.member_id) {
-                                Err(ErrorCode::UnknownMemberId)
-                            } else if generation != classic.generation {
-                                Err(ErrorCode::IllegalGeneration)
-                            } else {
-                                Ok(())
-                            }
-                        }
-                    }
-                }
+                Some(group) => group
+                    .classic
+                    .validate_offset_commit(&request.member_id, generation)
+                    .map_err(GroupError::error_code),
             };
             (verdict, topic_id)
         });
@@ -138,22 +121,7 @@ impl Coordinator {
                 let Some(group) = groups.get(&request.group_id) else {
                     return Err(ErrorCode::GroupIdNotFound);
                 };
-                let subscribed: Vec<String> = if group.classic.state() == State::Empty {
-                    Vec::new()
-                } else if group.classic.protocol_type.as_deref() == Some("consumer") {
-                    group
-                        .classic
-                        .members()
-                        .flat_map(|m| {
-                            m.protocols
-                                .first()
-                                .map(|(_, metadata)| classic::subscribed_topics(metadata))
-                                .unwrap_or_default()
-                        })
-                        .collect()
-                } else {
-                    return Err(ErrorCode::NonEmptyGroup);
-                };
+                let subscribed = group.classic.offsets_in_use()?;
                 Ok((topic_id, subscribed))
             });
         let (topic_id, subscribed) = match plan {
@@ -237,11 +205,8 @@ impl Coordinator {
                     Some(consumer) => consumer.delete_records()?,
                     None => Vec::new(),
                 };
-                match group.classic.state() {
-                    _ if group.consumer().is_some() => {}
-                    State::Empty => {}
-                    State::Dead => return Err(ErrorCode::GroupIdNotFound),
-                    _ => return Err(ErrorCode::NonEmptyGroup),
+                if group.consumer().is_none() {
+                    group.classic.validate_delete()?;
                 }
                 let mut records: Vec<GroupRecord> = group
                     .offsets

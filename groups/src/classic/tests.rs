@@ -213,3 +213,42 @@ fn subscription_topics_are_read() {
     assert!(subscribed_topics(&[0xff]).is_empty());
     assert!(subscribed_topics(&[0, 0, 0x7f, 0xff, 0xff, 0xff]).is_empty());
 }
+
+#[test]
+fn offset_commit_delete_and_offset_delete_checks() {
+    let mut group = ClassicGroup::new();
+    assert_eq!(group.validate_offset_commit("", -1), Ok(()));
+    assert_eq!(
+        group.validate_offset_commit("x", 0),
+        Err(GroupError::UnknownMemberId)
+    );
+    assert_eq!(group.validate_delete(), Ok(()));
+    assert_eq!(group.offsets_in_use(), Ok(Vec::new()));
+    let (a, b) = join_two(&mut group);
+    assert_eq!(
+        group.validate_offset_commit(&a, 1),
+        Err(GroupError::RebalanceInProgress)
+    );
+    let _sa = group.sync(&a, None, 1, None, None, vec![], 300);
+    group.assignments_persisted(1, true, 300);
+    assert_eq!(group.validate_offset_commit(&b, 1), Ok(()));
+    assert_eq!(
+        group.validate_offset_commit(&b, 0),
+        Err(GroupError::IllegalGeneration)
+    );
+    assert_eq!(
+        group.validate_offset_commit("", -1),
+        Err(GroupError::UnknownMemberId)
+    );
+    assert_eq!(group.validate_delete(), Err(GroupError::NonEmptyGroup));
+    // The members' metadata (b"m") names no topics.
+    assert_eq!(group.offsets_in_use(), Ok(Vec::new()));
+    group.protocol_type = Some("connect".into());
+    assert_eq!(group.offsets_in_use(), Err(GroupError::NonEmptyGroup));
+    group.mark_dead();
+    assert_eq!(
+        group.validate_offset_commit(&b, 1),
+        Err(GroupError::CoordinatorNotAvailable)
+    );
+    assert_eq!(group.validate_delete(), Err(GroupError::GroupIdNotFound));
+}
