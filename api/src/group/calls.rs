@@ -37,13 +37,19 @@ pub struct JoinGroup {
 pub struct JoinFailed {
     pub member_id: String,
     pub code: ErrorCode,
+    /// The answer's protocol name (null from v7): null when the group refused the member,
+    /// the schema's default "" when the coordinator or the handler did (not found, loading,
+    /// bad session timeout), as the two answered before they shared this type.
+    pub protocol_name: Option<String>,
 }
 
 impl JoinFailed {
+    /// A refusal by the coordinator or the handler, not by the group.
     pub fn new(member_id: &str, code: ErrorCode) -> JoinFailed {
         JoinFailed {
             member_id: member_id.to_string(),
             code,
+            protocol_name: Some(String::new()),
         }
     }
 }
@@ -53,6 +59,7 @@ impl From<JoinRefused> for JoinFailed {
         JoinFailed {
             member_id: refused.member_id,
             code: refused.error.error_code(),
+            protocol_name: None,
         }
     }
 }

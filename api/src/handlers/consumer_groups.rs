@@ -168,3 +168,40 @@ pub async fn consumer_group_describe(
     };
     encode_response(&ctx, ctx.api_version, &response)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::assignor::Assignment;
+    use crate::group::consumer::Heartbeated;
+
+    #[test]
+    fn heartbeat_replies_become_their_responses() {
+        let assigned: Assignment = [([7; 16], [0, 2].into_iter().collect())].into();
+        let beat = heartbeat_response(Ok(Heartbeated {
+            member_id: "m".into(),
+            member_epoch: 4,
+            heartbeat_interval_ms: 5000,
+            assignment: Some(assigned),
+        }));
+        assert_eq!((beat.error_code, beat.member_id.as_deref()), (0, Some("m")));
+        assert_eq!((beat.member_epoch, beat.heartbeat_interval_ms), (4, 5000));
+        let tps = beat.assignment.unwrap().topic_partitions;
+        assert_eq!(
+            (tps[0].topic_id, tps[0].partitions.clone()),
+            (Uuid([7; 16]), vec![0, 2])
+        );
+        let refused = heartbeat_response(Err(Refused {
+            code: ErrorCode::FencedMemberEpoch,
+            message: Some("fenced".into()),
+        }));
+        assert_eq!(refused.error_code, ErrorCode::FencedMemberEpoch.code());
+        assert_eq!(refused.error_message.as_deref(), Some("fenced"));
+        assert_eq!((refused.member_id, refused.member_epoch), (None, 0));
+        let missing = described_group("g", Err(Refused::code(ErrorCode::NotCoordinator)));
+        assert_eq!(
+            (missing.group_id.as_str(), missing.authorized_operations),
+            ("g", i32::MIN)
+        );
+    }
+}

@@ -212,6 +212,7 @@ fn join_response(reply: JoinReply) -> JoinGroupResponse {
             error_code: failed.code.code(),
             generation_id: -1,
             member_id: failed.member_id,
+            protocol_name: failed.protocol_name,
             ..Default::default()
         },
     }
@@ -710,4 +711,67 @@ pub async fn delete_groups(
         ..Default::default()
     };
     encode_response(&ctx, ctx.api_version, &response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::classic::{JoinRefused, Joined, JoinedMember, Synced};
+    use crate::group::GroupError;
+
+    #[test]
+    fn join_and_sync_replies_become_their_responses() {
+        let refused = join_response(Err(JoinFailed::new("m-1", ErrorCode::MemberIdRequired)));
+        assert_eq!(
+            (
+                refused.error_code,
+                refused.generation_id,
+                refused.member_id.as_str()
+            ),
+            (ErrorCode::MemberIdRequired.code(), -1, "m-1")
+        );
+        assert_eq!(
+            (refused.protocol_name, refused.members.len()),
+            (Some(String::new()), 0)
+        );
+        let by_group = join_response(Err(JoinRefused {
+            member_id: "m-2".into(),
+            error: GroupError::UnknownMemberId,
+        }
+        .into()));
+        assert_eq!(by_group.error_code, ErrorCode::UnknownMemberId.code());
+        assert_eq!(
+            (by_group.member_id.as_str(), by_group.protocol_name),
+            ("m-2", None)
+        );
+        let joined = join_response(Ok(Joined {
+            generation_id: 3,
+            protocol_type: Some("consumer".into()),
+            protocol_name: Some("range".into()),
+            leader: "a".into(),
+            member_id: "a".into(),
+            members: vec![JoinedMember {
+                member_id: "a".into(),
+                group_instance_id: Some("i".into()),
+                metadata: Bytes::from_static(b"md"),
+            }],
+            skip_assignment: true,
+        }));
+        assert_eq!((joined.error_code, joined.generation_id), (0, 3));
+        assert_eq!(joined.leader, "a");
+        assert!(joined.skip_assignment);
+        assert_eq!(joined.members[0].group_instance_id.as_deref(), Some("i"));
+        assert_eq!(&joined.members[0].metadata[..], b"md");
+
+        let synced = sync_response(Ok(Synced {
+            protocol_type: Some("consumer".into()),
+            protocol_name: Some("range".into()),
+            assignment: Bytes::from_static(b"A"),
+        }));
+        assert_eq!((synced.error_code, &synced.assignment[..]), (0, &b"A"[..]));
+        let failed = sync_response(Err(ErrorCode::RebalanceInProgress));
+        assert_eq!(failed.error_code, ErrorCode::RebalanceInProgress.code());
+        assert_eq!((failed.protocol_type, failed.assignment.len()), (None, 0));
+        assert_eq!(code_of(Ok(())), 0);
+    }
 }
