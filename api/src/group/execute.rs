@@ -367,7 +367,8 @@ impl Coordinator {
             Ok((reply, records, before, topic_id))
         });
         let (reply, records, before, topic_id) = outcome.map_err(Refused::code)??;
-        // A refusal may come with records (a member fenced on the way): written all the same.
+        // A refusal may come with the records made before it: they are written all the same
+        // (the state already replayed them).
         if let Err(code) = Self::append(shard, topic_id, partition, &records).await {
             let _ = coordinator.with_groups(partition, |groups, _| {
                 if let Some(group) = groups.get_mut(&group_id) {

@@ -16,7 +16,8 @@ use crate::records::GroupRecord;
 
 impl ConsumerGroup {
     /// Handles a ConsumerGroupHeartbeat: join (epoch 0), heartbeat, leave (-1) or static leave
-    /// (-2). Returns the response and the records to write, already applied to the state.
+    /// (-2). Returns the reply and the records to write, already applied to the state (a
+    /// refusal may come with the records made before it).
     pub fn heartbeat(
         &mut self,
         request: &HeartbeatRequest,
