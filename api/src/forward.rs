@@ -8,6 +8,9 @@
 //! both are generated from one list, so the variant a reply travels in is the variant its
 //! request travelled in, and `Call::reply_from` cannot meet another one (see `calls!`).
 //!
+//! The group coordinator's calls (one kind per group API, each with its reply type) are
+//! declared in `group::calls`, beside the code that serves them.
+//!
 //! Per-partition operations carry every partition a request touches on the target shard
 //! (`parts`): one message per target shard, not per partition, answered by one result per
 //! part, in order.
@@ -15,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::group::calls as group;
 use crate::metadata::image::Image;
 use crate::metadata::records::TopicId;
 
@@ -107,12 +111,25 @@ macro_rules! calls {
                 $(Request::$kind(call) => Reply::$kind(Serve::serve(call, shard).await),)*
             }
         }
+
+        impl Request {
+            /// Whether the receiving shard parks this call (see [`CallKind::PARKED`]).
+            pub(crate) fn parked(&self) -> bool {
+                match self {
+                    $(Request::$kind(_) => <$request as CallKind>::PARKED,)*
+                }
+            }
+        }
     };
 }
 
 /// Per-kind settings that `calls!` copies into the [`Call`] impl.
 trait CallKind {
     const CANCEL_ON_DROP: bool = false;
+    /// A call that may wait long on the shard that serves it (a group call waits for its
+    /// group's rebalance, up to the member's rebalance timeout) is parked there, so that it
+    /// cannot take the running slots that other shards' short calls need.
+    const PARKED: bool = false;
 }
 
 /// Runs a call on the shard it was sent to (implemented next to the shard's state, in
@@ -136,7 +153,18 @@ calls! {
     AlterTopicConfigs(AlterTopicConfigs) -> Vec<TopicOutcome>;
     ImageUpdate(ImageUpdate) -> Vec<TopicFailure>;
     CloseFetchSession(CloseFetchSession) -> ();
-    Group(Group) -> crate::group::GroupAnswer;
+    JoinGroup(group::JoinGroup) -> group::JoinReply;
+    SyncGroup(group::SyncGroup) -> group::SyncReply;
+    Heartbeat(group::Heartbeat) -> group::HeartbeatReply;
+    LeaveGroup(group::LeaveGroup) -> group::LeaveReply;
+    OffsetCommit(group::OffsetCommit) -> group::OffsetCommitReply;
+    OffsetFetch(group::OffsetFetch) -> group::OffsetFetchReply;
+    OffsetDelete(group::OffsetDelete) -> group::OffsetDeleteReply;
+    DescribeGroup(group::DescribeGroup) -> group::DescribeReply;
+    ListGroups(group::ListGroups) -> group::ListReply;
+    DeleteGroup(group::DeleteGroup) -> group::DeleteReply;
+    ConsumerHeartbeat(group::ConsumerHeartbeat) -> group::ConsumerHeartbeatReply;
+    ConsumerDescribe(group::ConsumerDescribe) -> group::ConsumerDescribeReply;
 }
 
 impl CallKind for Produce {}
@@ -155,7 +183,30 @@ impl CallKind for DeleteTopics {}
 impl CallKind for AlterTopicConfigs {}
 impl CallKind for ImageUpdate {}
 impl CallKind for CloseFetchSession {}
-impl CallKind for Group {}
+
+/// Group calls are parked: a join or sync waits for the rest of its group.
+macro_rules! parked {
+    ($($call:ident),*) => {
+        $(impl CallKind for group::$call {
+            const PARKED: bool = true;
+        })*
+    };
+}
+
+parked!(
+    JoinGroup,
+    SyncGroup,
+    Heartbeat,
+    LeaveGroup,
+    OffsetCommit,
+    OffsetFetch,
+    OffsetDelete,
+    DescribeGroup,
+    ListGroups,
+    DeleteGroup,
+    ConsumerHeartbeat,
+    ConsumerDescribe
+);
 
 /// Append one batch to each of these partitions, all owned by the target shard, in order:
 /// the part of one Produce request that shard owns. One result per part, in order.
@@ -297,13 +348,6 @@ pub struct ImageUpdate(pub Arc<Image>);
 /// shard named it).
 pub struct CloseFetchSession {
     pub session_id: i32,
-}
-
-/// Work for the coordinator of a group whose `__consumer_offsets` partition the target shard
-/// owns (`partition`); `GroupOp::List` asks for every group of the shard.
-pub struct Group {
-    pub partition: i32,
-    pub op: crate::group::GroupOp,
 }
 
 /// Results of a partition produce: Kafka's fields of PartitionProduceResponse.

@@ -11,9 +11,11 @@
 //!
 //! The group and its members live here; the join phase in `join` (with the protocol vote in
 //! `protocol_selection`), the sync phase in `sync`, heartbeats, leaves and session expiry in
-//! `session`, and the `__consumer_offsets` record in `record`.
+//! `session`, the `__consumer_offsets` record in `record`, and what the offset APIs and
+//! DeleteGroups require of the group in `offset_checks`.
 
 mod join;
+mod offset_checks;
 mod protocol_selection;
 mod record;
 mod session;
@@ -21,10 +23,9 @@ mod sync;
 
 use std::collections::{BTreeMap, HashMap};
 
+pub use crate::GroupError;
 use bytes::Bytes;
 use futures::channel::oneshot;
-use wire::generated::{JoinGroupResponse, SyncGroupResponse};
-use wire::ErrorCode;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum State {
@@ -64,6 +65,51 @@ pub struct JoinArgs {
     pub require_known_member_id: bool,
 }
 
+/// A member as the leader's JoinGroup answer lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JoinedMember {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    /// Its metadata for the group's protocol.
+    pub metadata: Bytes,
+}
+
+/// A JoinGroup that got into the group's current generation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Joined {
+    pub generation_id: i32,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub leader: String,
+    pub member_id: String,
+    /// Every member, for the leader; empty for the others.
+    pub members: Vec<JoinedMember>,
+    /// KIP-814: a returning static leader must not assign again.
+    pub skip_assignment: bool,
+}
+
+/// A refused JoinGroup, with the member id the answer carries (the request's, the one handed
+/// out with MEMBER_ID_REQUIRED, or none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JoinRefused {
+    pub member_id: String,
+    pub error: GroupError,
+}
+
+/// What a JoinGroup gets.
+pub type JoinReply = Result<Joined, JoinRefused>;
+
+/// A SyncGroup's answer: the member's assignment in the group's protocol.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Synced {
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub assignment: Bytes,
+}
+
+/// What a SyncGroup gets.
+pub type SyncReply = Result<Synced, GroupError>;
+
 pub struct Member {
     pub member_id: String,
     pub group_instance_id: Option<String>,
@@ -73,8 +119,8 @@ pub struct Member {
     pub rebalance_timeout_ms: i32,
     pub protocols: Vec<(String, Bytes)>,
     pub assignment: Bytes,
-    join_waiter: Option<oneshot::Sender<JoinGroupResponse>>,
-    sync_waiter: Option<oneshot::Sender<SyncGroupResponse>>,
+    join_waiter: Option<oneshot::Sender<JoinReply>>,
+    sync_waiter: Option<oneshot::Sender<SyncReply>>,
     heartbeat_deadline: u64,
     joined_seq: u64,
 }
@@ -190,15 +236,15 @@ impl ClassicGroup {
         &self,
         member_id: &str,
         group_instance_id: Option<&str>,
-    ) -> Result<(), ErrorCode> {
+    ) -> Result<(), GroupError> {
         if let Some(instance) = group_instance_id {
             match self.static_members.get(instance) {
-                Some(known) if known != member_id => return Err(ErrorCode::FencedInstanceId),
+                Some(known) if known != member_id => return Err(GroupError::FencedInstanceId),
                 _ => {}
             }
         }
         if !self.members.contains_key(member_id) {
-            return Err(ErrorCode::UnknownMemberId);
+            return Err(GroupError::UnknownMemberId);
         }
         Ok(())
     }

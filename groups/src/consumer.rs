@@ -34,9 +34,9 @@ mod timers;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use wire::ErrorCode;
-
 use super::assignor::{Assignment, Assignor, TopicId, TopicSpec};
+use crate::GroupError;
+pub use describe::{DescribedMember, Description, NamedPartitions};
 use timers::Timers;
 
 /// `member_epoch` of a request leaving the group.
@@ -174,6 +174,56 @@ pub struct RequestContext<'a> {
     pub client_host: &'a str,
 }
 
+/// What a ConsumerGroupHeartbeat asks (the api decodes the request into this).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeartbeatRequest {
+    pub group_id: String,
+    pub member_id: String,
+    /// 0 joins, -1 leaves, -2 leaves for now (a static member).
+    pub member_epoch: i32,
+    pub instance_id: Option<String>,
+    pub rack_id: Option<String>,
+    /// -1: unchanged.
+    pub rebalance_timeout_ms: i32,
+    /// `None`: unchanged.
+    pub subscribed_topic_names: Option<Vec<String>>,
+    pub subscribed_topic_regex: Option<String>,
+    pub server_assignor: Option<String>,
+    /// The partitions the member owns; `None` when this heartbeat does not say.
+    pub topic_partitions: Option<Vec<(TopicId, Vec<i32>)>>,
+}
+
+impl Default for HeartbeatRequest {
+    fn default() -> Self {
+        HeartbeatRequest {
+            group_id: String::new(),
+            member_id: String::new(),
+            member_epoch: 0,
+            instance_id: None,
+            rack_id: None,
+            rebalance_timeout_ms: -1,
+            subscribed_topic_names: None,
+            subscribed_topic_regex: None,
+            server_assignor: None,
+            topic_partitions: None,
+        }
+    }
+}
+
+/// A ConsumerGroupHeartbeat's answer to a member that stays, joins or leaves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Heartbeated {
+    pub member_id: String,
+    pub member_epoch: i32,
+    /// 0 for a member that left.
+    pub heartbeat_interval_ms: i32,
+    /// The member's whole assignment, when it changed or the request was a full one.
+    pub assignment: Option<Assignment>,
+}
+
+/// What a ConsumerGroupHeartbeat gets.
+pub type HeartbeatReply = Result<Heartbeated, Refusal>;
+
 /// Looks topics up for subscriptions.
 pub trait TopicLookup {
     /// The topic's id and partition count, if it exists.
@@ -186,8 +236,18 @@ impl<F: Fn(&str) -> Option<(TopicId, i32)>> TopicLookup for F {
     }
 }
 
-/// A refused request: Kafka's code and the message its exception carries.
-type Refusal = (ErrorCode, String);
+/// A refused request: the error and the message Kafka's exception carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub error: GroupError,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn new(error: GroupError, message: String) -> Refusal {
+        Refusal { error, message }
+    }
+}
 
 /// One consumer group's state.
 #[derive(Clone, Debug)]

@@ -3,7 +3,7 @@
 //! A group lives on the shard that owns its partition of `__consumer_offsets` (Kafka's rule:
 //! `abs(groupId.hashCode) % offsets.topic.num.partitions`), so everything about one group is
 //! touched by one thread and needs no lock; requests for it that arrive on another shard are
-//! forwarded over the mesh like partition requests (`forward::Request::Group`).
+//! forwarded over the mesh like partition requests, one call kind per group API (`calls`).
 //!
 //! Every change that must survive a restart (a commit, a group's generation and assignment, a
 //! deletion) is first appended to that partition as a record of Kafka's group-coordinator
@@ -13,8 +13,9 @@
 //! (start-up, or the topic's creation) it replays the partition from its start before serving
 //! its groups; until then their requests get COORDINATOR_LOAD_IN_PROGRESS.
 
-pub use groups::{assignor, classic, consumer, records};
+pub use groups::{assignor, classic, consumer, records, GroupError};
 
+pub mod calls;
 mod execute;
 mod load;
 mod offsets;
@@ -28,7 +29,6 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use wire::generated::describe_groups_response::{DescribedGroup, DescribedGroupMember};
-use wire::generated::leave_group_response::MemberResponse;
 use wire::generated::list_groups_response::ListedGroup;
 use wire::generated::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
@@ -37,8 +37,7 @@ use wire::generated::offset_delete_response::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
 };
 use wire::generated::{
-    JoinGroupResponse, LeaveGroupRequest, OffsetCommitRequest, OffsetCommitResponse,
-    OffsetDeleteRequest, OffsetDeleteResponse, SyncGroupResponse,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse,
 };
 use wire::group_records::{GroupMetadataKey, OffsetCommitKey, OffsetCommitValue};
 use wire::record_batch::{self, BatchBuilder, Compression};
@@ -49,8 +48,6 @@ use crate::shard::Shard;
 use classic::{ClassicGroup, JoinArgs, State, Step};
 use consumer::ConsumerGroup;
 use records::GroupRecord;
-use wire::generated::consumer_group_describe_response::DescribedGroup as ConsumerDescribedGroup;
-use wire::generated::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
 
 /// Kafka's internal topic of group state.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -189,90 +186,12 @@ fn wall_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// Work for the coordinator of one group (sent to the shard owning its partition).
-pub enum GroupOp {
-    Join {
-        group_id: String,
-        args: JoinArgs,
-    },
-    Sync {
-        group_id: String,
-        member_id: String,
-        group_instance_id: Option<String>,
-        generation_id: i32,
-        protocol_type: Option<String>,
-        protocol_name: Option<String>,
-        assignments: Vec<(String, Bytes)>,
-    },
-    Heartbeat {
-        group_id: String,
-        member_id: String,
-        group_instance_id: Option<String>,
-        generation_id: i32,
-    },
-    Leave(LeaveGroupRequest),
-    OffsetCommit {
-        request: OffsetCommitRequest,
-        version: i16,
-    },
-    OffsetFetch {
-        group_id: String,
-        /// `None`: every committed offset of the group.
-        topics: Option<Vec<(String, Vec<i32>)>>,
-        /// OffsetFetch v9+: the fetching member (id, epoch), checked for consumer groups.
-        member_id: Option<String>,
-        member_epoch: i32,
-    },
-    OffsetDelete(OffsetDeleteRequest),
-    Describe {
-        group_id: String,
-    },
-    /// KIP-848 ConsumerGroupHeartbeat.
-    ConsumerHeartbeat {
-        request: Box<ConsumerGroupHeartbeatRequest>,
-        version: i16,
-        client_id: String,
-        client_host: String,
-    },
-    /// KIP-848 ConsumerGroupDescribe of one group.
-    ConsumerDescribe {
-        group_id: String,
-    },
-    Delete {
-        group_id: String,
-    },
-    /// Every group of this shard's partitions (ListGroups goes to every shard).
-    List,
-}
-
 /// Offsets of one group to expire: (partition, its topic id, group, (topic, partition)s).
 type ExpiryPlan = (i32, TopicId, String, Vec<(String, i32)>);
 
 /// Offsets of one topic as OffsetFetch answers them: (partition, offset, leader epoch,
 /// metadata, error).
 pub type FetchedTopic = (String, Vec<(i32, i64, i32, Option<String>, i16)>);
-
-pub enum GroupAnswer {
-    Join(JoinGroupResponse),
-    Sync(SyncGroupResponse),
-    Code(i16),
-    Leave(LeaveGroupResponseParts),
-    OffsetCommit(OffsetCommitResponse),
-    OffsetFetch {
-        error_code: i16,
-        topics: Vec<FetchedTopic>,
-    },
-    OffsetDelete(OffsetDeleteResponse),
-    Describe(DescribedGroup),
-    List(Vec<ListedGroup>),
-    ConsumerHeartbeat(ConsumerGroupHeartbeatResponse),
-    ConsumerDescribe(ConsumerDescribedGroup),
-}
-
-pub struct LeaveGroupResponseParts {
-    pub error_code: i16,
-    pub members: Vec<MemberResponse>,
-}
 
 /// `locate`, but first, when this shard's image has no `__consumer_offsets` while another
 /// shard already knows the topic (`OFFSETS_TOPIC_KNOWN`), waits (at most `IMAGE_LAG_WAIT`)
@@ -371,22 +290,6 @@ pub fn offset_commit_response(
                 ..Default::default()
             })
             .collect(),
-        ..Default::default()
-    }
-}
-
-fn join_error(member_id: &str, code: ErrorCode) -> JoinGroupResponse {
-    JoinGroupResponse {
-        error_code: code.code(),
-        generation_id: -1,
-        member_id: member_id.to_string(),
-        ..Default::default()
-    }
-}
-
-fn sync_error(code: ErrorCode) -> SyncGroupResponse {
-    SyncGroupResponse {
-        error_code: code.code(),
         ..Default::default()
     }
 }

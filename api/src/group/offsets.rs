@@ -23,30 +23,14 @@ impl Coordinator {
                 Some(group) if group.consumer().is_some() => group
                     .consumer()
                     .expect("checked")
-                    .validate_offset_commit(&request.member_id, generation, version, false),
+                    .validate_offset_commit(&request.member_id, generation, version, false)
+                    .map_err(GroupError::error_code),
                 None if generation < 0 => Ok(()),
                 None => Err(ErrorCode::IllegalGeneration),
-                Some(group) => {
-                    let classic = &group.classic;
-                    match classic.state() {
-                        State::Dead => Err(ErrorCode::CoordinatorNotAvailable),
-                        State::Empty if generation < 0 => Ok(()),
-                        State::CompletingRebalance => Err(ErrorCode::RebalanceInProgress),
-                        _ if generation < 0 && request.member_id.is_empty() => {
-                            // An admin commit to a group with members.
-                            Err(ErrorCode::UnknownMemberId)
-                        }
-                        _ => {
-                            if !classic.has_member(&request.member_id) {
-                                Err(ErrorCode::UnknownMemberId)
-                            } else if generation != classic.generation {
-                                Err(ErrorCode::IllegalGeneration)
-                            } else {
-                                Ok(())
-                            }
-                        }
-                    }
-                }
+                Some(group) => group
+                    .classic
+                    .validate_offset_commit(&request.member_id, generation)
+                    .map_err(GroupError::error_code),
             };
             (verdict, topic_id)
         });
@@ -137,22 +121,7 @@ impl Coordinator {
                 let Some(group) = groups.get(&request.group_id) else {
                     return Err(ErrorCode::GroupIdNotFound);
                 };
-                let subscribed: Vec<String> = if group.classic.state() == State::Empty {
-                    Vec::new()
-                } else if group.classic.protocol_type.as_deref() == Some("consumer") {
-                    group
-                        .classic
-                        .members()
-                        .flat_map(|m| {
-                            m.protocols
-                                .first()
-                                .map(|(_, metadata)| classic::subscribed_topics(metadata))
-                                .unwrap_or_default()
-                        })
-                        .collect()
-                } else {
-                    return Err(ErrorCode::NonEmptyGroup);
-                };
+                let subscribed = group.classic.offsets_in_use()?;
                 Ok((topic_id, subscribed))
             });
         let (topic_id, subscribed) = match plan {
@@ -225,7 +194,7 @@ impl Coordinator {
         shard: &Rc<Shard>,
         partition: i32,
         group_id: &str,
-    ) -> ErrorCode {
+    ) -> Result<(), ErrorCode> {
         let plan = shard
             .coordinator
             .with_groups(partition, |groups, topic_id| {
@@ -236,11 +205,8 @@ impl Coordinator {
                     Some(consumer) => consumer.delete_records()?,
                     None => Vec::new(),
                 };
-                match group.classic.state() {
-                    _ if group.consumer().is_some() => {}
-                    State::Empty => {}
-                    State::Dead => return Err(ErrorCode::GroupIdNotFound),
-                    _ => return Err(ErrorCode::NonEmptyGroup),
+                if group.consumer().is_none() {
+                    group.classic.validate_delete()?;
                 }
                 let mut records: Vec<GroupRecord> = group
                     .offsets
@@ -267,18 +233,13 @@ impl Coordinator {
                 ));
                 Ok((topic_id, records))
             });
-        let (topic_id, records) = match plan {
-            Err(code) | Ok(Err(code)) => return code,
-            Ok(Ok(plan)) => plan,
-        };
-        if let Err(code) = Self::append(shard, topic_id, partition, &records).await {
-            return code;
-        }
+        let (topic_id, records) = plan??;
+        Self::append(shard, topic_id, partition, &records).await?;
         let _ = shard.coordinator.with_groups(partition, |groups, _| {
             if let Some(mut group) = groups.remove(group_id) {
                 group.classic.mark_dead();
             }
         });
-        ErrorCode::None
+        Ok(())
     }
 }

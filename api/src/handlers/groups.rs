@@ -2,9 +2,10 @@
 //! OffsetFetch, OffsetDelete, ListGroups, DescribeGroups, DeleteGroups.
 //!
 //! Each handler finds the shard that coordinates the group (the owner of the group's
-//! `__consumer_offsets` partition), runs the operation there (`group::Coordinator::execute`,
-//! over the mesh when it is another shard) and encodes the answer for the request's version.
-//! FindCoordinator creates `__consumer_offsets` on first use, as Kafka does.
+//! `__consumer_offsets` partition), makes the API's own call there (`group::calls`, over the
+//! mesh when it is another shard), and builds the response for the request's version from the
+//! call's typed reply. FindCoordinator creates `__consumer_offsets` on first use, as Kafka
+//! does. The KIP-848 APIs are in `consumer_groups.rs`.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -14,6 +15,8 @@ use bytes::Bytes;
 use wire::generated::delete_groups_response::DeletableGroupResult;
 use wire::generated::describe_groups_response::DescribedGroup;
 use wire::generated::find_coordinator_response::Coordinator as CoordinatorEntry;
+use wire::generated::join_group_response::JoinGroupResponseMember;
+use wire::generated::leave_group_response::MemberResponse;
 use wire::generated::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
@@ -22,9 +25,10 @@ use wire::generated::*;
 use wire::ErrorCode;
 
 use super::{encode_response, RequestContext, Response};
-use crate::forward::{self, TopicSpec};
+use crate::forward::{self, Serve, TopicSpec};
+use crate::group::calls::{self, JoinFailed, JoinReply, MemberLeft, SyncReply};
 use crate::group::classic::JoinArgs;
-use crate::group::{self, FetchedTopic, GroupAnswer, GroupOp, OFFSETS_TOPIC};
+use crate::group::{self, FetchedTopic, OFFSETS_TOPIC};
 use crate::shard::Shard;
 
 /// Kafka's AclOperation codes allowed on a GROUP resource (READ 3, DELETE 6, DESCRIBE 8,
@@ -34,11 +38,15 @@ const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 <<
 /// FindCoordinator key types.
 const KEY_TYPE_GROUP: i8 = 0;
 
-/// Runs `op` on the coordinator of `group_id`; `Err` is the error every part of the answer
-/// gets (no coordinator yet, or it is loading).
-async fn call(shard: &Rc<Shard>, group_id: &str, op: GroupOp) -> Result<GroupAnswer, ErrorCode> {
+/// Makes the call `make(partition)` on the coordinator of `group_id` and returns its reply;
+/// `Err` is the error every part of the answer gets (no coordinator yet).
+pub(super) async fn call<C: Serve>(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    make: impl FnOnce(i32) -> C,
+) -> Result<C::Reply, ErrorCode> {
     let (target, partition) = group::locate_when_known(shard, group_id).await?;
-    Ok(shard.call(target, forward::Group { partition, op }).await)
+    Ok(shard.call(target, make(partition)).await)
 }
 
 /// Creates `__consumer_offsets` if it does not exist (compacted, `offsets.topic.*`).
@@ -173,8 +181,41 @@ pub async fn find_coordinator(
     encode_response(&ctx, ctx.api_version, &response)
 }
 
-fn invalid_group_id(group_id: &str) -> bool {
+pub(super) fn invalid_group_id(group_id: &str) -> bool {
     group_id.is_empty()
+}
+
+/// JoinGroup's answer (before the per-version adjustments).
+fn join_response(reply: JoinReply) -> JoinGroupResponse {
+    match reply {
+        Ok(joined) => JoinGroupResponse {
+            error_code: 0,
+            generation_id: joined.generation_id,
+            protocol_type: joined.protocol_type,
+            protocol_name: joined.protocol_name,
+            leader: joined.leader,
+            skip_assignment: joined.skip_assignment,
+            member_id: joined.member_id,
+            members: joined
+                .members
+                .into_iter()
+                .map(|m| JoinGroupResponseMember {
+                    member_id: m.member_id,
+                    group_instance_id: m.group_instance_id,
+                    metadata: m.metadata,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        },
+        Err(failed) => JoinGroupResponse {
+            error_code: failed.code.code(),
+            generation_id: -1,
+            member_id: failed.member_id,
+            protocol_name: failed.protocol_name,
+            ..Default::default()
+        },
+    }
 }
 
 pub async fn join_group(
@@ -185,13 +226,8 @@ pub async fn join_group(
 ) -> Response {
     let version = ctx.api_version;
     let limits = &shard.config.groups;
-    let error = |code: ErrorCode| JoinGroupResponse {
-        error_code: code.code(),
-        generation_id: -1,
-        member_id: request.member_id.clone(),
-        ..Default::default()
-    };
-    let mut response = if invalid_group_id(&request.group_id) {
+    let error = |code: ErrorCode| Err(JoinFailed::new(&request.member_id, code));
+    let reply = if invalid_group_id(&request.group_id) {
         error(ErrorCode::InvalidGroupId)
     } else if request.session_timeout_ms < limits.min_session_timeout_ms
         || request.session_timeout_ms > limits.max_session_timeout_ms
@@ -220,16 +256,16 @@ pub async fn join_group(
                 .collect(),
             require_known_member_id: version >= 4,
         };
-        let op = GroupOp::Join {
+        let join = |partition| calls::JoinGroup {
+            partition,
             group_id: request.group_id.clone(),
             args,
         };
-        match call(&shard, &request.group_id, op).await {
-            Ok(GroupAnswer::Join(response)) => response,
-            Ok(_) => error(ErrorCode::UnknownServerError),
-            Err(code) => error(code),
-        }
+        call(&shard, &request.group_id, join)
+            .await
+            .unwrap_or_else(error)
     };
+    let mut response = join_response(reply);
     if version < 7 {
         response.protocol_type = None;
         if response.protocol_name.is_none() {
@@ -247,20 +283,34 @@ pub async fn join_group(
     encode_response(&ctx, version, &response)
 }
 
+/// SyncGroup's answer (before the per-version adjustments).
+fn sync_response(reply: SyncReply) -> SyncGroupResponse {
+    match reply {
+        Ok(synced) => SyncGroupResponse {
+            error_code: 0,
+            protocol_type: synced.protocol_type,
+            protocol_name: synced.protocol_name,
+            assignment: synced.assignment,
+            ..Default::default()
+        },
+        Err(code) => SyncGroupResponse {
+            error_code: code.code(),
+            ..Default::default()
+        },
+    }
+}
+
 pub async fn sync_group(
     shard: Rc<Shard>,
     request: SyncGroupRequest,
     ctx: RequestContext,
 ) -> Response {
     let version = ctx.api_version;
-    let error = |code: ErrorCode| SyncGroupResponse {
-        error_code: code.code(),
-        ..Default::default()
-    };
-    let mut response = if invalid_group_id(&request.group_id) {
-        error(ErrorCode::InvalidGroupId)
+    let reply = if invalid_group_id(&request.group_id) {
+        Err(ErrorCode::InvalidGroupId)
     } else {
-        let op = GroupOp::Sync {
+        let sync = |partition| calls::SyncGroup {
+            partition,
             group_id: request.group_id.clone(),
             member_id: request.member_id.clone(),
             group_instance_id: request.group_instance_id.clone(),
@@ -273,12 +323,9 @@ pub async fn sync_group(
                 .map(|a| (a.member_id.clone(), Bytes::copy_from_slice(&a.assignment)))
                 .collect(),
         };
-        match call(&shard, &request.group_id, op).await {
-            Ok(GroupAnswer::Sync(response)) => response,
-            Ok(_) => error(ErrorCode::UnknownServerError),
-            Err(code) => error(code),
-        }
+        call(&shard, &request.group_id, sync).await.and_then(|r| r)
     };
+    let mut response = sync_response(reply);
     if version < 5 {
         response.protocol_type = None;
         response.protocol_name = None;
@@ -286,28 +333,30 @@ pub async fn sync_group(
     encode_response(&ctx, version, &response)
 }
 
+/// 0 for `Ok`, else the error's code.
+fn code_of(result: Result<(), ErrorCode>) -> i16 {
+    result.err().map_or(0, ErrorCode::code)
+}
+
 pub async fn heartbeat(
     shard: Rc<Shard>,
     request: HeartbeatRequest,
     ctx: RequestContext,
 ) -> Response {
-    let code = if invalid_group_id(&request.group_id) {
-        ErrorCode::InvalidGroupId.code()
+    let result = if invalid_group_id(&request.group_id) {
+        Err(ErrorCode::InvalidGroupId)
     } else {
-        let op = GroupOp::Heartbeat {
+        let beat = |partition| calls::Heartbeat {
+            partition,
             group_id: request.group_id.clone(),
             member_id: request.member_id.clone(),
             group_instance_id: request.group_instance_id.clone(),
             generation_id: request.generation_id,
         };
-        match call(&shard, &request.group_id, op).await {
-            Ok(GroupAnswer::Code(code)) => code,
-            Ok(_) => ErrorCode::UnknownServerError.code(),
-            Err(code) => code.code(),
-        }
+        call(&shard, &request.group_id, beat).await.and_then(|r| r)
     };
     let response = HeartbeatResponse {
-        error_code: code,
+        error_code: code_of(result),
         ..Default::default()
     };
     encode_response(&ctx, ctx.api_version, &response)
@@ -319,15 +368,41 @@ pub async fn leave_group(
     ctx: RequestContext,
 ) -> Response {
     let version = ctx.api_version;
-    let group_id = request.group_id.clone();
-    let (error_code, mut members) = if invalid_group_id(&group_id) {
-        (ErrorCode::InvalidGroupId.code(), Vec::new())
+    let group_id = request.group_id;
+    let reply = if invalid_group_id(&group_id) {
+        Err(ErrorCode::InvalidGroupId)
     } else {
-        match call(&shard, &group_id, GroupOp::Leave(request)).await {
-            Ok(GroupAnswer::Leave(parts)) => (parts.error_code, parts.members),
-            Ok(_) => (ErrorCode::UnknownServerError.code(), Vec::new()),
-            Err(code) => (code.code(), Vec::new()),
+        // v0-2 name one member at the top level; v3+ a list of them.
+        let members: Vec<(String, Option<String>)> = if request.members.is_empty() {
+            vec![(request.member_id, None)]
+        } else {
+            request
+                .members
+                .into_iter()
+                .map(|m| (m.member_id, m.group_instance_id))
+                .collect()
+        };
+        let leave = |partition| calls::LeaveGroup {
+            partition,
+            group_id: group_id.clone(),
+            members,
+        };
+        call(&shard, &group_id, leave).await.and_then(|r| r)
+    };
+    let (error_code, mut members) = match reply {
+        Ok(left) => {
+            let members = left
+                .into_iter()
+                .map(|m: MemberLeft| MemberResponse {
+                    member_id: m.member_id,
+                    group_instance_id: m.group_instance_id,
+                    error_code: code_of(m.result),
+                    ..Default::default()
+                })
+                .collect();
+            (0, members)
         }
+        Err(code) => (code.code(), Vec::new()),
     };
     // v0-2 name one member and carry its result at the top level.
     let error_code = if version < 3 {
@@ -364,18 +439,18 @@ pub async fn offset_commit(
     let response = if invalid_group_id(&request.group_id) {
         everywhere(&request, ErrorCode::InvalidGroupId)
     } else {
-        let group_id = request.group_id.clone();
-        let copy = request.clone();
-        match call(
-            &shard,
-            &group_id,
-            GroupOp::OffsetCommit { request, version },
-        )
-        .await
-        {
-            Ok(GroupAnswer::OffsetCommit(response)) => response,
-            Ok(_) => everywhere(&copy, ErrorCode::UnknownServerError),
-            Err(code) => everywhere(&copy, code),
+        // Located first: the request travels to the coordinator, and a failure to find one
+        // answers it here.
+        match group::locate_when_known(&shard, &request.group_id).await {
+            Err(code) => everywhere(&request, code),
+            Ok((target, partition)) => {
+                let commit = calls::OffsetCommit {
+                    partition,
+                    request,
+                    version,
+                };
+                shard.call(target, commit).await
+            }
         }
     };
     encode_response(&ctx, version, &response)
@@ -388,15 +463,16 @@ async fn fetch_group_offsets(
     member: (Option<String>, i32),
 ) -> (i16, Vec<FetchedTopic>) {
     let requested = topics.clone();
-    let op = GroupOp::OffsetFetch {
+    let fetch = |partition| calls::OffsetFetch {
+        partition,
         group_id: group_id.to_string(),
         topics,
         member_id: member.0,
         member_epoch: member.1,
     };
-    match call(shard, group_id, op).await {
-        Ok(GroupAnswer::OffsetFetch { error_code, topics }) => (error_code, topics),
-        Ok(_) => (ErrorCode::UnknownServerError.code(), Vec::new()),
+    match call(shard, group_id, fetch).await {
+        Ok(Ok(topics)) => (0, topics),
+        Ok(Err(code)) => (code.code(), Vec::new()),
         Err(code) => {
             // Every requested partition carries the error too (v0-1 have no top-level code).
             let topics = requested
@@ -512,23 +588,15 @@ pub async fn offset_delete(
     ctx: RequestContext,
 ) -> Response {
     let group_id = request.group_id.clone();
+    let error = |code: ErrorCode| OffsetDeleteResponse {
+        error_code: code.code(),
+        ..Default::default()
+    };
     let response = if invalid_group_id(&group_id) {
-        OffsetDeleteResponse {
-            error_code: ErrorCode::InvalidGroupId.code(),
-            ..Default::default()
-        }
+        error(ErrorCode::InvalidGroupId)
     } else {
-        match call(&shard, &group_id, GroupOp::OffsetDelete(request)).await {
-            Ok(GroupAnswer::OffsetDelete(response)) => response,
-            Ok(_) => OffsetDeleteResponse {
-                error_code: ErrorCode::UnknownServerError.code(),
-                ..Default::default()
-            },
-            Err(code) => OffsetDeleteResponse {
-                error_code: code.code(),
-                ..Default::default()
-            },
-        }
+        let delete = |partition| calls::OffsetDelete { partition, request };
+        call(&shard, &group_id, delete).await.unwrap_or_else(error)
     };
     encode_response(&ctx, ctx.api_version, &response)
 }
@@ -541,18 +609,7 @@ pub async fn list_groups(
     let version = ctx.api_version;
     let mut groups = Vec::new();
     for target in 0..shard.shard_count() {
-        if let GroupAnswer::List(listed) = shard
-            .call(
-                target,
-                forward::Group {
-                    partition: -1,
-                    op: GroupOp::List,
-                },
-            )
-            .await
-        {
-            groups.extend(listed);
-        }
+        groups.extend(shard.call(target, calls::ListGroups).await);
     }
     // KIP-518 state filter (v4+) and KIP-848 type filter (v5+), both case-insensitive.
     groups.retain(|g| {
@@ -591,29 +648,21 @@ pub async fn describe_groups(
     let version = ctx.api_version;
     let mut groups = Vec::with_capacity(request.groups.len());
     for group_id in &request.groups {
+        let failed = |code: ErrorCode| DescribedGroup {
+            error_code: code.code(),
+            group_id: group_id.clone(),
+            ..Default::default()
+        };
         let mut described = if invalid_group_id(group_id) {
-            DescribedGroup {
-                error_code: ErrorCode::InvalidGroupId.code(),
-                group_id: group_id.clone(),
-                ..Default::default()
-            }
+            failed(ErrorCode::InvalidGroupId)
         } else {
-            let op = GroupOp::Describe {
+            let describe = |partition| calls::DescribeGroup {
+                partition,
                 group_id: group_id.clone(),
             };
-            match call(&shard, group_id, op).await {
-                Ok(GroupAnswer::Describe(described)) => described,
-                Ok(_) => DescribedGroup {
-                    error_code: ErrorCode::UnknownServerError.code(),
-                    group_id: group_id.clone(),
-                    ..Default::default()
-                },
-                Err(code) => DescribedGroup {
-                    error_code: code.code(),
-                    group_id: group_id.clone(),
-                    ..Default::default()
-                },
-            }
+            call(&shard, group_id, describe)
+                .await
+                .unwrap_or_else(failed)
         };
         described.authorized_operations = if version >= 3 && request.include_authorized_operations {
             // No ACLs: every operation Kafka defines on a group resource is allowed.
@@ -642,21 +691,18 @@ pub async fn delete_groups(
 ) -> Response {
     let mut results = Vec::with_capacity(request.groups_names.len());
     for group_id in &request.groups_names {
-        let error_code = if invalid_group_id(group_id) {
-            ErrorCode::InvalidGroupId.code()
+        let result = if invalid_group_id(group_id) {
+            Err(ErrorCode::InvalidGroupId)
         } else {
-            let op = GroupOp::Delete {
+            let delete = |partition| calls::DeleteGroup {
+                partition,
                 group_id: group_id.clone(),
             };
-            match call(&shard, group_id, op).await {
-                Ok(GroupAnswer::Code(code)) => code,
-                Ok(_) => ErrorCode::UnknownServerError.code(),
-                Err(code) => code.code(),
-            }
+            call(&shard, group_id, delete).await.and_then(|r| r)
         };
         results.push(DeletableGroupResult {
             group_id: group_id.clone(),
-            error_code,
+            error_code: code_of(result),
             ..Default::default()
         });
     }
@@ -667,67 +713,65 @@ pub async fn delete_groups(
     encode_response(&ctx, ctx.api_version, &response)
 }
 
-/// KIP-848 ConsumerGroupHeartbeat: runs on the group's coordinator shard.
-pub async fn consumer_group_heartbeat(
-    shard: Rc<Shard>,
-    request: ConsumerGroupHeartbeatRequest,
-    ctx: RequestContext,
-    client_host: String,
-) -> Response {
-    let version = ctx.api_version;
-    let group_id = request.group_id.clone();
-    let op = GroupOp::ConsumerHeartbeat {
-        request: Box::new(request),
-        version,
-        client_id: ctx.client_id.clone(),
-        client_host,
-    };
-    let response = match call(&shard, &group_id, op).await {
-        Ok(GroupAnswer::ConsumerHeartbeat(response)) => response,
-        Ok(_) => ConsumerGroupHeartbeatResponse {
-            error_code: ErrorCode::UnknownServerError.code(),
-            ..Default::default()
-        },
-        Err(code) => ConsumerGroupHeartbeatResponse {
-            error_code: code.code(),
-            ..Default::default()
-        },
-    };
-    encode_response(&ctx, version, &response)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::classic::{JoinRefused, Joined, JoinedMember, Synced};
+    use crate::group::GroupError;
 
-/// KIP-848 ConsumerGroupDescribe: each group from its coordinator shard.
-pub async fn consumer_group_describe(
-    shard: Rc<Shard>,
-    request: ConsumerGroupDescribeRequest,
-    ctx: RequestContext,
-) -> Response {
-    use wire::generated::consumer_group_describe_response::DescribedGroup as Described;
-    let mut groups = Vec::with_capacity(request.group_ids.len());
-    for group_id in &request.group_ids {
-        let failed = |code: ErrorCode| Described {
-            error_code: code.code(),
-            group_id: group_id.clone(),
-            authorized_operations: i32::MIN,
-            ..Default::default()
-        };
-        let described = if invalid_group_id(group_id) {
-            failed(ErrorCode::InvalidGroupId)
-        } else {
-            let op = GroupOp::ConsumerDescribe {
-                group_id: group_id.clone(),
-            };
-            match call(&shard, group_id, op).await {
-                Ok(GroupAnswer::ConsumerDescribe(described)) => described,
-                Ok(_) => failed(ErrorCode::UnknownServerError),
-                Err(code) => failed(code),
-            }
-        };
-        groups.push(described);
+    #[test]
+    fn join_and_sync_replies_become_their_responses() {
+        let refused = join_response(Err(JoinFailed::new("m-1", ErrorCode::MemberIdRequired)));
+        assert_eq!(
+            (
+                refused.error_code,
+                refused.generation_id,
+                refused.member_id.as_str()
+            ),
+            (ErrorCode::MemberIdRequired.code(), -1, "m-1")
+        );
+        assert_eq!(
+            (refused.protocol_name, refused.members.len()),
+            (Some(String::new()), 0)
+        );
+        let by_group = join_response(Err(JoinRefused {
+            member_id: "m-2".into(),
+            error: GroupError::UnknownMemberId,
+        }
+        .into()));
+        assert_eq!(by_group.error_code, ErrorCode::UnknownMemberId.code());
+        assert_eq!(
+            (by_group.member_id.as_str(), by_group.protocol_name),
+            ("m-2", None)
+        );
+        let joined = join_response(Ok(Joined {
+            generation_id: 3,
+            protocol_type: Some("consumer".into()),
+            protocol_name: Some("range".into()),
+            leader: "a".into(),
+            member_id: "a".into(),
+            members: vec![JoinedMember {
+                member_id: "a".into(),
+                group_instance_id: Some("i".into()),
+                metadata: Bytes::from_static(b"md"),
+            }],
+            skip_assignment: true,
+        }));
+        assert_eq!((joined.error_code, joined.generation_id), (0, 3));
+        assert_eq!(joined.leader, "a");
+        assert!(joined.skip_assignment);
+        assert_eq!(joined.members[0].group_instance_id.as_deref(), Some("i"));
+        assert_eq!(&joined.members[0].metadata[..], b"md");
+
+        let synced = sync_response(Ok(Synced {
+            protocol_type: Some("consumer".into()),
+            protocol_name: Some("range".into()),
+            assignment: Bytes::from_static(b"A"),
+        }));
+        assert_eq!((synced.error_code, &synced.assignment[..]), (0, &b"A"[..]));
+        let failed = sync_response(Err(ErrorCode::RebalanceInProgress));
+        assert_eq!(failed.error_code, ErrorCode::RebalanceInProgress.code());
+        assert_eq!((failed.protocol_type, failed.assignment.len()), (None, 0));
+        assert_eq!(code_of(Ok(())), 0);
     }
-    let response = ConsumerGroupDescribeResponse {
-        groups,
-        ..Default::default()
-    };
-    encode_response(&ctx, ctx.api_version, &response)
 }

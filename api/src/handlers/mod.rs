@@ -9,6 +9,7 @@ mod admin;
 mod alter_configs;
 mod api_versions;
 mod by_shard;
+mod consumer_groups;
 mod create_partitions;
 mod delete_records;
 mod describe_cluster;
@@ -235,12 +236,12 @@ pub fn dispatch(
             let ip = peer.rsplit_once(':').map_or(peer, |(ip, _)| ip);
             let host = format!("/{}", ip.trim_matches(|c| c == '[' || c == ']'));
             spawn(
-                groups::consumer_group_heartbeat(shard, decode(&ctx, body)?, ctx, host),
+                consumer_groups::consumer_group_heartbeat(shard, decode(&ctx, body)?, ctx, host),
                 held,
             )
         }
         ApiKey::ConsumerGroupDescribe => spawn(
-            groups::consumer_group_describe(shard, decode(&ctx, body)?, ctx),
+            consumer_groups::consumer_group_describe(shard, decode(&ctx, body)?, ctx),
             held,
         ),
         ApiKey::Metadata => spawn(metadata::handle(shard, decode(&ctx, body)?, ctx), held),

@@ -104,10 +104,10 @@ impl Shard {
             }
             ShardMsg::Request { id, body } => {
                 Stats::bump(&self.stats.forwarded_in);
-                // A group call may wait for its group's rebalance (up to the member's
-                // rebalance timeout): parked, so it cannot take the running slots that
-                // other shards' short calls need.
-                let parked = matches!(body, Request::Group(_));
+                // A call that may wait long (a group call waits for its group's rebalance)
+                // is parked, so it cannot take the running slots that other shards' short
+                // calls need.
+                let parked = body.parked();
                 let shard = self.clone();
                 let work: LocalBoxFuture<'static, ()> = Box::pin(async move {
                     let reply = forward::serve_request(&shard, body).await;
@@ -312,12 +312,6 @@ impl Serve for forward::ImageUpdate {
 impl Serve for forward::CloseFetchSession {
     async fn serve(self, shard: &Rc<Shard>) {
         shard.fetch_sessions.close(shard, self.session_id);
-    }
-}
-
-impl Serve for forward::Group {
-    async fn serve(self, shard: &Rc<Shard>) -> crate::group::GroupAnswer {
-        crate::group::Coordinator::execute(shard, self.partition, self.op).await
     }
 }
 

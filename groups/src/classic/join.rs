@@ -2,13 +2,12 @@
 //! end of the phase (PreparingRebalance -> CompletingRebalance) when all have rejoined or the
 //! rebalance timeout passed.
 
+use super::{
+    ClassicGroup, GroupError, JoinArgs, JoinRefused, JoinReply, Joined, JoinedMember, Member,
+    State, Step,
+};
 use bytes::Bytes;
 use futures::channel::oneshot;
-use wire::generated::join_group_response::JoinGroupResponseMember;
-use wire::generated::{JoinGroupResponse, SyncGroupResponse};
-use wire::ErrorCode;
-
-use super::{ClassicGroup, JoinArgs, Member, State, Step};
 
 /// How long a member id handed out with MEMBER_ID_REQUIRED (KIP-394) waits for its join
 /// before it is forgotten (Kafka keeps it for the session timeout).
@@ -36,14 +35,11 @@ impl ClassicGroup {
         )
     }
 
-    pub(super) fn join_error(member_id: &str, code: ErrorCode) -> JoinGroupResponse {
-        JoinGroupResponse {
-            error_code: code.code(),
-            generation_id: -1,
+    pub(super) fn join_error(member_id: &str, error: GroupError) -> JoinReply {
+        Err(JoinRefused {
             member_id: member_id.to_string(),
-            protocol_name: None,
-            ..Default::default()
-        }
+            error,
+        })
     }
 
     /// JoinGroup. `now` is monotonic ms; `max_size` is `group.max.size`;
@@ -54,17 +50,17 @@ impl ClassicGroup {
         now: u64,
         max_size: usize,
         initial_delay_ms: u64,
-    ) -> Step<JoinGroupResponse> {
+    ) -> Step<JoinReply> {
         if self.state() == State::Dead {
             return Step::Now(Self::join_error(
                 &args.member_id,
-                ErrorCode::CoordinatorNotAvailable,
+                GroupError::CoordinatorNotAvailable,
             ));
         }
         if !self.supports(&args.protocol_type, &args.protocols) {
             return Step::Now(Self::join_error(
                 &args.member_id,
-                ErrorCode::InconsistentGroupProtocol,
+                GroupError::InconsistentGroupProtocol,
             ));
         }
         // Static member: the instance id names the member, whatever member id it had.
@@ -75,7 +71,7 @@ impl ClassicGroup {
                     if !args.member_id.is_empty() && args.member_id != old_id {
                         return Step::Now(Self::join_error(
                             &args.member_id,
-                            ErrorCode::FencedInstanceId,
+                            GroupError::FencedInstanceId,
                         ));
                     }
                     return self.rejoin_static(old_id, args, now);
@@ -84,11 +80,11 @@ impl ClassicGroup {
                     if !args.member_id.is_empty() {
                         return Step::Now(Self::join_error(
                             &args.member_id,
-                            ErrorCode::UnknownMemberId,
+                            GroupError::UnknownMemberId,
                         ));
                     }
                     if self.members.len() >= max_size {
-                        return Step::Now(Self::join_error("", ErrorCode::GroupMaxSizeReached));
+                        return Step::Now(Self::join_error("", GroupError::GroupMaxSizeReached));
                     }
                     let member_id = Self::new_member_id(&args.client_id);
                     self.static_members.insert(instance, member_id.clone());
@@ -98,7 +94,7 @@ impl ClassicGroup {
         }
         if args.member_id.is_empty() {
             if self.members.len() + self.pending.len() >= max_size {
-                return Step::Now(Self::join_error("", ErrorCode::GroupMaxSizeReached));
+                return Step::Now(Self::join_error("", GroupError::GroupMaxSizeReached));
             }
             let member_id = Self::new_member_id(&args.client_id);
             if args.require_known_member_id {
@@ -106,7 +102,7 @@ impl ClassicGroup {
                     member_id.clone(),
                     now + PENDING_MEMBER_GRACE_MS.max(args.session_timeout_ms.max(0) as u64),
                 );
-                return Step::Now(Self::join_error(&member_id, ErrorCode::MemberIdRequired));
+                return Step::Now(Self::join_error(&member_id, GroupError::MemberIdRequired));
             }
             return self.add_member_and_rebalance(member_id, args, now, initial_delay_ms);
         }
@@ -114,7 +110,7 @@ impl ClassicGroup {
             if self.members.len() >= max_size {
                 return Step::Now(Self::join_error(
                     &args.member_id,
-                    ErrorCode::GroupMaxSizeReached,
+                    GroupError::GroupMaxSizeReached,
                 ));
             }
             let member_id = args.member_id.clone();
@@ -123,18 +119,13 @@ impl ClassicGroup {
         if !self.members.contains_key(&args.member_id) {
             return Step::Now(Self::join_error(
                 &args.member_id,
-                ErrorCode::UnknownMemberId,
+                GroupError::UnknownMemberId,
             ));
         }
         self.rejoin_known(args, now)
     }
 
-    fn rejoin_static(
-        &mut self,
-        old_id: String,
-        args: JoinArgs,
-        now: u64,
-    ) -> Step<JoinGroupResponse> {
+    fn rejoin_static(&mut self, old_id: String, args: JoinArgs, now: u64) -> Step<JoinReply> {
         let Some(mut member) = self.members.remove(&old_id) else {
             // Known instance without a member (should not happen): treat as new.
             let member_id = Self::new_member_id(&args.client_id);
@@ -147,13 +138,10 @@ impl ClassicGroup {
         let new_id = Self::new_member_id(&args.client_id);
         // The old incarnation's waiting calls are fenced.
         if let Some(waiter) = member.join_waiter.take() {
-            let _ = waiter.send(Self::join_error(&old_id, ErrorCode::FencedInstanceId));
+            let _ = waiter.send(Self::join_error(&old_id, GroupError::FencedInstanceId));
         }
         if let Some(waiter) = member.sync_waiter.take() {
-            let _ = waiter.send(SyncGroupResponse {
-                error_code: ErrorCode::FencedInstanceId.code(),
-                ..Default::default()
-            });
+            let _ = waiter.send(Err(GroupError::FencedInstanceId));
         }
         let protocols_changed = member.protocols != args.protocols;
         member.member_id = new_id.clone();
@@ -175,9 +163,9 @@ impl ClassicGroup {
                 // KIP-345: a static member that comes back gets the current generation with no
                 // rebalance; a returning leader is told not to assign again (KIP-814).
                 let is_leader = self.leader.as_deref() == Some(new_id.as_str());
-                let mut response = self.join_response(&new_id, is_leader);
-                response.skip_assignment = is_leader;
-                Step::Now(response)
+                let mut joined = self.joined(&new_id, is_leader);
+                joined.skip_assignment = is_leader;
+                Step::Now(Ok(joined))
             }
             State::PreparingRebalance
             | State::CompletingRebalance
@@ -191,7 +179,7 @@ impl ClassicGroup {
             ),
             State::Dead => Step::Now(Self::join_error(
                 &new_id,
-                ErrorCode::CoordinatorNotAvailable,
+                GroupError::CoordinatorNotAvailable,
             )),
         }
     }
@@ -202,7 +190,7 @@ impl ClassicGroup {
         args: JoinArgs,
         now: u64,
         initial_delay_ms: u64,
-    ) -> Step<JoinGroupResponse> {
+    ) -> Step<JoinReply> {
         let (sender, receiver) = oneshot::channel();
         if self.members.is_empty() {
             self.protocol_type = Some(args.protocol_type.clone());
@@ -248,7 +236,7 @@ impl ClassicGroup {
         Step::Wait(receiver)
     }
 
-    fn rejoin_known(&mut self, args: JoinArgs, now: u64) -> Step<JoinGroupResponse> {
+    fn rejoin_known(&mut self, args: JoinArgs, now: u64) -> Step<JoinReply> {
         let state = self.state();
         let member_id = args.member_id.clone();
         let member = self.members.get_mut(&member_id).expect("caller checked");
@@ -263,7 +251,10 @@ impl ClassicGroup {
             State::PreparingRebalance => {
                 let (sender, receiver) = oneshot::channel();
                 if let Some(old) = member.join_waiter.replace(sender) {
-                    let _ = old.send(Self::join_error(&member_id, ErrorCode::RebalanceInProgress));
+                    let _ = old.send(Self::join_error(
+                        &member_id,
+                        GroupError::RebalanceInProgress,
+                    ));
                 }
                 self.maybe_complete_join(now);
                 Step::Wait(receiver)
@@ -271,12 +262,12 @@ impl ClassicGroup {
             State::CompletingRebalance if !protocols_changed => {
                 // The join response was lost: send it again.
                 let is_leader = self.leader.as_deref() == Some(member_id.as_str());
-                Step::Now(self.join_response(&member_id, is_leader))
+                Step::Now(Ok(self.joined(&member_id, is_leader)))
             }
             State::Stable
                 if !protocols_changed && self.leader.as_deref() != Some(member_id.as_str()) =>
             {
-                Step::Now(self.join_response(&member_id, false))
+                Step::Now(Ok(self.joined(&member_id, false)))
             }
             _ => {
                 // The leader rejoining a stable group, or changed metadata: rebalance.
@@ -294,10 +285,7 @@ impl ClassicGroup {
             // Pending syncs learn that a new rebalance started.
             for member in self.members.values_mut() {
                 if let Some(waiter) = member.sync_waiter.take() {
-                    let _ = waiter.send(SyncGroupResponse {
-                        error_code: ErrorCode::RebalanceInProgress.code(),
-                        ..Default::default()
-                    });
+                    let _ = waiter.send(Err(GroupError::RebalanceInProgress));
                 }
             }
         }
@@ -352,42 +340,40 @@ impl ClassicGroup {
         let ids: Vec<String> = self.members.keys().cloned().collect();
         for id in ids {
             let is_leader = leader.as_deref() == Some(id.as_str());
-            let response = self.join_response(&id, is_leader);
+            let joined = self.joined(&id, is_leader);
             let member = self.members.get_mut(&id).expect("listed");
             member.assignment = Bytes::new();
             member.heartbeat_deadline = now + member.session_timeout_ms.max(0) as u64;
             if let Some(waiter) = member.join_waiter.take() {
-                let _ = waiter.send(response);
+                let _ = waiter.send(Ok(joined));
             }
         }
     }
 
-    fn join_response(&self, member_id: &str, is_leader: bool) -> JoinGroupResponse {
+    fn joined(&self, member_id: &str, is_leader: bool) -> Joined {
         let protocol = self.protocol_name.clone().unwrap_or_default();
         let members = if is_leader {
             let mut members: Vec<&Member> = self.members.values().collect();
             members.sort_by_key(|m| m.joined_seq);
             members
                 .into_iter()
-                .map(|m| JoinGroupResponseMember {
+                .map(|m| JoinedMember {
                     member_id: m.member_id.clone(),
                     group_instance_id: m.group_instance_id.clone(),
                     metadata: m.metadata(&protocol),
-                    ..Default::default()
                 })
                 .collect()
         } else {
             Vec::new()
         };
-        JoinGroupResponse {
-            error_code: 0,
+        Joined {
             generation_id: self.generation,
             protocol_type: self.protocol_type.clone(),
             protocol_name: self.protocol_name.clone(),
             leader: self.leader.clone().unwrap_or_default(),
             member_id: member_id.to_string(),
             members,
-            ..Default::default()
+            skip_assignment: false,
         }
     }
 }

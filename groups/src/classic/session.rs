@@ -1,9 +1,7 @@
 //! A classic group's members staying in it or leaving: Heartbeat, LeaveGroup, and `tick`'s
 //! deadlines (expired sessions, a join phase that ran out, a sync that never came).
 
-use wire::ErrorCode;
-
-use super::{ClassicGroup, State};
+use super::{ClassicGroup, GroupError, State};
 
 impl ClassicGroup {
     pub fn heartbeat(
@@ -12,24 +10,22 @@ impl ClassicGroup {
         group_instance_id: Option<&str>,
         generation_id: i32,
         now: u64,
-    ) -> ErrorCode {
+    ) -> Result<(), GroupError> {
         match self.state() {
-            State::Dead => return ErrorCode::CoordinatorNotAvailable,
-            State::Empty => return ErrorCode::UnknownMemberId,
+            State::Dead => return Err(GroupError::CoordinatorNotAvailable),
+            State::Empty => return Err(GroupError::UnknownMemberId),
             _ => {}
         }
-        if let Err(code) = self.check_member(member_id, group_instance_id) {
-            return code;
-        }
+        self.check_member(member_id, group_instance_id)?;
         if generation_id != self.generation {
-            return ErrorCode::IllegalGeneration;
+            return Err(GroupError::IllegalGeneration);
         }
         let member = self.members.get_mut(member_id).expect("checked");
         member.heartbeat_deadline = now + member.session_timeout_ms.max(0) as u64;
         if self.state() == State::PreparingRebalance {
-            ErrorCode::RebalanceInProgress
+            Err(GroupError::RebalanceInProgress)
         } else {
-            ErrorCode::None
+            Ok(())
         }
     }
 
@@ -39,32 +35,32 @@ impl ClassicGroup {
         member_id: &str,
         group_instance_id: Option<&str>,
         now: u64,
-    ) -> ErrorCode {
+    ) -> Result<(), GroupError> {
         if self.state() == State::Dead {
-            return ErrorCode::CoordinatorNotAvailable;
+            return Err(GroupError::CoordinatorNotAvailable);
         }
         let id = match group_instance_id {
             Some(instance) => match self.static_members.get(instance) {
                 Some(known) if member_id.is_empty() || known == member_id => known.clone(),
-                Some(_) => return ErrorCode::FencedInstanceId,
-                None => return ErrorCode::UnknownMemberId,
+                Some(_) => return Err(GroupError::FencedInstanceId),
+                None => return Err(GroupError::UnknownMemberId),
             },
             None => {
                 if self.pending.remove(member_id).is_some() {
                     self.maybe_complete_join(now);
-                    return ErrorCode::None;
+                    return Ok(());
                 }
                 member_id.to_string()
             }
         };
         let Some(mut member) = self.remove_member(&id) else {
-            return ErrorCode::UnknownMemberId;
+            return Err(GroupError::UnknownMemberId);
         };
         if let Some(waiter) = member.join_waiter.take() {
-            let _ = waiter.send(Self::join_error(&id, ErrorCode::UnknownMemberId));
+            let _ = waiter.send(Self::join_error(&id, GroupError::UnknownMemberId));
         }
         self.after_removal(now);
-        ErrorCode::None
+        Ok(())
     }
 
     fn after_removal(&mut self, now: u64) {

@@ -1,12 +1,9 @@
 //! The sync phase of a classic group: SyncGroup, and Stable once the leader's assignments
 //! are durable.
 
+use super::{ClassicGroup, GroupError, State, Step, SyncReply, Synced};
 use bytes::Bytes;
 use futures::channel::oneshot;
-use wire::generated::SyncGroupResponse;
-use wire::ErrorCode;
-
-use super::{ClassicGroup, State, Step};
 
 impl ClassicGroup {
     /// SyncGroup. `Ok(Some(assignments))` from the leader in CompletingRebalance: the
@@ -21,34 +18,29 @@ impl ClassicGroup {
         protocol_name: Option<&str>,
         assignments: Vec<(String, Bytes)>,
         now: u64,
-    ) -> Step<SyncGroupResponse> {
-        let error = |code: ErrorCode| {
-            Step::Now(SyncGroupResponse {
-                error_code: code.code(),
-                ..Default::default()
-            })
-        };
+    ) -> Step<SyncReply> {
+        let error = |error: GroupError| Step::Now(Err(error));
         if self.state() == State::Dead {
-            return error(ErrorCode::CoordinatorNotAvailable);
+            return error(GroupError::CoordinatorNotAvailable);
         }
         if let Err(code) = self.check_member(member_id, group_instance_id) {
             return error(code);
         }
         if generation_id != self.generation {
-            return error(ErrorCode::IllegalGeneration);
+            return error(GroupError::IllegalGeneration);
         }
         if protocol_type.is_some_and(|t| Some(t) != self.protocol_type.as_deref())
             || protocol_name.is_some_and(|n| Some(n) != self.protocol_name.as_deref())
         {
-            return error(ErrorCode::InconsistentGroupProtocol);
+            return error(GroupError::InconsistentGroupProtocol);
         }
         match self.state() {
-            State::Empty | State::Dead => error(ErrorCode::UnknownMemberId),
-            State::PreparingRebalance => error(ErrorCode::RebalanceInProgress),
+            State::Empty | State::Dead => error(GroupError::UnknownMemberId),
+            State::PreparingRebalance => error(GroupError::RebalanceInProgress),
             State::Stable => {
                 let member = self.members.get_mut(member_id).expect("checked");
                 member.heartbeat_deadline = now + member.session_timeout_ms.max(0) as u64;
-                Step::Now(self.sync_response(member_id))
+                Step::Now(Ok(self.synced(member_id)))
             }
             State::CompletingRebalance => {
                 let (sender, receiver) = oneshot::channel();
@@ -71,9 +63,8 @@ impl ClassicGroup {
         }
     }
 
-    fn sync_response(&self, member_id: &str) -> SyncGroupResponse {
-        SyncGroupResponse {
-            error_code: 0,
+    fn synced(&self, member_id: &str) -> Synced {
+        Synced {
             protocol_type: self.protocol_type.clone(),
             protocol_name: self.protocol_name.clone(),
             assignment: self
@@ -81,7 +72,6 @@ impl ClassicGroup {
                 .get(member_id)
                 .map(|m| m.assignment.clone())
                 .unwrap_or_default(),
-            ..Default::default()
         }
     }
 
@@ -95,10 +85,7 @@ impl ClassicGroup {
             for member in self.members.values_mut() {
                 member.assignment = Bytes::new();
                 if let Some(waiter) = member.sync_waiter.take() {
-                    let _ = waiter.send(SyncGroupResponse {
-                        error_code: ErrorCode::CoordinatorNotAvailable.code(),
-                        ..Default::default()
-                    });
+                    let _ = waiter.send(Err(GroupError::CoordinatorNotAvailable));
                 }
             }
             self.prepare_rebalance(now);
@@ -107,9 +94,9 @@ impl ClassicGroup {
         self.set_state(State::Stable);
         let ids: Vec<String> = self.members.keys().cloned().collect();
         for id in ids {
-            let response = self.sync_response(&id);
+            let synced = self.synced(&id);
             if let Some(waiter) = self.members.get_mut(&id).and_then(|m| m.sync_waiter.take()) {
-                let _ = waiter.send(response);
+                let _ = waiter.send(Ok(synced));
             }
         }
     }

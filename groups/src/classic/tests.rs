@@ -1,4 +1,5 @@
 use super::*;
+use wire::ErrorCode;
 
 fn args(member_id: &str, client: &str) -> JoinArgs {
     JoinArgs {
@@ -14,9 +15,37 @@ fn args(member_id: &str, client: &str) -> JoinArgs {
     }
 }
 
-fn now_response(step: Step<JoinGroupResponse>) -> JoinGroupResponse {
+/// A JoinGroup's answer, refused or not, as the fields the tests read.
+struct Answer {
+    error_code: i16,
+    member_id: String,
+    generation_id: i32,
+    leader: String,
+    members: Vec<JoinedMember>,
+}
+
+fn answer(reply: JoinReply) -> Answer {
+    match reply {
+        Ok(j) => Answer {
+            error_code: 0,
+            member_id: j.member_id,
+            generation_id: j.generation_id,
+            leader: j.leader,
+            members: j.members,
+        },
+        Err(refused) => Answer {
+            error_code: refused.error.error_code().code(),
+            member_id: refused.member_id,
+            generation_id: -1,
+            leader: String::new(),
+            members: Vec::new(),
+        },
+    }
+}
+
+fn now_response(step: Step<JoinReply>) -> Answer {
     match step {
-        Step::Now(r) => r,
+        Step::Now(r) => answer(r),
         Step::Wait(_) => panic!("expected an immediate answer"),
     }
 }
@@ -41,8 +70,8 @@ fn join_two(group: &mut ClassicGroup) -> (String, String) {
         "initial delay holds the join"
     );
     group.tick(200);
-    let ja = ra.try_recv().unwrap().unwrap();
-    let jb = rb.try_recv().unwrap().unwrap();
+    let ja = answer(ra.try_recv().unwrap().unwrap());
+    let jb = answer(rb.try_recv().unwrap().unwrap());
     assert_eq!(ja.generation_id, 1);
     assert_eq!(ja.leader, a);
     assert_eq!(ja.members.len(), 2, "leader sees every member");
@@ -71,16 +100,22 @@ fn member_id_required_then_join_sync_stable() {
     assert!(group.leader_synced());
     group.assignments_persisted(1, true, 301);
     assert_eq!(group.state(), State::Stable);
-    assert_eq!(&sa.try_recv().unwrap().unwrap().assignment[..], b"A");
-    assert_eq!(&sb.try_recv().unwrap().unwrap().assignment[..], b"B");
-    assert_eq!(group.heartbeat(&a, None, 1, 400), ErrorCode::None);
+    assert_eq!(
+        &sa.try_recv().unwrap().unwrap().unwrap().assignment[..],
+        b"A"
+    );
+    assert_eq!(
+        &sb.try_recv().unwrap().unwrap().unwrap().assignment[..],
+        b"B"
+    );
+    assert_eq!(group.heartbeat(&a, None, 1, 400), Ok(()));
     assert_eq!(
         group.heartbeat(&a, None, 0, 400),
-        ErrorCode::IllegalGeneration
+        Err(GroupError::IllegalGeneration)
     );
     assert_eq!(
         group.heartbeat("x", None, 1, 400),
-        ErrorCode::UnknownMemberId
+        Err(GroupError::UnknownMemberId)
     );
 }
 
@@ -90,14 +125,14 @@ fn leave_and_expiry_rebalance() {
     let (a, b) = join_two(&mut group);
     let _sa = group.sync(&a, None, 1, None, None, vec![], 300);
     group.assignments_persisted(1, true, 300);
-    assert_eq!(group.leave(&b, None, 400), ErrorCode::None);
+    assert_eq!(group.leave(&b, None, 400), Ok(()));
     assert_eq!(group.state(), State::PreparingRebalance);
     assert_eq!(
         group.heartbeat(&a, None, 1, 400),
-        ErrorCode::RebalanceInProgress
+        Err(GroupError::RebalanceInProgress)
     );
     let mut ra = waited(group.join(args(&a, "a"), 500, 100, 100));
-    let ja = ra.try_recv().unwrap().unwrap();
+    let ja = answer(ra.try_recv().unwrap().unwrap());
     assert_eq!(ja.generation_id, 2);
     // a never syncs nor heartbeats: the sync deadline passes and then its session.
     group.tick(500 + 30_001);
@@ -112,7 +147,7 @@ fn static_member_rejoins_without_rebalance() {
     let mut s = args("", "s");
     s.group_instance_id = Some("i1".into());
     let mut r = waited(group.join(s.clone(), 0, 100, 0));
-    let j = r.try_recv().unwrap().unwrap();
+    let j = r.try_recv().unwrap().unwrap().unwrap();
     let _sync = group.sync(
         &j.member_id,
         Some("i1"),
@@ -133,11 +168,11 @@ fn static_member_rejoins_without_rebalance() {
     // The old incarnation is fenced.
     assert_eq!(
         group.heartbeat(&j.member_id, Some("i1"), 1, 11),
-        ErrorCode::FencedInstanceId
+        Err(GroupError::FencedInstanceId)
     );
     let sync = group.sync(&again.member_id, Some("i1"), 1, None, None, vec![], 12);
     match sync {
-        Step::Now(r) => assert_eq!(&r.assignment[..], b"X"),
+        Step::Now(r) => assert_eq!(&r.unwrap().assignment[..], b"X"),
         Step::Wait(_) => panic!("stable group answers at once"),
     }
 }
@@ -177,4 +212,43 @@ fn subscription_topics_are_read() {
     );
     assert!(subscribed_topics(&[0xff]).is_empty());
     assert!(subscribed_topics(&[0, 0, 0x7f, 0xff, 0xff, 0xff]).is_empty());
+}
+
+#[test]
+fn offset_commit_delete_and_offset_delete_checks() {
+    let mut group = ClassicGroup::new();
+    assert_eq!(group.validate_offset_commit("", -1), Ok(()));
+    assert_eq!(
+        group.validate_offset_commit("x", 0),
+        Err(GroupError::UnknownMemberId)
+    );
+    assert_eq!(group.validate_delete(), Ok(()));
+    assert_eq!(group.offsets_in_use(), Ok(Vec::new()));
+    let (a, b) = join_two(&mut group);
+    assert_eq!(
+        group.validate_offset_commit(&a, 1),
+        Err(GroupError::RebalanceInProgress)
+    );
+    let _sa = group.sync(&a, None, 1, None, None, vec![], 300);
+    group.assignments_persisted(1, true, 300);
+    assert_eq!(group.validate_offset_commit(&b, 1), Ok(()));
+    assert_eq!(
+        group.validate_offset_commit(&b, 0),
+        Err(GroupError::IllegalGeneration)
+    );
+    assert_eq!(
+        group.validate_offset_commit("", -1),
+        Err(GroupError::UnknownMemberId)
+    );
+    assert_eq!(group.validate_delete(), Err(GroupError::NonEmptyGroup));
+    // The members' metadata (b"m") names no topics.
+    assert_eq!(group.offsets_in_use(), Ok(Vec::new()));
+    group.protocol_type = Some("connect".into());
+    assert_eq!(group.offsets_in_use(), Err(GroupError::NonEmptyGroup));
+    group.mark_dead();
+    assert_eq!(
+        group.validate_offset_commit(&b, 1),
+        Err(GroupError::CoordinatorNotAvailable)
+    );
+    assert_eq!(group.validate_delete(), Err(GroupError::GroupIdNotFound));
 }

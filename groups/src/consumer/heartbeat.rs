@@ -5,10 +5,7 @@ use std::collections::hash_map::RandomState;
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hasher};
 
-use wire::generated::consumer_group_heartbeat_response as hb;
-use wire::generated::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
 use wire::primitives::Uuid;
-use wire::ErrorCode;
 
 use super::reconcile::reconcile;
 use super::record_builders::*;
@@ -19,15 +16,16 @@ use crate::records::GroupRecord;
 
 impl ConsumerGroup {
     /// Handles a ConsumerGroupHeartbeat: join (epoch 0), heartbeat, leave (-1) or static leave
-    /// (-2). Returns the response and the records to write, already applied to the state.
+    /// (-2). Returns the reply and the records to write, already applied to the state (a
+    /// refusal may come with the records made before it).
     pub fn heartbeat(
         &mut self,
-        request: &ConsumerGroupHeartbeatRequest,
+        request: &HeartbeatRequest,
         context: &RequestContext,
         now_ms: i64,
         topics: &dyn TopicLookup,
         config: &ConsumerGroupConfig,
-    ) -> (ConsumerGroupHeartbeatResponse, Vec<GroupRecord>) {
+    ) -> (HeartbeatReply, Vec<GroupRecord>) {
         let mut records = Vec::new();
         let result = validate_request(request, config).and_then(|()| {
             if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
@@ -38,29 +36,19 @@ impl ConsumerGroup {
                 self.join_or_heartbeat(request, context, now_ms, topics, config, &mut records)
             }
         });
-        match result {
-            Ok(response) => (response, records),
-            Err((code, message)) => (
-                ConsumerGroupHeartbeatResponse {
-                    error_code: code.code(),
-                    error_message: Some(message),
-                    ..Default::default()
-                },
-                records,
-            ),
-        }
+        (result, records)
     }
 
     fn not_found(&self) -> Refusal {
-        (
-            ErrorCode::GroupIdNotFound,
+        Refusal::new(
+            GroupError::GroupIdNotFound,
             format!("Group {} not found.", self.group_id),
         )
     }
 
     fn unknown_member(&self, member_id: &str) -> Refusal {
-        (
-            ErrorCode::UnknownMemberId,
+        Refusal::new(
+            GroupError::UnknownMemberId,
             format!(
                 "Member {member_id} is not a member of group {}.",
                 self.group_id
@@ -70,10 +58,10 @@ impl ConsumerGroup {
 
     fn leave(
         &mut self,
-        request: &ConsumerGroupHeartbeatRequest,
+        request: &HeartbeatRequest,
         topics: &dyn TopicLookup,
         records: &mut Vec<GroupRecord>,
-    ) -> Result<ConsumerGroupHeartbeatResponse, Refusal> {
+    ) -> HeartbeatReply {
         if !self.exists() {
             return Err(self.not_found());
         }
@@ -104,29 +92,33 @@ impl ConsumerGroup {
         } else {
             self.fence_member(&member_id, topics, records);
         }
-        Ok(ConsumerGroupHeartbeatResponse {
-            member_id: Some(member_id),
+        Ok(Heartbeated {
+            member_id,
             member_epoch: request.member_epoch,
-            ..Default::default()
+            heartbeat_interval_ms: 0,
+            assignment: None,
         })
     }
 
     fn static_member_of(&self, instance_id: &str) -> Result<String, Refusal> {
-        self.static_members.get(instance_id).cloned().ok_or((
-            ErrorCode::UnknownMemberId,
-            format!("Instance id {instance_id} is unknown."),
-        ))
+        self.static_members
+            .get(instance_id)
+            .cloned()
+            .ok_or(Refusal::new(
+                GroupError::UnknownMemberId,
+                format!("Instance id {instance_id} is unknown."),
+            ))
     }
 
     fn join_or_heartbeat(
         &mut self,
-        request: &ConsumerGroupHeartbeatRequest,
+        request: &HeartbeatRequest,
         context: &RequestContext,
         now_ms: i64,
         topics: &dyn TopicLookup,
         config: &ConsumerGroupConfig,
         records: &mut Vec<GroupRecord>,
-    ) -> Result<ConsumerGroupHeartbeatResponse, Refusal> {
+    ) -> HeartbeatReply {
         let joining = request.member_epoch == 0;
         if !joining && !self.exists() {
             return Err(self.not_found());
@@ -134,8 +126,8 @@ impl ConsumerGroup {
         let is_known =
             !request.member_id.is_empty() && self.members.contains_key(&request.member_id);
         if self.members.len() as u64 >= u64::from(config.max_size) && !is_known {
-            return Err((
-                ErrorCode::GroupMaxSizeReached,
+            return Err(Refusal::new(
+                GroupError::GroupMaxSizeReached,
                 format!(
                     "The consumer group has reached its maximum capacity of {} members.",
                     config.max_size
@@ -147,11 +139,7 @@ impl ConsumerGroup {
         } else {
             request.member_id.clone()
         };
-        let owned = request.topic_partitions.as_ref().map(|tps| {
-            tps.iter()
-                .map(|tp| (tp.topic_id.0, tp.partitions.clone()))
-                .collect::<Vec<_>>()
-        });
+        let owned = request.topic_partitions.clone();
 
         // The member before this request, and the static member it replaces, if any.
         let (member, replaced) = match &request.instance_id {
@@ -180,8 +168,8 @@ impl ConsumerGroup {
                     Some(previous_id) if joining && previous_id != member_id => {
                         let previous = &self.members[&previous_id];
                         if previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
-                            return Err((
-                                ErrorCode::UnreleasedInstanceId,
+                            return Err(Refusal::new(
+                                GroupError::UnreleasedInstanceId,
                                 format!(
                                     "Static member {member_id} with instance id {instance_id} \
                                      cannot join the group because the instance id is owned \
@@ -312,24 +300,12 @@ impl ConsumerGroup {
                 && request.subscribed_topic_names.is_some()
                 && request.topic_partitions.is_some());
         let assignment =
-            (full_request || now.assigned != before.assigned).then(|| hb::Assignment {
-                topic_partitions: now
-                    .assigned
-                    .iter()
-                    .map(|(topic, parts)| hb::TopicPartitions {
-                        topic_id: Uuid(*topic),
-                        partitions: parts.iter().copied().collect(),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            });
-        Ok(ConsumerGroupHeartbeatResponse {
-            member_id: Some(member_id),
+            (full_request || now.assigned != before.assigned).then(|| now.assigned.clone());
+        Ok(Heartbeated {
+            member_id,
             member_epoch: now.member_epoch,
             heartbeat_interval_ms: config.heartbeat_interval_ms,
             assignment,
-            ..Default::default()
         })
     }
 

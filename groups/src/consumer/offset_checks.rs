@@ -1,6 +1,6 @@
 //! What OffsetCommit and OffsetFetch require of a consumer group's members.
 
-use wire::ErrorCode;
+use crate::GroupError;
 
 use super::ConsumerGroup;
 
@@ -15,19 +15,19 @@ impl ConsumerGroup {
         member_epoch: i32,
         api_version: i16,
         transactional: bool,
-    ) -> Result<(), ErrorCode> {
+    ) -> Result<(), GroupError> {
         if member_epoch < 0 && self.members.is_empty() {
             return Ok(());
         }
         let member = self
             .members
             .get(member_id)
-            .ok_or(ErrorCode::UnknownMemberId)?;
+            .ok_or(GroupError::UnknownMemberId)?;
         if !transactional && api_version < 9 {
-            return Err(ErrorCode::UnsupportedVersion);
+            return Err(GroupError::UnsupportedVersion);
         }
         if member_epoch != member.member_epoch {
-            return Err(ErrorCode::StaleMemberEpoch);
+            return Err(GroupError::StaleMemberEpoch);
         }
         Ok(())
     }
@@ -38,20 +38,20 @@ impl ConsumerGroup {
         &self,
         member_id: Option<&str>,
         member_epoch: i32,
-    ) -> Result<(), ErrorCode> {
+    ) -> Result<(), GroupError> {
         let Some(member_id) = member_id else {
             return if member_epoch < 0 {
                 Ok(())
             } else {
-                Err(ErrorCode::UnknownMemberId)
+                Err(GroupError::UnknownMemberId)
             };
         };
         let member = self
             .members
             .get(member_id)
-            .ok_or(ErrorCode::UnknownMemberId)?;
+            .ok_or(GroupError::UnknownMemberId)?;
         if member_epoch != member.member_epoch {
-            return Err(ErrorCode::StaleMemberEpoch);
+            return Err(GroupError::StaleMemberEpoch);
         }
         Ok(())
     }

@@ -84,8 +84,8 @@ pub(super) fn reconcile(
         MemberState::UnreleasedPartitions => Ok(next(member.member_epoch)),
         MemberState::Unknown => {
             if owned.is_none_or(|o| !o.is_empty()) {
-                return Err((
-                    ErrorCode::FencedMemberEpoch,
+                return Err(Refusal::new(
+                    GroupError::FencedMemberEpoch,
                     "The consumer group member is in a unknown state. The member must abandon \
                      all its partitions and rejoin."
                         .to_string(),

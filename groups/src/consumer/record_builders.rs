@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::GroupError;
 use wire::group_records::*;
 use wire::primitives::Uuid;
-use wire::ErrorCode;
 
 use super::{ConsumerGroup, GroupState, Member};
 use crate::assignor::{Assignment, TopicSpec};
@@ -12,9 +12,9 @@ use crate::records::GroupRecord;
 
 impl ConsumerGroup {
     /// Records that delete the whole group (DeleteGroups): only for an empty group.
-    pub fn delete_records(&self) -> Result<Vec<GroupRecord>, ErrorCode> {
+    pub fn delete_records(&self) -> Result<Vec<GroupRecord>, GroupError> {
         if self.state() != GroupState::Empty {
-            return Err(ErrorCode::NonEmptyGroup);
+            return Err(GroupError::NonEmptyGroup);
         }
         let group_id = self.group_id.clone();
         let mut records = Vec::new();

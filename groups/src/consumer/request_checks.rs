@@ -2,14 +2,11 @@
 //! `throwIfConsumerGroupHeartbeatRequestIsInvalid` and the member epoch check) and the
 //! refusals they return.
 
-use wire::generated::ConsumerGroupHeartbeatRequest;
-use wire::ErrorCode;
-
 use super::*;
 
 pub(super) fn fenced_instance(member_id: &str, instance_id: &str, owner: &str) -> Refusal {
-    (
-        ErrorCode::FencedInstanceId,
+    Refusal::new(
+        GroupError::FencedInstanceId,
         format!("Static member {member_id} with instance id {instance_id} was fenced by member {owner}."),
     )
 }
@@ -19,13 +16,13 @@ fn is_blank(value: &Option<String>) -> bool {
 }
 
 fn invalid(message: &str) -> Refusal {
-    (ErrorCode::InvalidRequest, message.to_string())
+    Refusal::new(GroupError::InvalidRequest, message.to_string())
 }
 
 /// Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid` (v0-1: an empty member id on join
 /// asks the coordinator for one).
 pub(super) fn validate_request(
-    request: &ConsumerGroupHeartbeatRequest,
+    request: &HeartbeatRequest,
     config: &ConsumerGroupConfig,
 ) -> Result<(), Refusal> {
     if request.group_id.trim().is_empty() {
@@ -77,8 +74,8 @@ pub(super) fn validate_request(
         .as_deref()
         .is_some_and(|r| !r.is_empty())
     {
-        return Err((
-            ErrorCode::InvalidRegularExpression,
+        return Err(Refusal::new(
+            GroupError::InvalidRegularExpression,
             "SubscribedTopicRegex is not supported by this broker.".to_string(),
         ));
     }
@@ -86,8 +83,8 @@ pub(super) fn validate_request(
         let supported = Assignor::from_name(name).is_some_and(|a| config.assignors.contains(&a));
         if !supported {
             let names: Vec<&str> = config.assignors.iter().map(|a| a.name()).collect();
-            return Err((
-                ErrorCode::UnsupportedAssignor,
+            return Err(Refusal::new(
+                GroupError::UnsupportedAssignor,
                 format!(
                     "ServerAssignor {name} is not supported. Supported assignors: {}.",
                     names.join(", ")
@@ -108,8 +105,8 @@ pub(super) fn check_member_epoch(
 ) -> Result<(), Refusal> {
     let fenced =
         || {
-            (
-                ErrorCode::FencedMemberEpoch,
+            Refusal::new(
+                GroupError::FencedMemberEpoch,
                 format!(
                 "The consumer group member has a {} member epoch ({received}) than the one known \
                  by the group coordinator ({}). The member must abandon all its partitions and \

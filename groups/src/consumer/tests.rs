@@ -1,9 +1,7 @@
 use super::*;
 use crate::records::GroupRecord;
 use proptest::prelude::*;
-use wire::generated::consumer_group_heartbeat_request::TopicPartitions as OwnedPartitions;
-use wire::generated::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
-use wire::primitives::Uuid;
+use wire::ErrorCode;
 
 const T1: TopicId = [1; 16];
 const T2: TopicId = [2; 16];
@@ -45,9 +43,9 @@ impl Client {
         }
     }
 
-    fn request(&self) -> ConsumerGroupHeartbeatRequest {
+    fn request(&self) -> HeartbeatRequest {
         let joining = self.epoch == 0;
-        ConsumerGroupHeartbeatRequest {
+        HeartbeatRequest {
             group_id: "g".into(),
             member_id: self.member_id.clone(),
             member_epoch: self.epoch,
@@ -57,27 +55,54 @@ impl Client {
             topic_partitions: Some(
                 self.owned
                     .iter()
-                    .map(|(t, p)| OwnedPartitions {
-                        topic_id: Uuid(*t),
-                        partitions: p.iter().copied().collect(),
-                        ..Default::default()
-                    })
+                    .map(|(t, p)| (*t, p.iter().copied().collect()))
                     .collect(),
             ),
             ..Default::default()
         }
     }
 
-    fn apply(&mut self, response: &ConsumerGroupHeartbeatResponse) {
+    fn apply(&mut self, response: &Answer) {
         assert_eq!(response.error_code, 0, "{:?}", response.error_message);
         self.member_id = response.member_id.clone().unwrap();
         self.epoch = response.member_epoch;
         if let Some(assignment) = &response.assignment {
-            self.owned = assignment
-                .topic_partitions
-                .iter()
-                .map(|tp| (tp.topic_id.0, tp.partitions.iter().copied().collect()))
-                .collect();
+            self.owned = assignment.clone();
+        }
+    }
+}
+
+/// A heartbeat's reply, refused or not, as the fields the tests read (a refusal's as the
+/// response carries it: no member id, epoch 0, its code and message).
+#[derive(Debug)]
+struct Answer {
+    error_code: i16,
+    error_message: Option<String>,
+    member_id: Option<String>,
+    member_epoch: i32,
+    heartbeat_interval_ms: i32,
+    assignment: Option<Assignment>,
+}
+
+impl From<HeartbeatReply> for Answer {
+    fn from(reply: HeartbeatReply) -> Answer {
+        match reply {
+            Ok(h) => Answer {
+                error_code: 0,
+                error_message: None,
+                member_id: Some(h.member_id),
+                member_epoch: h.member_epoch,
+                heartbeat_interval_ms: h.heartbeat_interval_ms,
+                assignment: h.assignment,
+            },
+            Err(refusal) => Answer {
+                error_code: refusal.error.error_code().code(),
+                error_message: Some(refusal.message),
+                member_id: None,
+                member_epoch: 0,
+                heartbeat_interval_ms: 0,
+                assignment: None,
+            },
         }
     }
 }
@@ -99,16 +124,16 @@ impl Harness {
         }
     }
 
-    fn send(&mut self, request: &ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse {
+    fn send(&mut self, request: &HeartbeatRequest) -> Answer {
         let (response, records) =
             self.group
                 .heartbeat(request, &ctx(), self.now, &topics, &self.config);
         self.log.extend(records);
         self.check();
-        response
+        response.into()
     }
 
-    fn beat(&mut self, client: &mut Client) -> ConsumerGroupHeartbeatResponse {
+    fn beat(&mut self, client: &mut Client) -> Answer {
         let response = self.send(&client.request());
         client.apply(&response);
         response
@@ -214,14 +239,8 @@ fn partitions_move_only_after_revocation() {
     assert_eq!(all.len(), 6);
 }
 
-fn hb_assignment(r: &ConsumerGroupHeartbeatResponse) -> Assignment {
-    r.assignment
-        .as_ref()
-        .unwrap()
-        .topic_partitions
-        .iter()
-        .map(|tp| (tp.topic_id.0, tp.partitions.iter().copied().collect()))
-        .collect()
+fn hb_assignment(r: &Answer) -> Assignment {
+    r.assignment.clone().unwrap()
 }
 
 fn settle(h: &mut Harness, clients: &mut [Client]) {
@@ -338,7 +357,7 @@ fn epochs_are_fenced_as_kafka_does() {
 fn invalid_requests() {
     let mut h = Harness::new();
     let good = Client::new("a", &["t1"]).request();
-    type Change = Box<dyn Fn(&mut ConsumerGroupHeartbeatRequest)>;
+    type Change = Box<dyn Fn(&mut HeartbeatRequest)>;
     let cases: Vec<(Change, ErrorCode, &str)> = vec![
         (Box::new(|r| r.group_id = " ".into()), ErrorCode::InvalidRequest, "GroupId can't be empty."),
         (Box::new(|r| r.instance_id = Some(String::new())), ErrorCode::InvalidRequest, "InstanceId can't be empty."),
@@ -448,40 +467,40 @@ fn describe_and_offset_commit_validation() {
     let mut req = a.request();
     req.server_assignor = Some("range".into());
     a.apply(&h.send(&req));
-    let d = h.group.describe(&h.config, i32::MIN);
+    let d = h.group.describe(&h.config);
     assert_eq!(d.group_id, "g");
-    assert_eq!(d.group_state, "Stable");
+    assert_eq!(d.state.name(), "Stable");
     assert_eq!(d.assignor_name, "range");
     assert_eq!((d.group_epoch, d.assignment_epoch), (1, 1));
     assert_eq!(d.members.len(), 1);
     let m = &d.members[0];
     assert_eq!(m.member_id, "a");
     assert_eq!(m.client_id, "client");
-    assert_eq!(m.assignment.topic_partitions[0].topic_name, "t1");
-    assert_eq!(m.target_assignment.topic_partitions[0].partitions.len(), 6);
+    assert_eq!(m.assignment[0].topic_name, "t1");
+    assert_eq!(m.target_assignment[0].partitions.len(), 6);
 
     let g = &h.group;
     assert_eq!(g.validate_offset_commit("a", 1, 9, false), Ok(()));
     assert_eq!(
         g.validate_offset_commit("a", 0, 9, false),
-        Err(ErrorCode::StaleMemberEpoch)
+        Err(GroupError::StaleMemberEpoch)
     );
     assert_eq!(
         g.validate_offset_commit("z", 1, 9, false),
-        Err(ErrorCode::UnknownMemberId)
+        Err(GroupError::UnknownMemberId)
     );
     assert_eq!(
         g.validate_offset_commit("a", 1, 8, false),
-        Err(ErrorCode::UnsupportedVersion)
+        Err(GroupError::UnsupportedVersion)
     );
     assert_eq!(
         g.validate_offset_commit("", -1, 9, false),
-        Err(ErrorCode::UnknownMemberId)
+        Err(GroupError::UnknownMemberId)
     );
     assert_eq!(g.validate_offset_fetch(Some("a"), 1), Ok(()));
     assert_eq!(
         g.validate_offset_fetch(Some("a"), 2),
-        Err(ErrorCode::StaleMemberEpoch)
+        Err(GroupError::StaleMemberEpoch)
     );
     assert_eq!(g.validate_offset_fetch(None, -1), Ok(()));
     assert_eq!(
@@ -495,7 +514,7 @@ fn delete_records_tombstone_an_empty_group() {
     let mut h = Harness::new();
     let mut a = Client::new("a", &["t1"]);
     h.beat(&mut a);
-    assert_eq!(h.group.delete_records(), Err(ErrorCode::NonEmptyGroup));
+    assert_eq!(h.group.delete_records(), Err(GroupError::NonEmptyGroup));
     let mut leave = a.request();
     leave.member_epoch = -1;
     h.send(&leave);
