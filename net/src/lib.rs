@@ -2,12 +2,14 @@
 //! (`tls`), transports that write responses and send file ranges from the page cache
 //! (`transport`), the bounds on connections, queued requests and response bytes (`limits`),
 //! moving a connection to the shard its requests touch (`handoff`), and the busy-poll
-//! heuristic (`busy_poll`). No Kafka API is decoded here: the broker's connection loop calls
+//! heuristic (`busy_poll`), and the links between controllers that carry the metadata
+//! quorum's messages (`peer`). No Kafka API is decoded here: the broker's connection loop calls
 //! its handlers and hands their encoded responses to these pieces.
 
 pub mod busy_poll;
 pub mod handoff;
 pub mod limits;
+pub mod peer;
 pub mod tls;
 pub mod transport;
 

@@ -1,0 +1,342 @@
+//! Links between controllers: one-way messages (the metadata quorum's Raft messages) from this
+//! node to another, over TCP, on the CONTROLLER listener.
+//!
+//! A message travels as a Kafka request frame (size, request header v2, body) with an API key
+//! outside Kafka's range (`PEER_MESSAGE_KEY`), so the CONTROLLER listener can tell a peer's
+//! message from a Kafka client's request (kafka-metadata-quorum.sh `--bootstrap-controller`
+//! sends ApiVersions and DescribeQuorum there) by the key alone, and a Kafka client or tool
+//! sent to the wrong port gets a closed connection with a reason, never a misread. No
+//! response is sent: Raft retries on its own (heartbeats, re-sent appends), so a message lost
+//! with a connection costs a round, not correctness.
+//!
+//! Bounds: a frame is at most `MAX_PEER_FRAME` bytes both ways (a larger one closes the
+//! reading side's connection); each destination has a queue of at most `MAX_PEER_QUEUE`
+//! messages, and a message sent to a full queue (the peer down or slow) is dropped and
+//! counted, never buffered without bound; reconnection backs off from
+//! `RECONNECT_BACKOFF_MIN` to `RECONNECT_BACKOFF_MAX`.
+
+use std::cell::Cell;
+use std::io;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures::io::{AsyncReadExt, AsyncWriteExt};
+use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
+use glommio::net::{TcpListener, TcpStream};
+
+/// The request API key of a peer message: above every Kafka API key (they end below 100), and
+/// never listed in ApiVersions.
+pub const PEER_MESSAGE_KEY: i16 = 32_000;
+/// The only version of a peer message.
+pub const PEER_MESSAGE_VERSION: i16 = 0;
+/// The largest frame (after the size field) a link writes or reads: a Raft snapshot of the
+/// metadata image travels in one message.
+pub const MAX_PEER_FRAME: usize = 64 << 20;
+/// Messages waiting for one destination at most.
+pub const MAX_PEER_QUEUE: usize = 4096;
+pub const RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(20);
+pub const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// How long a connection attempt may take before the link backs off and tries again.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Bytes of a frame before the sender's node id: api key, version, correlation id, a null
+/// client id, no tagged fields.
+const HEADER_LEN: usize = 2 + 2 + 4 + 2 + 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    #[error("peer frame of {0} bytes exceeds the limit of {MAX_PEER_FRAME}")]
+    TooLarge(usize),
+    #[error("not a peer message: API key {key} version {version}")]
+    NotPeerMessage { key: i16, version: i16 },
+    #[error("malformed peer frame: {0}")]
+    Malformed(&'static str),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// One message as it travels: size, header, sender, payload.
+pub fn encode_frame(from: i32, correlation_id: i32, payload: &[u8]) -> Result<Vec<u8>, PeerError> {
+    let len = HEADER_LEN + 4 + payload.len();
+    if len > MAX_PEER_FRAME {
+        return Err(PeerError::TooLarge(len));
+    }
+    let mut frame = Vec::with_capacity(4 + len);
+    frame.extend_from_slice(&(len as i32).to_be_bytes());
+    frame.extend_from_slice(&PEER_MESSAGE_KEY.to_be_bytes());
+    frame.extend_from_slice(&PEER_MESSAGE_VERSION.to_be_bytes());
+    frame.extend_from_slice(&correlation_id.to_be_bytes());
+    frame.extend_from_slice(&(-1i16).to_be_bytes()); // client id: null
+    frame.push(0); // no tagged fields
+    frame.extend_from_slice(&from.to_be_bytes());
+    frame.extend_from_slice(payload);
+    Ok(frame)
+}
+
+/// The sender and payload of a frame's bytes after its size field.
+pub fn decode_frame(body: &[u8]) -> Result<(i32, &[u8]), PeerError> {
+    if body.len() < 4 {
+        return Err(PeerError::Malformed("shorter than a request header"));
+    }
+    let key = i16::from_be_bytes([body[0], body[1]]);
+    let version = i16::from_be_bytes([body[2], body[3]]);
+    if key != PEER_MESSAGE_KEY || version != PEER_MESSAGE_VERSION {
+        return Err(PeerError::NotPeerMessage { key, version });
+    }
+    if body.len() < HEADER_LEN + 4 {
+        return Err(PeerError::Malformed("shorter than a peer header"));
+    }
+    if body[8..10] != (-1i16).to_be_bytes() || body[10] != 0 {
+        return Err(PeerError::Malformed("a client id or tagged fields"));
+    }
+    let from = i32::from_be_bytes([body[11], body[12], body[13], body[14]]);
+    Ok((from, &body[HEADER_LEN + 4..]))
+}
+
+/// Reads frames from `stream` until it closes, handing each sender and payload to `deliver`.
+/// A frame over the bound, or one that is not a peer message, ends the connection with the
+/// reason.
+pub async fn read_frames(
+    stream: &mut TcpStream,
+    mut deliver: impl FnMut(i32, Vec<u8>),
+) -> Result<(), PeerError> {
+    let mut size = [0u8; 4];
+    loop {
+        match stream.read_exact(&mut size).await {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+        let len = i32::from_be_bytes(size);
+        let len = usize::try_from(len).map_err(|_| PeerError::Malformed("negative size"))?;
+        if len > MAX_PEER_FRAME {
+            return Err(PeerError::TooLarge(len));
+        }
+        let mut body = vec![0u8; len];
+        stream.read_exact(&mut body).await?;
+        let (from, payload) = decode_frame(&body)?;
+        let payload = payload.to_vec();
+        deliver(from, payload);
+    }
+}
+
+/// Accepts peers' connections on `listener` and passes every message to `inbox` (dropped and
+/// counted in `dropped` when the inbox is full: the receiver is behind, and Raft re-sends).
+pub async fn serve(
+    listener: TcpListener,
+    inbox: Rc<LocalSender<(i32, Vec<u8>)>>,
+    dropped: Rc<Cell<u64>>,
+) -> io::Result<()> {
+    loop {
+        let mut stream = listener.accept().await?;
+        let inbox = inbox.clone();
+        let dropped = dropped.clone();
+        glommio::spawn_local(async move {
+            let peer = stream.peer_addr().ok();
+            let result = read_frames(&mut stream, |from, payload| {
+                if inbox.try_send((from, payload)).is_err() {
+                    dropped.set(dropped.get() + 1);
+                }
+            })
+            .await;
+            if let Err(error) = result {
+                tracing::info!(?peer, %error, "closing a controller connection");
+            }
+        })
+        .detach();
+    }
+}
+
+/// The sending end of a link to one peer: a bounded queue drained by a task that keeps a
+/// connection open (reconnecting with backoff).
+pub struct PeerLink {
+    queue: LocalSender<Vec<u8>>,
+    dropped: Rc<Cell<u64>>,
+    closed: Rc<Cell<bool>>,
+}
+
+impl PeerLink {
+    /// Starts a link from node `me` to the peer at `to`, on the current glommio executor.
+    pub fn spawn(me: i32, to: SocketAddr) -> PeerLink {
+        let (queue, pending) = local_channel::new_bounded(MAX_PEER_QUEUE);
+        let closed = Rc::new(Cell::new(false));
+        glommio::spawn_local(run_link(me, to, pending, closed.clone())).detach();
+        PeerLink {
+            queue,
+            dropped: Rc::new(Cell::new(0)),
+            closed,
+        }
+    }
+
+    /// Queues `payload` for the peer; false (and counted) when the queue is full.
+    pub fn send(&self, payload: Vec<u8>) -> bool {
+        let sent = self.queue.try_send(payload).is_ok();
+        if !sent {
+            self.dropped.set(self.dropped.get() + 1);
+        }
+        sent
+    }
+
+    /// Messages dropped because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.get()
+    }
+
+    /// Messages waiting.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+impl Drop for PeerLink {
+    fn drop(&mut self) {
+        self.closed.set(true);
+    }
+}
+
+async fn run_link(
+    me: i32,
+    to: SocketAddr,
+    pending: LocalReceiver<Vec<u8>>,
+    closed: Rc<Cell<bool>>,
+) {
+    let mut backoff = RECONNECT_BACKOFF_MIN;
+    let mut correlation_id: i32 = 0;
+    while !closed.get() {
+        let mut stream = match TcpStream::connect_timeout(to, CONNECT_TIMEOUT).await {
+            Ok(stream) => stream,
+            Err(error) => {
+                tracing::debug!(%to, %error, "controller link: connect failed");
+                glommio::timer::sleep(backoff).await;
+                backoff = (backoff * 2).min(RECONNECT_BACKOFF_MAX);
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        backoff = RECONNECT_BACKOFF_MIN;
+        tracing::debug!(%to, "controller link: connected");
+        loop {
+            let Some(payload) = pending.recv().await else {
+                return; // the link was dropped
+            };
+            correlation_id = correlation_id.wrapping_add(1);
+            let frame = match encode_frame(me, correlation_id, &payload) {
+                Ok(frame) => frame,
+                Err(error) => {
+                    tracing::warn!(%to, %error, "controller link: message not sent");
+                    continue;
+                }
+            };
+            if let Err(error) = stream.write_all(&frame).await {
+                tracing::debug!(%to, %error, "controller link: write failed; reconnecting");
+                break;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run<F: std::future::Future>(f: F) -> F::Output {
+        glommio::LocalExecutorBuilder::default()
+            .make()
+            .expect("glommio executor")
+            .run(f)
+    }
+
+    #[test]
+    fn frames_round_trip_and_refuse_what_is_not_theirs() {
+        let frame = encode_frame(7, 1, b"raft").unwrap();
+        let (from, payload) = decode_frame(&frame[4..]).unwrap();
+        assert_eq!((from, payload), (7, &b"raft"[..]));
+        assert_eq!(
+            i32::from_be_bytes(frame[..4].try_into().unwrap()) as usize,
+            frame.len() - 4
+        );
+        // A Kafka ApiVersions request header is not a peer message.
+        let mut api_versions = frame[4..].to_vec();
+        api_versions[0..2].copy_from_slice(&18i16.to_be_bytes());
+        assert!(matches!(
+            decode_frame(&api_versions),
+            Err(PeerError::NotPeerMessage { key: 18, .. })
+        ));
+        for cut in 0..HEADER_LEN + 4 {
+            assert!(decode_frame(&frame[4..4 + cut]).is_err(), "cut {cut}");
+        }
+        assert!(matches!(
+            encode_frame(1, 1, &vec![0; MAX_PEER_FRAME]),
+            Err(PeerError::TooLarge(_))
+        ));
+    }
+
+    #[test]
+    fn messages_arrive_in_order_and_survive_a_restarted_peer() {
+        run(async {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let link = PeerLink::spawn(3, addr);
+            for i in 0..1000u32 {
+                assert!(link.send(i.to_be_bytes().to_vec()));
+            }
+            // The first incarnation of the peer reads the thousand messages, then dies: its
+            // connection and listener close.
+            {
+                let mut stream = listener.accept().await.unwrap();
+                let mut got = Vec::new();
+                while got.len() < 1000 {
+                    let mut size = [0u8; 4];
+                    stream.read_exact(&mut size).await.unwrap();
+                    let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+                    stream.read_exact(&mut body).await.unwrap();
+                    let (from, payload) = decode_frame(&body).unwrap();
+                    got.push((from, payload.to_vec()));
+                }
+                let want: Vec<_> = (0..1000u32)
+                    .map(|i| (3, i.to_be_bytes().to_vec()))
+                    .collect();
+                assert_eq!(got, want);
+            }
+            drop(listener);
+            // It comes back on the same port: the link reconnects, and messages sent once it
+            // is back arrive (those in flight at the cut may be lost).
+            let listener = loop {
+                match TcpListener::bind(addr) {
+                    Ok(l) => break l,
+                    Err(_) => glommio::timer::sleep(Duration::from_millis(10)).await,
+                }
+            };
+            let (inbox, received) = local_channel::new_bounded(MAX_PEER_QUEUE);
+            let dropped = Rc::new(Cell::new(0));
+            let _server = glommio::spawn_local(serve(listener, Rc::new(inbox), dropped));
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            let mut got = None;
+            while got.is_none() && std::time::Instant::now() < deadline {
+                link.send(b"again".to_vec());
+                let wait = glommio::timer::sleep(Duration::from_millis(50));
+                got = match futures::future::select(Box::pin(received.recv()), Box::pin(wait)).await
+                {
+                    futures::future::Either::Left((message, _)) => message,
+                    futures::future::Either::Right(_) => None,
+                };
+            }
+            assert_eq!(got, Some((3, b"again".to_vec())));
+        });
+    }
+
+    #[test]
+    fn a_down_peer_costs_at_most_the_queue() {
+        run(async {
+            // Nothing listens here: every connect fails and the queue fills.
+            let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
+            let link = PeerLink::spawn(1, addr);
+            for _ in 0..MAX_PEER_QUEUE + 10 {
+                link.send(vec![0; 16]);
+            }
+            assert_eq!(link.queued(), MAX_PEER_QUEUE);
+            assert_eq!(link.dropped(), 10);
+        });
+    }
+}
