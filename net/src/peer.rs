@@ -31,8 +31,9 @@ pub const PEER_MESSAGE_KEY: i16 = 32_000;
 /// The only version of a peer message.
 pub const PEER_MESSAGE_VERSION: i16 = 0;
 /// The largest frame (after the size field) a link writes or reads: a Raft snapshot of the
-/// metadata image travels in one message.
-pub const MAX_PEER_FRAME: usize = 64 << 20;
+/// metadata image (up to 64 MiB, `quorum::log_store::MAX_SNAPSHOT_BYTES`) travels in one message
+/// with a message's worth of entries.
+pub const MAX_PEER_FRAME: usize = 72 << 20;
 /// Messages waiting for one destination at most.
 pub const MAX_PEER_QUEUE: usize = 4096;
 pub const RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(20);
