@@ -233,7 +233,8 @@ impl LogStore {
     pub async fn open(disk: &Disk, dir: &Path, voters: &[u64]) -> Result<LogStore> {
         if !disk.exists(dir) {
             disk.create_dir_all(dir)?;
-            disk.sync_dir(dir.parent().unwrap_or(Path::new("/"))).await?;
+            disk.sync_dir(dir.parent().unwrap_or(Path::new("/")))
+                .await?;
         }
         let path = dir.join(LOG_FILE);
         let mut tmp = path.as_os_str().to_owned();
@@ -322,7 +323,11 @@ impl LogStore {
 
     /// Appends `entries` (replacing a conflicting suffix from their first index on) and
     /// `hard_state` if given, with one write and one fdatasync.
-    pub async fn persist(&mut self, entries: &[Entry], hard_state: Option<&HardState>) -> Result<()> {
+    pub async fn persist(
+        &mut self,
+        entries: &[Entry],
+        hard_state: Option<&HardState>,
+    ) -> Result<()> {
         self.check_live()?;
         self.mirror.check_append(entries)?;
         let mut next = self.mirror.clone();
@@ -398,7 +403,10 @@ impl LogStore {
             });
         }
         let held = self.mirror.snap_meta().index;
-        if index < held || self.mirror.term(index) != Some(term) || index > self.mirror.hard_state.commit {
+        if index < held
+            || self.mirror.term(index) != Some(term)
+            || index > self.mirror.hard_state.commit
+        {
             return Err(LogStoreError::BadCompaction {
                 index,
                 term,

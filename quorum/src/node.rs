@@ -230,7 +230,11 @@ impl QuorumNode {
             raft_config.min_election_tick(),
             raft_config.max_election_tick(),
         );
-        let raw = RawNode::new(&raft_config, store, &crate::tracing_logger::logger(config.id))?;
+        let raw = RawNode::new(
+            &raft_config,
+            store,
+            &crate::tracing_logger::logger(config.id),
+        )?;
         let mut node = QuorumNode {
             raw,
             rng: Rng(config.election_seed),
@@ -422,7 +426,12 @@ impl QuorumNode {
     /// Replaces raft's own draw of the randomized election timeout (see the module comment).
     fn redraw_election_timeout(&mut self) {
         let r = &self.raw.raft;
-        let key = (r.term, r.state, r.leader_id, r.randomized_election_timeout());
+        let key = (
+            r.term,
+            r.state,
+            r.leader_id,
+            r.randomized_election_timeout(),
+        );
         if key == self.timeout_key {
             return;
         }

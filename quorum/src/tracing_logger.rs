@@ -26,7 +26,9 @@ impl Drain for TracingDrain {
     fn log(&self, record: &Record, values: &OwnedKVList) -> Result<(), slog::Never> {
         // Formatting costs: skip it for levels nobody listens to.
         let enabled = match record.level() {
-            Level::Critical | Level::Error => tracing::enabled!(target: "raft", tracing::Level::ERROR),
+            Level::Critical | Level::Error => {
+                tracing::enabled!(target: "raft", tracing::Level::ERROR)
+            }
             Level::Warning => tracing::enabled!(target: "raft", tracing::Level::WARN),
             Level::Info => tracing::enabled!(target: "raft", tracing::Level::INFO),
             Level::Debug => tracing::enabled!(target: "raft", tracing::Level::DEBUG),
