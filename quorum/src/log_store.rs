@@ -231,10 +231,19 @@ impl LogStore {
     /// Opens (or creates) the log in `dir`. A new log starts with `voters` as its conf state
     /// (written and synced before this returns); an existing one ignores `voters`.
     pub async fn open(disk: &Disk, dir: &Path, voters: &[u64]) -> Result<LogStore> {
-        if !disk.exists(dir) {
+        // Every directory created here is made durable in its parent, top down (syncing only
+        // the last parent would let a power loss take the whole log with a fresh ancestor).
+        let missing: Vec<PathBuf> = dir
+            .ancestors()
+            .take_while(|p| !p.as_os_str().is_empty() && p.parent().is_some() && !disk.exists(p))
+            .map(Path::to_path_buf)
+            .collect();
+        if !missing.is_empty() {
             disk.create_dir_all(dir)?;
-            disk.sync_dir(dir.parent().unwrap_or(Path::new("/")))
-                .await?;
+            for created in missing.iter().rev() {
+                disk.sync_dir(created.parent().unwrap_or(Path::new("/")))
+                    .await?;
+            }
         }
         let path = dir.join(LOG_FILE);
         let mut tmp = path.as_os_str().to_owned();

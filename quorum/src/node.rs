@@ -230,11 +230,7 @@ impl QuorumNode {
             raft_config.min_election_tick(),
             raft_config.max_election_tick(),
         );
-        let raw = RawNode::new(
-            &raft_config,
-            store,
-            &crate::tracing_logger::logger(config.id),
-        )?;
+        let raw = RawNode::new(&raft_config, store, &crate::tracing_logger::logger())?;
         let mut node = QuorumNode {
             raw,
             rng: Rng(config.election_seed),

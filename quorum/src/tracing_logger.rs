@@ -53,7 +53,7 @@ impl Drain for TracingDrain {
     }
 }
 
-/// The logger handed to raft-rs for voter `id`.
-pub fn logger(id: u64) -> slog::Logger {
-    slog::Logger::root(TracingDrain.fuse(), slog::o!("raft_id" => id))
+/// The logger handed to raft-rs (which adds `raft_id` to every record itself).
+pub fn logger() -> slog::Logger {
+    slog::Logger::root(TracingDrain.fuse(), slog::o!())
 }
