@@ -61,10 +61,12 @@ mod tests {
         m.index = 41;
         m.commit = 40;
         for i in 0..3u64 {
-            let mut e = Entry::default();
-            e.index = 42 + i;
-            e.term = 7;
-            e.data = vec![i as u8; 10 + i as usize].into();
+            let e = Entry {
+                index: 42 + i,
+                term: 7,
+                data: vec![i as u8; 10 + i as usize].into(),
+                ..Default::default()
+            };
             m.mut_entries().push(e);
         }
         let mut s = Snapshot::default();

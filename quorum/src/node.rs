@@ -14,6 +14,7 @@
 //!    promise what a power loss could take back;
 //! 6. `advance_append`; the light ready's commit index, messages and committed entries are
 //!    handled, then `advance_apply`.
+//!
 //! Then every `snapshot_every` applied entries the state machine is snapshotted and the log
 //! compacted; a follower that needs compacted entries is sent the snapshot (MsgSnapshot),
 //! and the transport reports its outcome with `report_snapshot`.

@@ -310,8 +310,10 @@ fn a_snapshot_from_the_leader_replaces_the_log() {
     let mut s = e.open().unwrap();
     e.run(s.persist(&entries(1, 5, 1), Some(&hs(1, 1, 3))))
         .unwrap();
-    let mut snap = Snapshot::default();
-    snap.data = b"leader state".to_vec().into();
+    let mut snap = Snapshot {
+        data: b"leader state".to_vec().into(),
+        ..Default::default()
+    };
     snap.mut_metadata().index = 8;
     snap.mut_metadata().term = 2;
     snap.mut_metadata().mut_conf_state().voters = vec![1, 2, 3];

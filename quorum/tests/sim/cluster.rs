@@ -43,6 +43,8 @@ struct Cluster {
     next_proposal: u64,
     /// When the current partition heals.
     partition_until: Option<u64>,
+    /// Voters to lose power at a set time (the second half of a double fault).
+    power_loss_at: BTreeMap<u64, u64>,
 }
 
 impl Cluster {
@@ -264,6 +266,7 @@ pub(crate) fn run_seed(seed: u64, n: u64) -> Stats {
         down_until: BTreeMap::new(),
         next_proposal: 0,
         partition_until: None,
+        power_loss_at: BTreeMap::new(),
     };
     for &v in &voters {
         c.start(v);
@@ -291,7 +294,32 @@ pub(crate) fn run_seed(seed: u64, n: u64) -> Stats {
                 c.crash(v, power, down);
             }
         }
-        if c.rng.below(800) == 0 {
+        if c.rng.below(300) == 0 {
+            // A double fault: kill -9, a quick restart (which reads back what the page cache
+            // held and must make it durable before raft acks it), then a power loss soon after.
+            let up: Vec<u64> = c.running.keys().copied().collect();
+            if !up.is_empty() {
+                let v = up[c.rng.below(up.len() as u64) as usize];
+                let down = 1_000 + c.rng.below(10_000);
+                c.crash(v, false, down);
+                let at = now + down + STEP_US + c.rng.below(30_000);
+                c.power_loss_at.insert(v, at);
+            }
+        }
+        let due: Vec<u64> = c
+            .power_loss_at
+            .iter()
+            .filter(|(_, &t)| t <= now)
+            .map(|(v, _)| *v)
+            .collect();
+        for v in due {
+            c.power_loss_at.remove(&v);
+            if c.running.contains_key(&v) {
+                let down = 20_000 + c.rng.below(500_000);
+                c.crash(v, true, down);
+            }
+        }
+        if c.rng.below(500) == 0 {
             // The whole cluster loses power at once: only what was synced survives anywhere.
             let up: Vec<u64> = c.running.keys().copied().collect();
             for v in up {
@@ -357,12 +385,26 @@ pub(crate) fn run_seed(seed: u64, n: u64) -> Stats {
         clock.run_for(Duration::from_micros(STEP_US));
         let states = c.states();
         let (_, a0, h0) = states[0];
-        if states.iter().all(|&(_, a, h)| a == a0 && h == h0) {
+        // What DescribeQuorum would answer: the leader sees every voter caught up.
+        let leader_view = {
+            let w = world.borrow();
+            w.views
+                .values()
+                .filter(|v| v.leader)
+                .max_by_key(|v| v.term)
+                .map(|v| v.progress.clone())
+        };
+        let described = leader_view.as_ref().is_some_and(|p| {
+            p.len() == states.len()
+                && p.iter()
+                    .all(|v| v.match_index == Some(a0) && v.last_contact_ms.is_some())
+        });
+        if described && states.iter().all(|&(_, a, h)| a == a0 && h == h0) {
             break;
         }
         assert!(
             clock.now_us() - settle_from <= SETTLE_BOUND_US,
-            "voters do not converge: (id, applied, hash) {states:?}"
+            "voters do not converge: (id, applied, hash) {states:?}, the leader's view {leader_view:?}"
         );
     }
 

@@ -145,6 +145,7 @@ fn report(world: &Shared, node: &QuorumNode, sm: &ChainSm) {
     v.applied = sm.applied;
     v.hash = sm.hash;
     v.snapshot_index = snapshot_index;
+    v.progress = node.voter_progress();
 }
 
 pub(crate) fn voter_dir(id: u64) -> PathBuf {

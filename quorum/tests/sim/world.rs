@@ -70,14 +70,19 @@ pub(crate) struct VoterView {
     pub(crate) applied: u64,
     pub(crate) hash: u64,
     pub(crate) snapshot_index: u64,
+    /// The voters' progress as this voter sees it (match indexes only when leading).
+    pub(crate) progress: Vec<quorum::VoterProgress>,
 }
+
+/// (due µs, sequence) -> (from, encoded message).
+type Inbox = BTreeMap<(u64, u64), (u64, Vec<u8>)>;
 
 pub(crate) struct World {
     pub(crate) rng: SimRng,
     pub(crate) clock: Rc<SimClock>,
     pub(crate) voters: Vec<u64>,
     /// Per destination voter: (due µs, sequence) -> (from, encoded message).
-    inboxes: BTreeMap<u64, BTreeMap<(u64, u64), (u64, Vec<u8>)>>,
+    inboxes: BTreeMap<u64, Inbox>,
     seq: u64,
     pub(crate) loss_ppm: u64,
     pub(crate) dup_ppm: u64,
