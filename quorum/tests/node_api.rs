@@ -199,9 +199,11 @@ fn elect_propose_refuse_and_restart() {
         .all(|p| p.match_index.is_none()));
 
     // Messages not meant for this voter are refused, typed.
-    let mut m = Message::default();
-    m.to = 9;
-    m.from = leader;
+    let mut m = Message {
+        to: 9,
+        from: leader,
+        ..Default::default()
+    };
     assert!(matches!(
         c.nodes.get_mut(&follower).unwrap().step(m.clone()),
         Err(QuorumError::BadMessage(_))
