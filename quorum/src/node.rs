@@ -37,7 +37,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use raft::eraftpb::{Entry, EntryType, Message, MessageType};
-use raft::{RawNode, SnapshotStatus, StateRole};
+use raft::{ProgressState, RawNode, SnapshotStatus, StateRole};
 use storage::{Clock, Disk};
 
 use crate::log_store::{LogStore, LogStoreError, MAX_ENTRY_BYTES};
@@ -77,6 +77,9 @@ pub const DEFAULT_MAX_IN_FLIGHT_PROPOSALS: u64 = 1024;
 pub const DEFAULT_MAX_BYTES_PER_MSG: u64 = 1 << 20;
 /// Default bound on append messages in flight to one follower (raft's `max_inflight_msgs`).
 pub const DEFAULT_MAX_INFLIGHT_MSGS: usize = 256;
+/// A leader waits this many election timeouts for the transport's report on a snapshot it
+/// sent before it assumes the snapshot lost and retries (see `tick`).
+pub const SNAPSHOT_REPORT_TIMEOUT_ELECTIONS: usize = 5;
 
 #[derive(Clone, Debug)]
 pub struct QuorumConfig {
@@ -185,6 +188,8 @@ pub struct QuorumNode {
     /// (term, role, leader, timeout) after our last timeout draw: a change means raft reset
     /// the timeout with its own draw.
     timeout_key: (u64, StateRole, u64, usize),
+    /// Leader: ticks each follower has waited in raft's Snapshot state.
+    snapshot_wait: HashMap<u64, usize>,
     stopped: bool,
 }
 
@@ -242,6 +247,7 @@ impl QuorumNode {
             min_election,
             max_election,
             timeout_key: (u64::MAX, StateRole::Follower, 0, 0),
+            snapshot_wait: HashMap::new(),
             stopped: false,
         };
         node.redraw_election_timeout();
@@ -259,6 +265,41 @@ impl QuorumNode {
         }
         self.raw.tick();
         self.redraw_election_timeout();
+        self.expire_snapshot_waits();
+    }
+
+    /// A leader sends a lagging follower nothing but heartbeats until the transport reports
+    /// on the snapshot it sent (`report_snapshot`) or the follower acks it. A transport that
+    /// loses the report (a connection reset at the wrong moment) would stall that follower
+    /// for good, so after `SNAPSHOT_REPORT_TIMEOUT_ELECTIONS` election timeouts the leader
+    /// reports the failure itself and raft sends a fresh snapshot.
+    fn expire_snapshot_waits(&mut self) {
+        if self.raw.raft.state != StateRole::Leader {
+            self.snapshot_wait.clear();
+            return;
+        }
+        let waiting: Vec<u64> = self
+            .raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(_, p)| p.state == ProgressState::Snapshot)
+            .map(|(id, _)| *id)
+            .collect();
+        self.snapshot_wait.retain(|id, _| waiting.contains(id));
+        let limit = self.config.election_tick * SNAPSHOT_REPORT_TIMEOUT_ELECTIONS;
+        for id in waiting {
+            let ticks = self.snapshot_wait.entry(id).or_insert(0);
+            *ticks += 1;
+            if *ticks >= limit {
+                tracing::warn!(
+                    follower = id,
+                    "quorum: no report on the snapshot sent to a follower; sending it again"
+                );
+                self.snapshot_wait.remove(&id);
+                self.raw.report_snapshot(id, SnapshotStatus::Failure);
+            }
+        }
     }
 
     /// Takes in a message from another voter (decoded by `codec::decode`).

@@ -242,6 +242,7 @@ pub(crate) fn run_seed(seed: u64, n: u64) -> Stats {
         w.dup_ppm = rng.below(50_000);
         w.min_delay_us = 200;
         w.max_delay_us = 1_000 + rng.below(30_000);
+        w.lose_down_reports = rng.chance(1, 4);
     }
     let mut disks = BTreeMap::new();
     for &v in &voters {
