@@ -118,6 +118,8 @@ pub enum LogStoreError {
         first_index: u64,
         last_index: u64,
     },
+    #[error("cannot encode a raft record: {0}")]
+    Encode(String),
     #[error("a previous write to the raft log failed; reopen the store")]
     Poisoned,
 }
@@ -294,7 +296,7 @@ impl LogStore {
                 ..Default::default()
             };
             let mut buf = Vec::new();
-            push_frame(&mut buf, FrameKind::ConfState, &encode(&cs))?;
+            push_frame(&mut buf, FrameKind::ConfState, &encode(&cs)?)?;
             store.write_synced(&buf).await?;
             store.mirror.conf_state = cs;
         }
@@ -339,23 +341,24 @@ impl LogStore {
     ) -> Result<()> {
         self.check_live()?;
         self.mirror.check_append(entries)?;
-        let mut next = self.mirror.clone();
-        next.splice(entries);
-        if let Some(hs) = hard_state {
-            next.hard_state = hs.clone();
-        }
+        // Validated above, so the mirror is only changed once the write is durable (and the
+        // mirror is never cloned: it holds the snapshot and every entry since).
         let mut buf = Vec::new();
         for e in entries {
-            push_frame(&mut buf, FrameKind::Entry, &encode(e))?;
+            push_frame(&mut buf, FrameKind::Entry, &encode(e)?)?;
         }
+        let hs = hard_state.unwrap_or(&self.mirror.hard_state);
         if hard_state.is_some() || self.hard_state_dirty {
-            push_frame(&mut buf, FrameKind::HardState, &encode(&next.hard_state))?;
+            push_frame(&mut buf, FrameKind::HardState, &encode(hs)?)?;
         }
         if buf.is_empty() {
             return Ok(());
         }
         self.write_synced(&buf).await?;
-        self.mirror = next;
+        self.mirror.splice(entries);
+        if let Some(hs) = hard_state {
+            self.mirror.hard_state = hs.clone();
+        }
         self.hard_state_dirty = false;
         Ok(())
     }
@@ -388,13 +391,15 @@ impl LogStore {
         if index < held {
             return Err(LogStoreError::SnapshotOutOfDate { index, held });
         }
-        let mut next = self.mirror.clone();
-        next.install_snapshot(snap);
+        let mut hs = self.mirror.hard_state.clone();
+        hs.term = hs.term.max(snap.get_metadata().term);
+        hs.commit = hs.commit.max(index);
         let mut buf = Vec::new();
-        push_frame(&mut buf, FrameKind::Snapshot, &encode(&next.snapshot))?;
-        push_frame(&mut buf, FrameKind::HardState, &encode(&next.hard_state))?;
+        push_frame(&mut buf, FrameKind::Snapshot, &encode(&snap)?)?;
+        push_frame(&mut buf, FrameKind::HardState, &encode(&hs)?)?;
         self.write_synced(&buf).await?;
-        self.mirror = next;
+        self.mirror.install_snapshot(snap);
+        debug_assert_eq!(self.mirror.hard_state, hs, "replay computes the same");
         self.hard_state_dirty = false;
         Ok(())
     }
@@ -423,9 +428,6 @@ impl LogStore {
                 last_index: self.last_index(),
             });
         }
-        let mut next = self.mirror.clone();
-        let drop_n = (index - held) as usize;
-        next.entries.drain(..drop_n);
         let mut snap = Snapshot {
             data: data.into(),
             ..Default::default()
@@ -433,14 +435,22 @@ impl LogStore {
         let meta = snap.mut_metadata();
         meta.index = index;
         meta.term = term;
-        meta.set_conf_state(next.conf_state.clone());
-        next.snapshot = snap;
+        meta.set_conf_state(self.mirror.conf_state.clone());
+        let kept = &self.mirror.entries[(index - held) as usize..];
         let mut buf = Vec::new();
-        push_frame(&mut buf, FrameKind::Snapshot, &encode(&next.snapshot))?;
-        push_frame(&mut buf, FrameKind::ConfState, &encode(&next.conf_state))?;
-        push_frame(&mut buf, FrameKind::HardState, &encode(&next.hard_state))?;
-        for e in &next.entries {
-            push_frame(&mut buf, FrameKind::Entry, &encode(e))?;
+        push_frame(&mut buf, FrameKind::Snapshot, &encode(&snap)?)?;
+        push_frame(
+            &mut buf,
+            FrameKind::ConfState,
+            &encode(&self.mirror.conf_state)?,
+        )?;
+        push_frame(
+            &mut buf,
+            FrameKind::HardState,
+            &encode(&self.mirror.hard_state)?,
+        )?;
+        for e in kept {
+            push_frame(&mut buf, FrameKind::Entry, &encode(e)?)?;
         }
         self.poisoned = true; // until the new file is in place and open
         self.disk.write_file_durable(&self.path, &buf).await?;
@@ -448,7 +458,8 @@ impl LogStore {
         debug_assert_eq!(len, buf.len() as u64);
         self.file = file;
         self.len = buf.len() as u64;
-        self.mirror = next;
+        self.mirror.entries.drain(..(index - held) as usize);
+        self.mirror.snapshot = snap;
         self.hard_state_dirty = false;
         self.poisoned = false;
         Ok(())
@@ -488,9 +499,9 @@ fn check_snapshot_size(snap: &Snapshot) -> Result<()> {
     Ok(())
 }
 
-fn encode<M: protobuf::Message>(m: &M) -> Vec<u8> {
-    // Encoding raft's own messages into a Vec cannot fail (no required fields in proto3).
-    m.write_to_bytes().unwrap_or_default()
+fn encode<M: protobuf::Message>(m: &M) -> Result<Vec<u8>> {
+    m.write_to_bytes()
+        .map_err(|e| LogStoreError::Encode(e.to_string()))
 }
 
 fn frame_crc(len: u32, kind: u8, payload: &[u8]) -> u32 {

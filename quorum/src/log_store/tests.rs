@@ -137,7 +137,7 @@ fn torn_tail_is_truncated() {
     drop(s);
     // Half of the next append's frame reached the page cache, then kill -9.
     let mut frame = Vec::new();
-    push_frame(&mut frame, FrameKind::Entry, &encode(&entry(5, 1))).unwrap();
+    push_frame(&mut frame, FrameKind::Entry, &encode(&entry(5, 1)).unwrap()).unwrap();
     let path = std::path::Path::new(DIR).join(LOG_FILE);
     let (f, len) = e.disk.open(&path, false).unwrap();
     f.write_at(&frame[..frame.len() / 2], len).unwrap();
