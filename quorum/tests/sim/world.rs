@@ -23,7 +23,7 @@ pub(crate) struct Committed {
     pub(crate) hash: u64,
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Stats {
     pub(crate) runs: u64,
     pub(crate) messages: u64,
