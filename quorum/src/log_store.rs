@@ -233,19 +233,18 @@ impl LogStore {
     /// Opens (or creates) the log in `dir`. A new log starts with `voters` as its conf state
     /// (written and synced before this returns); an existing one ignores `voters`.
     pub async fn open(disk: &Disk, dir: &Path, voters: &[u64]) -> Result<LogStore> {
-        // Every directory created here is made durable in its parent, top down (syncing only
-        // the last parent would let a power loss take the whole log with a fresh ancestor).
-        let missing: Vec<PathBuf> = dir
+        // The directory and every ancestor are made durable in their parents, top down, at
+        // every open, not only when this open created them: an earlier open may have created
+        // them (or the file, or renamed a compaction into place) and failed before its sync,
+        // and the page cache now shows them as if they were durable.
+        disk.create_dir_all(dir)?;
+        let ancestors: Vec<&Path> = dir
             .ancestors()
-            .take_while(|p| !p.as_os_str().is_empty() && p.parent().is_some() && !disk.exists(p))
-            .map(Path::to_path_buf)
+            .skip(1)
+            .filter(|p| !p.as_os_str().is_empty())
             .collect();
-        if !missing.is_empty() {
-            disk.create_dir_all(dir)?;
-            for created in missing.iter().rev() {
-                disk.sync_dir(created.parent().unwrap_or(Path::new("/")))
-                    .await?;
-            }
+        for parent in ancestors.iter().rev() {
+            disk.sync_dir(parent).await?;
         }
         let path = dir.join(LOG_FILE);
         let mut tmp = path.as_os_str().to_owned();
@@ -255,7 +254,6 @@ impl LogStore {
             // A compaction that did not reach its rename: the old file is the log.
             disk.remove_file(&tmp)?;
         }
-        let created = !disk.exists(&path);
         let (file, file_len) = disk.open(&path, true)?;
         if file_len > MAX_LOG_FILE_BYTES {
             return Err(LogStoreError::FileTooLarge {
@@ -277,9 +275,7 @@ impl LogStore {
         }
         // Whatever raft reads back counts as persisted: make it so (see the module comment).
         file.fdatasync().await?;
-        if created {
-            disk.sync_dir(dir).await?;
-        }
+        disk.sync_dir(dir).await?;
         let mut store = LogStore {
             disk: disk.clone(),
             dir: dir.to_path_buf(),

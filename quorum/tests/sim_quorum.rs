@@ -3,8 +3,10 @@
 //! power loss drops, keeps or tears each unsynced write), fdatasyncs that take virtual time,
 //! a seeded network that loses, duplicates, delays and reorders messages (every message goes
 //! through `quorum::codec`), partitions (isolation, splits, one-way links) that heal, crashes
-//! and power losses of one voter or of the whole cluster, restarts from disk, and a client
-//! proposing to whoever leads. Checked throughout and at the end:
+//! and power losses of one voter or of the whole cluster, double faults (kill -9, quick
+//! restart, power loss), injected disk errors (the voter stops and restarts from disk),
+//! restarts from disk, and a client proposing to whoever leads. Checked throughout and at the
+//! end:
 //!
 //! - at most one leader per term;
 //! - every voter applies the same committed sequence: each (index, term, data) a voter
@@ -116,6 +118,12 @@ fn a_seed_exercises_every_fault() {
             && stats.compactions > 0
             && stats.committed > 0,
         "seed {VACUITY_SEED} no longer exercises every fault: {stats:?}"
+    );
+    // Seed 9 injects disk errors: voters stop on them and restart from disk.
+    let stats = sim::cluster::run_seed(9, 3);
+    assert!(
+        stats.io_failures > 0,
+        "seed 9 no longer injects disk errors: {stats:?}"
     );
 }
 

@@ -149,6 +149,28 @@ impl Cluster {
         self.propose(data);
     }
 
+    /// Voters whose task ended on an injected disk error restart from disk, as a supervisor
+    /// would restart a process that exited.
+    fn restart_failed(&mut self) {
+        let failed = std::mem::take(&mut self.world.borrow_mut().failed);
+        for v in failed {
+            if self.running.contains_key(&v) {
+                let down = 1_000 + self.rng.below(50_000);
+                self.crash(v, false, down);
+            }
+        }
+        let now = self.clock.now_us();
+        let due: Vec<u64> = self
+            .down_until
+            .iter()
+            .filter(|(_, &t)| t <= now)
+            .map(|(v, _)| *v)
+            .collect();
+        for v in due {
+            self.start(v);
+        }
+    }
+
     fn partition(&mut self) {
         let voters = self.world.borrow().voters.clone();
         let mut cut = std::collections::BTreeSet::new();
@@ -254,6 +276,15 @@ pub(crate) fn run_seed(seed: u64, n: u64) -> Stats {
         d.set_sync_latency(&clock, Duration::from_micros(200), Duration::from_millis(3));
         disks.insert(v, d);
     }
+    // A third of the seeds inject disk errors (EIO, ENOSPC with a partial write).
+    let fault_ppm = if rng.chance(1, 3) {
+        500 + rng.below(15_000)
+    } else {
+        0
+    };
+    for d in disks.values() {
+        d.set_fault_rate(fault_ppm);
+    }
     let chaos_us = 3_000_000 + rng.below(5_000_000);
     let crash_per_mille = 2 + rng.below(8);
     let mut c = Cluster {
@@ -277,15 +308,7 @@ pub(crate) fn run_seed(seed: u64, n: u64) -> Stats {
     while clock.now_us() < chaos_us {
         clock.run_for(Duration::from_micros(STEP_US));
         let now = clock.now_us();
-        let due: Vec<u64> = c
-            .down_until
-            .iter()
-            .filter(|(_, &t)| t <= now)
-            .map(|(v, _)| *v)
-            .collect();
-        for v in due {
-            c.start(v);
-        }
+        c.restart_failed();
         if c.rng.below(1000) < crash_per_mille {
             let up: Vec<u64> = c.running.keys().copied().collect();
             if !up.is_empty() {
@@ -339,8 +362,11 @@ pub(crate) fn run_seed(seed: u64, n: u64) -> Stats {
         }
     }
 
-    // Heal: the network is clean and every voter is up.
+    // Heal: the network is clean, the disks no longer fail, and every voter is up.
     c.heal();
+    for d in c.disks.values() {
+        d.set_fault_rate(0);
+    }
     {
         let mut w = world.borrow_mut();
         w.loss_ppm = 0;
@@ -357,6 +383,7 @@ pub(crate) fn run_seed(seed: u64, n: u64) -> Stats {
     let mut last_marker_at = 0u64;
     let marker_at = loop {
         clock.run_for(Duration::from_micros(STEP_US));
+        c.restart_failed();
         let now = clock.now_us();
         if let Some(m) = c.marker_index().filter(|m| Some(*m) != before) {
             if c.states().iter().all(|(_, applied, _)| *applied >= m) {
@@ -384,6 +411,7 @@ pub(crate) fn run_seed(seed: u64, n: u64) -> Stats {
     let settle_from = clock.now_us();
     loop {
         clock.run_for(Duration::from_micros(STEP_US));
+        c.restart_failed();
         let states = c.states();
         let (_, a0, h0) = states[0];
         // What DescribeQuorum would answer: the leader sees every voter caught up.

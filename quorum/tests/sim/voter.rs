@@ -9,6 +9,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use quorum::log_store::LogStoreError;
 use quorum::{Message, Outbox, QuorumConfig, QuorumError, QuorumNode, RestoreError, StateMachine};
 use storage::sim_clock::Sleep;
 use storage::{Clock, Disk, SimClock};
@@ -168,15 +169,18 @@ pub(crate) async fn run_voter(
         hash: 0,
         padding,
     };
-    let mut node = QuorumNode::open(
+    let opened = QuorumNode::open(
         &disk,
         Clock::Sim(clock.clone()),
         &voter_dir(id),
         config,
         &mut sm,
     )
-    .await
-    .unwrap_or_else(|e| panic!("voter {id} cannot reopen its log: {e}"));
+    .await;
+    let mut node = match opened {
+        Ok(node) => node,
+        Err(e) => return failed(&world, id, e),
+    };
     report(&world, &node, &sm);
     let mut next_tick = clock.now_us() + TICK_US;
     loop {
@@ -234,8 +238,25 @@ pub(crate) async fn run_voter(
         }
         let mut out = NetOutbox(world.clone());
         if let Err(e) = node.advance(&mut sm, &mut out).await {
-            panic!("voter {id}: advance: {e}");
+            return failed(&world, id, e);
         }
         report(&world, &node, &sm);
+    }
+}
+
+/// The voter stopped on an error: an injected disk error (EIO, ENOSPC) ends its life as a
+/// process exit would (the driver restarts it from disk); anything else is a failed check.
+/// Corruption is never acceptable: injected errors never touch synced bytes.
+fn failed(world: &Shared, id: u64, e: QuorumError) {
+    match e {
+        QuorumError::Log(LogStoreError::Io(_)) => {
+            let mut w = world.borrow_mut();
+            w.failed.push(id);
+            w.stats.io_failures += 1;
+            if w.trace {
+                eprintln!("voter {id} stops: {e}");
+            }
+        }
+        e => panic!("voter {id}: {e}"),
     }
 }

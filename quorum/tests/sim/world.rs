@@ -39,6 +39,8 @@ pub(crate) struct Stats {
     pub(crate) snapshots_sent: u64,
     pub(crate) snapshots_restored: u64,
     pub(crate) compactions: u64,
+    /// Voters stopped by an injected disk error (and restarted).
+    pub(crate) io_failures: u64,
 }
 
 impl Stats {
@@ -57,6 +59,7 @@ impl Stats {
         self.snapshots_sent += o.snapshots_sent;
         self.snapshots_restored += o.snapshots_restored;
         self.compactions += o.compactions;
+        self.io_failures += o.io_failures;
     }
 }
 
@@ -104,6 +107,8 @@ pub(crate) struct World {
     /// Term -> the one voter that led it.
     pub(crate) leaders: BTreeMap<u64, u64>,
     pub(crate) views: BTreeMap<u64, VoterView>,
+    /// Voters whose task ended on an injected disk error (the driver restarts them).
+    pub(crate) failed: Vec<u64>,
     pub(crate) stats: Stats,
     pub(crate) trace: bool,
 }
@@ -130,6 +135,7 @@ impl World {
             wakers: BTreeMap::new(),
             committed: BTreeMap::new(),
             leaders: BTreeMap::new(),
+            failed: Vec::new(),
             stats: Stats::default(),
             trace,
         }
