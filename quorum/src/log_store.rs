@@ -50,9 +50,12 @@ pub const MAX_ENTRY_BYTES: usize = 1 << 20;
 pub const MAX_SNAPSHOT_BYTES: usize = 64 << 20;
 /// The largest frame payload: a snapshot with its metadata (the conf state's voter list).
 pub const MAX_FRAME_PAYLOAD_BYTES: usize = MAX_SNAPSHOT_BYTES + 64 * 1024;
-/// The largest whole log file read at open: a snapshot and the entries between two
-/// compactions, with room for superseded suffixes.
+/// The largest log file: a snapshot and the entries between two compactions, with room for
+/// superseded suffixes. Writes that would pass it are refused (`LogFull`), so a reopen never
+/// meets a file it refuses to read.
 pub const MAX_LOG_FILE_BYTES: u64 = 1 << 30;
+/// The node compacts as soon as the file passes this, whatever `snapshot_every` says.
+pub const COMPACT_AT_FILE_BYTES: u64 = MAX_LOG_FILE_BYTES / 4;
 
 /// The file's name in the store's directory.
 pub const LOG_FILE: &str = "raft.log";
@@ -118,6 +121,10 @@ pub enum LogStoreError {
         first_index: u64,
         last_index: u64,
     },
+    #[error(
+        "raft log would grow to {len} bytes, over the {max} byte bound (compaction is behind)"
+    )]
+    LogFull { len: u64, max: u64 },
     #[error("cannot encode a raft record: {0}")]
     Encode(String),
     #[error("a previous write to the raft log failed; reopen the store")]
@@ -476,6 +483,13 @@ impl LogStore {
     /// One write at the end of the valid frames, then fdatasync. Any failure poisons the
     /// store: the file's tail is unknown until a reopen recovers it.
     async fn write_synced(&mut self, buf: &[u8]) -> Result<()> {
+        let len = self.len + buf.len() as u64;
+        if len > MAX_LOG_FILE_BYTES {
+            return Err(LogStoreError::LogFull {
+                len,
+                max: MAX_LOG_FILE_BYTES,
+            });
+        }
         self.poisoned = true;
         self.file.write_at(buf, self.len)?;
         self.file.fdatasync().await?;

@@ -40,7 +40,7 @@ use raft::eraftpb::{Entry, EntryType, Message, MessageType};
 use raft::{ProgressState, RawNode, SnapshotStatus, StateRole};
 use storage::{Clock, Disk};
 
-use crate::log_store::{LogStore, LogStoreError, MAX_ENTRY_BYTES};
+use crate::log_store::{LogStore, LogStoreError, COMPACT_AT_FILE_BYTES, MAX_ENTRY_BYTES};
 
 /// What the quorum replicates into: applies committed entries in order, and snapshots and
 /// restores itself for compaction and for catching up lagging voters.
@@ -77,6 +77,9 @@ pub const DEFAULT_MAX_IN_FLIGHT_PROPOSALS: u64 = 1024;
 pub const DEFAULT_MAX_BYTES_PER_MSG: u64 = 1 << 20;
 /// Default bound on append messages in flight to one follower (raft's `max_inflight_msgs`).
 pub const DEFAULT_MAX_INFLIGHT_MSGS: usize = 256;
+/// Bound on the bytes of entries a leader holds uncommitted (raft's `max_uncommitted_size`):
+/// proposals past it are dropped, so the log cannot outgrow what compaction can reclaim.
+pub const MAX_UNCOMMITTED_BYTES: u64 = 64 << 20;
 /// A leader waits this many election timeouts for the transport's report on a snapshot it
 /// sent before it assumes the snapshot lost and retries (see `tick`).
 pub const SNAPSHOT_REPORT_TIMEOUT_ELECTIONS: usize = 5;
@@ -229,6 +232,7 @@ impl QuorumNode {
             max_inflight_msgs: config.max_inflight_msgs,
             check_quorum: true,
             pre_vote: true,
+            max_uncommitted_size: MAX_UNCOMMITTED_BYTES,
             ..Default::default()
         };
         raft_config.validate()?;
@@ -449,7 +453,9 @@ impl QuorumNode {
     async fn maybe_compact(&mut self, sm: &mut impl StateMachine) -> Result<()> {
         let store = self.raw.store();
         let snap_index = store.snapshot_ref().get_metadata().index;
-        if self.applied < snap_index + self.config.snapshot_every {
+        let due = self.applied >= snap_index + self.config.snapshot_every
+            || (self.applied > snap_index && store.file_len() > COMPACT_AT_FILE_BYTES);
+        if !due {
             return Ok(());
         }
         let Some(term) = store.term_of(self.applied) else {
