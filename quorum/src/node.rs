@@ -16,22 +16,26 @@
 //!    handled, then `advance_apply`.
 //!
 //! Then every `snapshot_every` applied entries the state machine is snapshotted and the log
-//! compacted; a follower that needs compacted entries is sent the snapshot (MsgSnapshot),
-//! and the transport reports its outcome with `report_snapshot`.
+//! compacted (sooner once the file passes `log_store::COMPACT_AT_FILE_BYTES`); a follower
+//! that needs compacted entries is sent the snapshot (MsgSnapshot), and the transport
+//! reports its outcome with `report_snapshot` (without a report the leader gives up after
+//! `SNAPSHOT_REPORT_TIMEOUT_ELECTIONS` election timeouts and sends a fresh one).
 //!
 //! The state machine is volatile: at open it is restored from the log's snapshot and the
 //! committed entries after it are applied again (raft hands them back in the first readies).
 //!
 //! Any error from the log or the state machine stops the node (`Stopped` afterwards): what is
 //! on disk is then unknown to the mirror, and the owner must reopen it from disk, as raft's
-//! `Storage` contract asks.
+//! `Storage` contract asks. So does dropping an `advance` future before it completes.
 //!
 //! Membership is static: the voters of `QuorumConfig` bootstrap a new log; conf-change
 //! entries are neither proposed nor applied.
 //!
 //! Determinism: raft-rs draws randomized election timeouts from the thread's RNG. The node
 //! replaces every fresh draw with one from its own seeded generator (`election_seed`), so a
-//! simulation replays exactly from its seed.
+//! simulation replays exactly from its seed. A fresh draw is recognised by a change of term,
+//! role, leader or timeout value; a redraw that changes none of them (same value drawn) is
+//! missed, which can only make a replay diverge, never break raft.
 
 use std::collections::HashMap;
 use std::path::Path;
