@@ -250,8 +250,16 @@ impl LogStore {
             .skip(1)
             .filter(|p| !p.as_os_str().is_empty())
             .collect();
-        for parent in ancestors.iter().rev() {
-            disk.sync_dir(parent).await?;
+        for (i, parent) in ancestors.iter().enumerate().rev() {
+            match disk.sync_dir(parent).await {
+                Ok(()) => {}
+                // A directory far above the log may not be ours to open (a home directory
+                // with mode 711); only the log's own parent must be synced.
+                Err(e) if i > 0 && e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    tracing::warn!(dir = %parent.display(), "raft log: cannot sync an ancestor directory: {e}");
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         let path = dir.join(LOG_FILE);
         let mut tmp = path.as_os_str().to_owned();
