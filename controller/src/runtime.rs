@@ -126,7 +126,11 @@ pub async fn run(
     let (inbox_tx, inbox) = local_channel::new_bounded(MAX_INBOX);
     let dropped = Rc::new(Cell::new(0));
     let _server = glommio::spawn_local(peer::serve(listener, Rc::new(inbox_tx), dropped));
-    tracing::info!(id = config.id, voters = config.voters.len(), "controller started");
+    tracing::info!(
+        id = config.id,
+        voters = config.voters.len(),
+        "controller started"
+    );
 
     let mut pending: Vec<(Proposed, oneshot::Sender<Result<u64, ProposeError>>)> = Vec::new();
     let mut outbox: Vec<Message> = Vec::new();

@@ -21,7 +21,9 @@ pub fn encode_batch(records: &[MetadataRecord]) -> Vec<u8> {
 }
 
 /// Decodes a quorum entry into its records.
-pub fn decode_batch(mut bytes: &[u8]) -> Result<Vec<MetadataRecord>, metadata::records::DecodeError> {
+pub fn decode_batch(
+    mut bytes: &[u8],
+) -> Result<Vec<MetadataRecord>, metadata::records::DecodeError> {
     let mut records = Vec::new();
     while !bytes.is_empty() {
         let (entry, used) = decode_entry(bytes)?;
@@ -73,7 +75,11 @@ impl MetadataStateMachine {
 impl StateMachine for MetadataStateMachine {
     fn apply(&mut self, index: u64, term: u64, data: &[u8]) {
         self.last_applied = (index, term);
-        if self.recent.back().is_some_and(|&(last, _)| last + 1 != index) {
+        if self
+            .recent
+            .back()
+            .is_some_and(|&(last, _)| last + 1 != index)
+        {
             self.recent.clear(); // a snapshot was restored in between
         }
         if self.recent.len() == RECENT_TERMS {
@@ -138,7 +144,10 @@ mod tests {
         assert_eq!(sm.image().topics_by_name.len(), 3);
         assert_eq!(sm.image().offset, Some(3));
         assert_eq!(sm.last_applied(), (3, 2));
-        assert_eq!((sm.term_at(1), sm.term_at(3), sm.term_at(4)), (Some(1), Some(2), None));
+        assert_eq!(
+            (sm.term_at(1), sm.term_at(3), sm.term_at(4)),
+            (Some(1), Some(2), None)
+        );
         let snapshot = sm.snapshot();
         let mut other = MetadataStateMachine::default();
         other.restore(&snapshot).unwrap();

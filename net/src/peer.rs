@@ -15,9 +15,11 @@
 //! counted, never buffered without bound; reconnection backs off from
 //! `RECONNECT_BACKOFF_MIN` to `RECONNECT_BACKOFF_MAX`.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -40,6 +42,13 @@ pub const RECONNECT_BACKOFF_MIN: Duration = Duration::from_millis(20);
 pub const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// How long a connection attempt may take before the link backs off and tries again.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// A write blocked this long (a peer that stopped reading, or gone without a reset) ends the
+/// connection; the link reconnects.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Connections a controller listener serves at once (each voter keeps one to each other
+/// voter; a few more cover reconnections overlapping old connections). Past it a new
+/// connection is closed at once.
+pub const MAX_PEER_CONNECTIONS: usize = 64;
 
 /// Bytes of a frame before the sender's node id: api key, version, correlation id, a null
 /// client id, no tagged fields.
@@ -124,13 +133,29 @@ pub async fn read_frames(
 
 /// Accepts peers' connections on `listener` and passes every message to `inbox` (dropped and
 /// counted in `dropped` when the inbox is full: the receiver is behind, and Raft re-sends).
+/// Dropping the future (the controller stopping) shuts every accepted connection down, so
+/// the peers see it closed and reconnect to whatever listens next.
 pub async fn serve(
     listener: TcpListener,
     inbox: Rc<LocalSender<(i32, Vec<u8>)>>,
     dropped: Rc<Cell<u64>>,
 ) -> io::Result<()> {
+    let open = OpenConnections::default();
+    let mut next_id: u64 = 0;
     loop {
         let mut stream = listener.accept().await?;
+        if open.0.borrow().len() >= MAX_PEER_CONNECTIONS {
+            tracing::warn!(
+                peer = ?stream.peer_addr().ok(),
+                limit = MAX_PEER_CONNECTIONS,
+                "closing a controller connection: too many open"
+            );
+            continue;
+        }
+        next_id += 1;
+        let id = next_id;
+        open.0.borrow_mut().insert(id, stream.as_raw_fd());
+        let registry = open.0.clone();
         let inbox = inbox.clone();
         let dropped = dropped.clone();
         glommio::spawn_local(async move {
@@ -141,12 +166,47 @@ pub async fn serve(
                 }
             })
             .await;
+            registry.borrow_mut().remove(&id);
             if let Err(error) = result {
                 tracing::info!(?peer, %error, "closing a controller connection");
             }
         })
         .detach();
     }
+}
+
+/// The descriptors of the connections `serve` reads, shut down when it stops.
+#[derive(Default)]
+struct OpenConnections(Rc<RefCell<BTreeMap<u64, RawFd>>>);
+
+impl Drop for OpenConnections {
+    fn drop(&mut self) {
+        for fd in self.0.borrow().values() {
+            // SAFETY: each descriptor belongs to a reader task's stream, still open: a reader
+            // removes its entry before its stream is dropped, and all run on this thread.
+            // shutdown(2) only ends the connection (the peer sees it closed; the reader sees
+            // end of file and drops its stream); the descriptor stays the stream's to close.
+            unsafe {
+                libc::shutdown(*fd, libc::SHUT_RDWR);
+            }
+        }
+    }
+}
+
+/// Whether the peer has closed the connection (a read would see end of file), without
+/// waiting or taking any byte.
+fn peer_closed(stream: &TcpStream) -> bool {
+    let mut byte = 0u8;
+    // SAFETY: a non-blocking one-byte peek into a local on the stream's open descriptor.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n == 0
 }
 
 /// The sending end of a link to one peer: a bounded queue drained by a task that keeps a
@@ -204,6 +264,9 @@ async fn run_link(
 ) {
     let mut backoff = RECONNECT_BACKOFF_MIN;
     let mut correlation_id: i32 = 0;
+    // A message taken from the queue when the connection turned out closed: sent first on
+    // the next one.
+    let mut carried: Option<Vec<u8>> = None;
     while !closed.get() {
         let mut stream = match TcpStream::connect_timeout(to, CONNECT_TIMEOUT).await {
             Ok(stream) => stream,
@@ -215,12 +278,24 @@ async fn run_link(
             }
         };
         let _ = stream.set_nodelay(true);
+        let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
         backoff = RECONNECT_BACKOFF_MIN;
         tracing::debug!(%to, "controller link: connected");
         loop {
-            let Some(payload) = pending.recv().await else {
-                return; // the link was dropped
+            let payload = match carried.take() {
+                Some(payload) => payload,
+                None => match pending.recv().await {
+                    Some(payload) => payload,
+                    None => return, // the link was dropped
+                },
             };
+            // The peer closes when it stops or restarts: writing into that connection would
+            // succeed and be lost, so look first.
+            if peer_closed(&stream) {
+                tracing::debug!(%to, "controller link: peer closed; reconnecting");
+                carried = Some(payload);
+                break;
+            }
             correlation_id = correlation_id.wrapping_add(1);
             let frame = match encode_frame(me, correlation_id, &payload) {
                 Ok(frame) => frame,
