@@ -170,9 +170,9 @@ pub struct Shard {
     /// Per-request figures for the metrics endpoint (see `metrics`).
     pub metrics: crate::metrics::ShardRecorder,
     /// The group coordinator of this shard's `__consumer_offsets` partitions.
-    pub coordinator: crate::group::Coordinator,
+    pub coordinator: crate::group::state::Coordinator,
     /// Fetch sessions (KIP-227) of the connections this shard serves.
-    pub fetch_sessions: crate::handlers::fetch_session::ShardSessions,
+    pub fetch_sessions: crate::handlers::fetch_session::cache::ShardSessions,
     /// What connections moved in need (see `handoff`).
     pub handoff: crate::handoff::ShardHandoff,
 }
@@ -207,7 +207,7 @@ impl Shard {
             producer_ids: Cell::new((0, 0)),
             stats: Stats::default(),
             metrics,
-            coordinator: crate::group::Coordinator::default(),
+            coordinator: crate::group::state::Coordinator::default(),
             fetch_sessions: Default::default(),
             handoff: Default::default(),
         })
