@@ -136,9 +136,7 @@ impl Shard {
     }
 }
 
-/// What the mesh hands this shard's calls and replies to.
-pub struct Inbox(pub Rc<Shard>);
-
+/// What the mesh hands this shard's calls and replies to (`Inbox` is declared in `mod.rs`).
 impl shard::mesh::Inbox<ShardMsg, ShardReply> for Inbox {
     fn call(&self, source: usize, message: ShardMsg) -> Work {
         self.0.take_call(source, message)

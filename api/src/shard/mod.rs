@@ -32,8 +32,6 @@ mod calls;
 mod control_plane;
 mod retention;
 
-pub use calls::Inbox;
-
 /// Longest stretch of control-plane work (topic creation, opening partition logs) shard 0 or
 /// any shard does before letting its other tasks (requests on its connections) run. Well
 /// under glommio's 100 ms preemption timer, which alone would let a 5,000-partition
@@ -358,3 +356,7 @@ fn shard_now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_millis() as i64)
 }
+
+/// What the mesh hands this shard's calls and replies to (its `shard::mesh::Inbox` impl is in
+/// `calls.rs`, beside the code it runs).
+pub struct Inbox(pub Rc<Shard>);
