@@ -9,7 +9,11 @@
 //! request travelled in, and `Call::reply_from` cannot meet another one (see `calls!`).
 //!
 //! The group coordinator's calls (one kind per group API, each with its reply type) are
-//! declared in `group::calls`, beside the code that serves them.
+//! declared in `group::calls`; they are served in `group::serve`.
+//!
+//! This module is below `shard` (the shard's mesh carries `ShardMsg`/`ShardReply`): it names
+//! only data (`group::calls`, `metadata`, `net`), never the shard, the coordinator or the
+//! partition operations; what runs a call (`Serve` impls) sits above, beside the code it runs.
 //!
 //! Per-partition operations carry every partition a request touches on the target shard
 //! (`parts`): one message per target shard, not per partition, answered by one result per
@@ -17,6 +21,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use bytes::Bytes;
 
 use crate::group::calls as group;
 use crate::metadata::image::Image;
@@ -105,8 +111,11 @@ macro_rules! calls {
         })*
 
         /// Runs `request` on this shard (it arrived over the mesh) and wraps the reply in the
-        /// variant of the same kind.
-        pub(crate) async fn serve_request(shard: &std::rc::Rc<crate::shard::Shard>, request: Request) -> Reply {
+        /// variant of the same kind. `S` is only ever `shard::Shard` (see [`Serve`]).
+        pub(crate) async fn serve_request<S>(shard: &std::rc::Rc<S>, request: Request) -> Reply
+        where
+            $($request: Serve<S>,)*
+        {
             match request {
                 $(Request::$kind(call) => Reply::$kind(Serve::serve(call, shard).await),)*
             }
@@ -132,10 +141,12 @@ trait CallKind {
     const PARKED: bool = false;
 }
 
-/// Runs a call on the shard it was sent to (implemented next to the shard's state, in
-/// `shard.rs`).
-pub(crate) trait Serve: Call {
-    async fn serve(self, shard: &std::rc::Rc<crate::shard::Shard>) -> Self::Reply;
+/// Runs a call on the shard it was sent to. `S` is always `shard::Shard`: it is a parameter
+/// only so that this module, which `shard` builds on (its mesh carries `ShardMsg` and
+/// `ShardReply`), does not name the shard back. The impls sit above both, next to the code
+/// they run: `shard/calls.rs` (partition and control-plane calls) and `group/serve.rs`.
+pub(crate) trait Serve<S>: Call {
+    async fn serve(self, shard: &std::rc::Rc<S>) -> Self::Reply;
 }
 
 calls! {
@@ -212,7 +223,15 @@ parked!(
 /// the part of one Produce request that shard owns. One result per part, in order.
 pub struct Produce {
     pub acks: i16,
-    pub parts: Vec<crate::partition_ops::ProducePart>,
+    pub parts: Vec<ProducePart>,
+}
+
+/// One partition's part of a Produce request: its batch, for a partition of this shard.
+#[derive(Clone, Debug)]
+pub struct ProducePart {
+    pub topic_id: TopicId,
+    pub partition: i32,
+    pub records: Bytes,
 }
 
 /// One partition to read (Fetch): whole batches from `offset`, at most `max_bytes` unless
@@ -359,7 +378,17 @@ pub struct ProduceResult {
     pub log_start_offset: i64,
     /// KIP-467: the records a batch was refused for (`None` unless it was; boxed so the
     /// result of the valid path stays small).
-    pub refused: Option<Box<crate::partition_ops::RefusedRecords>>,
+    pub refused: Option<Box<RefusedRecords>>,
+}
+
+/// KIP-467: the records of a batch refused for themselves, as Produce v8+ answers them
+/// (`record_errors` and `error_message`), in Kafka's words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefusedRecords {
+    /// (batch index, message) of every refused record named, in record order.
+    pub record_errors: Vec<(i32, String)>,
+    /// Kafka's summary: its `RecordValidationException`'s message.
+    pub error_message: String,
 }
 
 /// Results of a partition fetch: Kafka's fields of FetchResponse PartitionData.

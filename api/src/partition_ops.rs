@@ -21,6 +21,10 @@ use wire::record_batch::{
 };
 use wire::ErrorCode;
 
+// What travels between shards is declared in `forward` (below `shard`); these two are
+// re-exported here, beside the code that makes them, under their old paths.
+pub use crate::forward::{ProducePart, RefusedRecords};
+
 use crate::forward::{FetchResult, OffsetResult, ProduceResult, ProducerInfo};
 use crate::metadata::records::TopicId;
 use crate::shard::{Shard, Stats};
@@ -96,16 +100,6 @@ fn produce_error(code: ErrorCode) -> ProduceResult {
         log_start_offset: -1,
         refused: None,
     }
-}
-
-/// KIP-467: the records of a batch refused for themselves, as Produce v8+ answers them
-/// (`record_errors` and `error_message`), in Kafka's words.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RefusedRecords {
-    /// (batch index, message) of every refused record named, in record order.
-    pub record_errors: Vec<(i32, String)>,
-    /// Kafka's summary: its `RecordValidationException`'s message.
-    pub error_message: String,
 }
 
 impl RefusedRecords {
@@ -192,14 +186,6 @@ fn batch_error_code(error: &BatchError) -> ErrorCode {
         BatchError::Records(errors) if errors.any_timestamp => ErrorCode::InvalidTimestamp,
         _ => ErrorCode::InvalidRecord,
     }
-}
-
-/// One partition's part of a Produce request: its batch, for a partition of this shard.
-#[derive(Clone, Debug)]
-pub struct ProducePart {
-    pub topic_id: TopicId,
-    pub partition: i32,
-    pub records: Bytes,
 }
 
 /// What a successful append leaves for the answer: the log to wait on under acks=all, and
@@ -673,7 +659,7 @@ pub fn delete_records(
     let internal = shard
         .image()
         .topic_by_id(topic_id)
-        .is_some_and(|t| t.name == crate::group::OFFSETS_TOPIC);
+        .is_some_and(|t| t.name == crate::group::state::OFFSETS_TOPIC);
     if internal {
         return (ErrorCode::InvalidTopicException.code(), -1);
     }

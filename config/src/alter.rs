@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::keys::{find, ConfigType, BROKER_KEYS, TOPIC_KEYS};
-use super::validate::list_items;
+use super::properties::list_items;
 
 /// IncrementalAlterConfigs `config_operation` (Kafka's `AlterConfigOp.OpType` ids).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

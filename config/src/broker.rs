@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use super::describe::ConfigSource;
 use super::keys::{find, BROKER_KEYS, FAMILIES, IGNORED_KEYS, LONG_MAX};
 use super::listeners::{parse_listeners, parse_protocol_map, Listener, DEFAULT_PROTOCOL_MAP};
+use super::properties::list_items;
 use super::properties::parse_properties;
 use super::ssl::SslConfig;
 use super::topic::FlushPolicy;
-use super::validate::{check_value, list_items};
+use super::validate::check_value;
 use super::ConfigError;
 
 /// The group coordinator's settings, Kafka's keys and defaults.

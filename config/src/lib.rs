@@ -9,7 +9,8 @@
 //! read the tables. Adding a key is one table row; a key the broker acts on also gets a typed
 //! field in [`BrokerConfig`] or [`TopicConfig`] and one line in its builder.
 //!
-//! Modules: `keys` (the tables), `validate` (one value against its row), `properties` (Java
+//! Modules: `keys` (the broker table and lookups; `rows` what a row is, `topic_keys` the topic
+//! table), `validate` (one value against its row), `properties` (Java
 //! properties syntax), `listeners`, `quorum` (KRaft roles and quorum keys, Kafka's rules),
 //! `broker` (typed broker config, built once at start),
 //! `topic` (typed topic config, built once per partition open and per config change),
@@ -51,8 +52,10 @@ mod listeners;
 pub mod log_levels;
 mod properties;
 mod quorum;
+mod rows;
 mod ssl;
 mod topic;
+mod topic_keys;
 mod validate;
 
 #[cfg(test)]

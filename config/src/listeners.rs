@@ -2,7 +2,7 @@
 //! `listener.security.protocol.map`, which gives each listener name its security protocol
 //! (Kafka's default map names the protocols after themselves: `SSL://...` is an SSL listener).
 
-use super::validate::list_items;
+use super::properties::list_items;
 use super::ConfigError;
 
 /// Kafka's default `listener.security.protocol.map`.

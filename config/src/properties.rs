@@ -1,4 +1,5 @@
-//! Java properties syntax (`server.properties`): comments, continuations, escapes.
+//! Java properties syntax (`server.properties`): comments, continuations, escapes; and the
+//! comma lists many values are (`list_items`).
 
 use super::ConfigError;
 
@@ -101,6 +102,15 @@ fn unescape(s: &str) -> Result<String, String> {
         }
     }
     Ok(out)
+}
+
+/// Items of a comma list, trimmed, empty items dropped (Kafka's LIST parse).
+pub(super) fn list_items(value: &str) -> Vec<&str> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! in 4.0); we keep it so the one-line start needs no configuration.
 
 use super::listeners::{Listener, MappedProtocol, SecurityProtocol};
-use super::validate::list_items;
+use super::properties::list_items;
 
 /// What this process runs (`process.roles`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::validate::list_items;
+use super::properties::list_items;
 use super::ConfigError;
 
 /// `ssl.client.auth`.

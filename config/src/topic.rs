@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use super::broker::BrokerConfig;
 use super::describe::ConfigSource;
 use super::keys::{find, Spec, BROKER_KEYS, TOPIC_KEYS};
-use super::validate::{check_value, list_items};
+use super::properties::list_items;
+use super::validate::check_value;
 use super::ConfigError;
 
 pub use wire::FlushPolicy;

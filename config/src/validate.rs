@@ -1,8 +1,9 @@
 //! Checks one value against its key's row: type first (Kafka's parse of the `ConfigType`),
 //! then the row's `Check`.
 
-use super::keys::{Check, ConfigType as T, Spec};
 use super::listeners::{parse_endpoints, parse_protocol_map};
+use super::properties::list_items;
+use super::rows::{Check, ConfigType as T, Spec};
 use super::ConfigError;
 
 pub(super) fn invalid(spec: &Spec, value: &str, expected: impl Into<String>) -> ConfigError {
@@ -11,15 +12,6 @@ pub(super) fn invalid(spec: &Spec, value: &str, expected: impl Into<String>) -> 
         value: value.to_string(),
         expected: expected.into(),
     }
-}
-
-/// Items of a comma list, trimmed, empty items dropped (Kafka's LIST parse).
-pub(super) fn list_items(value: &str) -> Vec<&str> {
-    value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect()
 }
 
 /// Validates `value` against the spec's type and check.

@@ -2,14 +2,14 @@
 //! `__consumer_offsets` partition: one request type per group API, each with its own reply
 //! type (declared in `forward`'s `calls!` list), so that a handler never meets a reply of
 //! another kind. Each is served by the `Coordinator` method of the same name, once the
-//! serving shard knows its partition (`Coordinator::wait_known`).
+//! serving shard knows its partition (`Coordinator::wait_known`): see `serve.rs`. This file
+//! is data only (it names no shard and no coordinator), so `forward` can list these types in
+//! the ring's `Request`/`Reply` enums below `shard`.
 //!
 //! Replies carry the `groups` crate's domain answers (`classic::Joined`,
 //! `consumer::Heartbeated`, ...) with errors as Kafka's codes (a group's own refusals and the
 //! coordinator's: not the coordinator, loading, a failed append); the handlers in
 //! `handlers/groups.rs` and `handlers/consumer_groups.rs` encode them.
-
-use std::rc::Rc;
 
 use bytes::Bytes;
 use wire::generated::describe_groups_response::DescribedGroup;
@@ -19,11 +19,8 @@ use wire::generated::{
 };
 use wire::ErrorCode;
 
-use super::classic::{JoinArgs, JoinRefused, Joined, Synced};
-use super::consumer::{Description, HeartbeatRequest, Heartbeated, Refusal};
-use super::{Coordinator, FetchedTopic};
-use crate::forward::Serve;
-use crate::shard::Shard;
+use groups::classic::{JoinArgs, JoinRefused, Joined, Synced};
+use groups::consumer::{Description, HeartbeatRequest, Heartbeated, Refusal};
 
 /// JoinGroup of `group_id`.
 pub struct JoinGroup {
@@ -206,88 +203,6 @@ pub struct ConsumerDescribe {
 
 pub type ConsumerDescribeReply = Result<Description, Refused>;
 
-impl Serve for JoinGroup {
-    async fn serve(self, shard: &Rc<Shard>) -> JoinReply {
-        Coordinator::wait_known(shard, self.partition).await;
-        Coordinator::join(shard, self.partition, self.group_id, self.args).await
-    }
-}
-
-impl Serve for SyncGroup {
-    async fn serve(self, shard: &Rc<Shard>) -> SyncReply {
-        Coordinator::wait_known(shard, self.partition).await;
-        Coordinator::sync(shard, self).await
-    }
-}
-
-impl Serve for Heartbeat {
-    async fn serve(self, shard: &Rc<Shard>) -> HeartbeatReply {
-        Coordinator::wait_known(shard, self.partition).await;
-        shard.coordinator.heartbeat(self)
-    }
-}
-
-impl Serve for LeaveGroup {
-    async fn serve(self, shard: &Rc<Shard>) -> LeaveReply {
-        Coordinator::wait_known(shard, self.partition).await;
-        Coordinator::leave(shard, self.partition, &self.group_id, self.members).await
-    }
-}
-
-impl Serve for OffsetCommit {
-    async fn serve(self, shard: &Rc<Shard>) -> OffsetCommitReply {
-        Coordinator::wait_known(shard, self.partition).await;
-        Coordinator::offset_commit(shard, self.partition, self.request, self.version).await
-    }
-}
-
-impl Serve for OffsetFetch {
-    async fn serve(self, shard: &Rc<Shard>) -> OffsetFetchReply {
-        Coordinator::wait_known(shard, self.partition).await;
-        shard.coordinator.offset_fetch(self)
-    }
-}
-
-impl Serve for OffsetDelete {
-    async fn serve(self, shard: &Rc<Shard>) -> OffsetDeleteReply {
-        Coordinator::wait_known(shard, self.partition).await;
-        Coordinator::offset_delete(shard, self.partition, self.request).await
-    }
-}
-
-impl Serve for DescribeGroup {
-    async fn serve(self, shard: &Rc<Shard>) -> DescribeReply {
-        Coordinator::wait_known(shard, self.partition).await;
-        shard.coordinator.describe(self.partition, self.group_id)
-    }
-}
-
-impl Serve for ListGroups {
-    async fn serve(self, shard: &Rc<Shard>) -> ListReply {
-        shard.coordinator.list()
-    }
-}
-
-impl Serve for DeleteGroup {
-    async fn serve(self, shard: &Rc<Shard>) -> DeleteReply {
-        Coordinator::wait_known(shard, self.partition).await;
-        Coordinator::delete_group(shard, self.partition, &self.group_id).await
-    }
-}
-
-impl Serve for ConsumerHeartbeat {
-    async fn serve(self, shard: &Rc<Shard>) -> ConsumerHeartbeatReply {
-        Coordinator::wait_known(shard, self.partition).await;
-        Coordinator::consumer_heartbeat(shard, self).await
-    }
-}
-
-impl Serve for ConsumerDescribe {
-    async fn serve(self, shard: &Rc<Shard>) -> ConsumerDescribeReply {
-        Coordinator::wait_known(shard, self.partition).await;
-        let config = &shard.config.groups.consumer;
-        shard
-            .coordinator
-            .consumer_describe(self.partition, &self.group_id, config)
-    }
-}
+/// Offsets of one topic as OffsetFetch answers them: (partition, offset, leader epoch,
+/// metadata, error).
+pub type FetchedTopic = (String, Vec<(i32, i64, i32, Option<String>, i16)>);

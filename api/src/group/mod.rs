@@ -19,9 +19,14 @@ pub mod calls;
 mod execute;
 mod load;
 mod offsets;
+mod serve;
+pub mod state;
 mod timers;
 
-use std::cell::RefCell;
+pub use calls::FetchedTopic;
+use state::PartitionState;
+pub use state::{Committed, Coordinator, Group, OFFSETS_TOPIC};
+
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,12 +50,9 @@ use wire::ErrorCode;
 
 use crate::metadata::records::TopicId;
 use crate::shard::Shard;
-use classic::{ClassicGroup, JoinArgs, State, Step};
+use classic::{JoinArgs, State, Step};
 use consumer::ConsumerGroup;
 use records::GroupRecord;
-
-/// Kafka's internal topic of group state.
-pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
 /// How often a shard's coordinator looks for expired sessions and ended join phases while it
 /// has live groups (an idle coordinator waits on an event and uses no CPU).
@@ -80,50 +82,6 @@ pub fn partition_for(group_id: &str, partitions: i32) -> i32 {
     positive % partitions.max(1)
 }
 
-/// A committed offset.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Committed {
-    pub offset: i64,
-    pub leader_epoch: i32,
-    pub metadata: String,
-    pub commit_timestamp: i64,
-}
-
-/// One group: its classic membership or its KIP-848 consumer group, and its committed
-/// offsets. A group id is one kind or the other (Kafka's `Group.type()`).
-pub struct Group {
-    pub classic: ClassicGroup,
-    /// The KIP-848 state; `Some` and existing makes this a consumer group.
-    pub consumer: Option<ConsumerGroup>,
-    pub offsets: BTreeMap<(String, i32), Committed>,
-    /// Wall-clock ms since which the group has no members (offsets retention).
-    pub empty_since: i64,
-}
-
-impl Group {
-    fn new(now_wall: i64) -> Group {
-        Group {
-            classic: ClassicGroup::new(),
-            consumer: None,
-            offsets: BTreeMap::new(),
-            empty_since: now_wall,
-        }
-    }
-
-    fn state_name(&self) -> &'static str {
-        self.classic.state().name()
-    }
-
-    /// The group's KIP-848 state when it is a consumer group.
-    pub fn consumer(&self) -> Option<&ConsumerGroup> {
-        self.consumer.as_ref().filter(|c| c.exists())
-    }
-
-    fn has_consumer_members(&self) -> bool {
-        self.consumer().is_some_and(|c| !c.members().is_empty())
-    }
-}
-
 /// Topic lookups for consumer-group subscriptions, from the shard's metadata image.
 fn topic_lookup(
     image: &crate::metadata::image::Image,
@@ -135,51 +93,6 @@ fn topic_lookup(
     }
 }
 
-enum PartitionState {
-    Loading,
-    Loaded {
-        topic_id: TopicId,
-        groups: HashMap<String, Group>,
-    },
-}
-
-/// One shard's coordinator: the groups of the `__consumer_offsets` partitions it owns.
-pub struct Coordinator {
-    partitions: RefCell<HashMap<i32, PartitionState>>,
-    /// Woken when a group gains members, so the timer runs only while groups are live.
-    live: event_listener::Event,
-    /// Woken when this shard learns it owns a partition (`opening`).
-    learned: event_listener::Event,
-    epoch: Instant,
-}
-
-impl Coordinator {
-    /// Calls `each(group, topic, partition, offset)` for every committed offset of the groups
-    /// this shard coordinates (metrics snapshots).
-    pub fn each_committed_offset(&self, mut each: impl FnMut(&str, &str, i32, i64)) {
-        for state in self.partitions.borrow().values() {
-            if let PartitionState::Loaded { groups, .. } = state {
-                for (group_id, group) in groups {
-                    for ((topic, partition), committed) in &group.offsets {
-                        each(group_id, topic, *partition, committed.offset);
-                    }
-                }
-            }
-        }
-    }
-}
-
-impl Default for Coordinator {
-    fn default() -> Self {
-        Coordinator {
-            partitions: RefCell::new(HashMap::new()),
-            live: event_listener::Event::new(),
-            learned: event_listener::Event::new(),
-            epoch: Instant::now(),
-        }
-    }
-}
-
 fn wall_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -188,10 +101,6 @@ fn wall_ms() -> i64 {
 
 /// Offsets of one group to expire: (partition, its topic id, group, (topic, partition)s).
 type ExpiryPlan = (i32, TopicId, String, Vec<(String, i32)>);
-
-/// Offsets of one topic as OffsetFetch answers them: (partition, offset, leader epoch,
-/// metadata, error).
-pub type FetchedTopic = (String, Vec<(i32, i64, i32, Option<String>, i16)>);
 
 /// `locate`, but first, when this shard's image has no `__consumer_offsets` while another
 /// shard already knows the topic (`OFFSETS_TOPIC_KNOWN`), waits (at most `IMAGE_LAG_WAIT`)

@@ -59,7 +59,7 @@ impl<P> ByShard<P> {
         results: &mut [Option<R>],
         call: impl Fn(Vec<P>) -> C,
     ) where
-        C: Serve<Reply = Vec<R>>,
+        C: Serve<Shard, Reply = Vec<R>>,
     {
         let mut groups = self.groups;
         groups.sort_by_key(|group| group.target == shard.id);

@@ -40,7 +40,7 @@ const KEY_TYPE_GROUP: i8 = 0;
 
 /// Makes the call `make(partition)` on the coordinator of `group_id` and returns its reply;
 /// `Err` is the error every part of the answer gets (no coordinator yet).
-pub(super) async fn call<C: Serve>(
+pub(super) async fn call<C: Serve<Shard>>(
     shard: &Rc<Shard>,
     group_id: &str,
     make: impl FnOnce(i32) -> C,

@@ -12,7 +12,7 @@ impl Shard {
     /// senders waiting for space, see `Mesh::send`) before this returns its first `Pending`,
     /// and a local one runs its synchronous prefix (for produce: the append) at the first
     /// poll; so two calls made in order by one connection reach the log in order.
-    pub(crate) async fn call<C: Serve>(self: &Rc<Self>, target: usize, call: C) -> C::Reply {
+    pub(crate) async fn call<C: Serve<Shard>>(self: &Rc<Self>, target: usize, call: C) -> C::Reply {
         if target == self.id {
             return call.serve(self).await;
         }
@@ -136,9 +136,7 @@ impl Shard {
     }
 }
 
-/// What the mesh hands this shard's calls and replies to.
-pub struct Inbox(pub Rc<Shard>);
-
+/// What the mesh hands this shard's calls and replies to (`Inbox` is declared in `mod.rs`).
 impl shard::mesh::Inbox<ShardMsg, ShardReply> for Inbox {
     fn call(&self, source: usize, message: ShardMsg) -> Work {
         self.0.take_call(source, message)
@@ -155,13 +153,13 @@ impl shard::mesh::Inbox<ShardMsg, ShardReply> for Inbox {
 
 /// How each call runs on the shard it was sent to (remote calls come through
 /// `forward::serve_request`, local ones straight from `Shard::call`).
-impl Serve for forward::Produce {
+impl Serve<Shard> for forward::Produce {
     async fn serve(self, shard: &Rc<Shard>) -> Vec<forward::ProduceResult> {
         crate::partition_ops::produce_many(shard, self.acks, self.parts).await
     }
 }
 
-impl Serve for forward::Fetch {
+impl Serve<Shard> for forward::Fetch {
     async fn serve(self, shard: &Rc<Shard>) -> Vec<forward::FetchResult> {
         // Read at once, as the per-partition calls of old were: a copy-path read waits on
         // the disk. One future per part; parts are distinct partitions of this shard.
@@ -179,7 +177,7 @@ impl Serve for forward::Fetch {
     }
 }
 
-impl Serve for forward::WaitForData {
+impl Serve<Shard> for forward::WaitForData {
     async fn serve(self, shard: &Rc<Shard>) -> forward::Waited {
         if self.parts.is_empty() {
             return forward::Waited::Ended;
@@ -198,7 +196,7 @@ impl Serve for forward::WaitForData {
     }
 }
 
-impl Serve for forward::ListOffsets {
+impl Serve<Shard> for forward::ListOffsets {
     async fn serve(self, shard: &Rc<Shard>) -> Vec<forward::OffsetResult> {
         let lookups = self.parts.iter().map(|part| {
             crate::partition_ops::list_offsets(
@@ -212,7 +210,7 @@ impl Serve for forward::ListOffsets {
     }
 }
 
-impl Serve for forward::DeleteRecords {
+impl Serve<Shard> for forward::DeleteRecords {
     async fn serve(self, shard: &Rc<Shard>) -> Vec<(i16, i64)> {
         let mut results = Vec::with_capacity(self.parts.len());
         let mut slice = Slice::new();
@@ -229,7 +227,7 @@ impl Serve for forward::DeleteRecords {
     }
 }
 
-impl Serve for forward::OffsetForLeaderEpoch {
+impl Serve<Shard> for forward::OffsetForLeaderEpoch {
     async fn serve(self, shard: &Rc<Shard>) -> Vec<forward::EpochEndOffset> {
         let mut results = Vec::with_capacity(self.parts.len());
         // Parts are distinct (partition, epochs) keys, but a request may still name many
@@ -255,7 +253,7 @@ impl Serve for forward::OffsetForLeaderEpoch {
     }
 }
 
-impl Serve for forward::DescribeProducers {
+impl Serve<Shard> for forward::DescribeProducers {
     async fn serve(self, shard: &Rc<Shard>) -> Vec<(i16, Vec<forward::ProducerInfo>)> {
         let mut results = Vec::with_capacity(self.parts.len());
         let mut slice = Slice::new();
@@ -269,7 +267,7 @@ impl Serve for forward::DescribeProducers {
     }
 }
 
-impl Serve for forward::CreatePartitions {
+impl Serve<Shard> for forward::CreatePartitions {
     async fn serve(self, shard: &Rc<Shard>) -> Vec<(i16, Option<String>)> {
         shard
             .create_partitions(self.topics, self.validate_only)
@@ -277,25 +275,25 @@ impl Serve for forward::CreatePartitions {
     }
 }
 
-impl Serve for forward::AllocateProducerIds {
+impl Serve<Shard> for forward::AllocateProducerIds {
     async fn serve(self, shard: &Rc<Shard>) -> Result<i64, i16> {
         shard.allocate_producer_ids()
     }
 }
 
-impl Serve for forward::CreateTopics {
+impl Serve<Shard> for forward::CreateTopics {
     async fn serve(self, shard: &Rc<Shard>) -> Vec<TopicOutcome> {
         shard.create_topics(self.topics, self.validate_only).await
     }
 }
 
-impl Serve for forward::DeleteTopics {
+impl Serve<Shard> for forward::DeleteTopics {
     async fn serve(self, shard: &Rc<Shard>) -> Vec<TopicOutcome> {
         shard.delete_topics(self.names).await
     }
 }
 
-impl Serve for forward::AlterTopicConfigs {
+impl Serve<Shard> for forward::AlterTopicConfigs {
     async fn serve(self, shard: &Rc<Shard>) -> Vec<TopicOutcome> {
         shard
             .alter_topic_configs(self.changes, self.validate_only)
@@ -303,13 +301,13 @@ impl Serve for forward::AlterTopicConfigs {
     }
 }
 
-impl Serve for forward::ImageUpdate {
+impl Serve<Shard> for forward::ImageUpdate {
     async fn serve(self, shard: &Rc<Shard>) -> Vec<TopicFailure> {
         shard.apply_image(self.0).await
     }
 }
 
-impl Serve for forward::CloseFetchSession {
+impl Serve<Shard> for forward::CloseFetchSession {
     async fn serve(self, shard: &Rc<Shard>) {
         shard.fetch_sessions.close(shard, self.session_id);
     }

@@ -32,8 +32,6 @@ mod calls;
 mod control_plane;
 mod retention;
 
-pub use calls::Inbox;
-
 /// Longest stretch of control-plane work (topic creation, opening partition logs) shard 0 or
 /// any shard does before letting its other tasks (requests on its connections) run. Well
 /// under glommio's 100 ms preemption timer, which alone would let a 5,000-partition
@@ -170,9 +168,9 @@ pub struct Shard {
     /// Per-request figures for the metrics endpoint (see `metrics`).
     pub metrics: crate::metrics::ShardRecorder,
     /// The group coordinator of this shard's `__consumer_offsets` partitions.
-    pub coordinator: crate::group::Coordinator,
+    pub coordinator: crate::group::state::Coordinator,
     /// Fetch sessions (KIP-227) of the connections this shard serves.
-    pub fetch_sessions: crate::handlers::fetch_session::ShardSessions,
+    pub fetch_sessions: crate::handlers::fetch_session::cache::ShardSessions,
     /// What connections moved in need (see `handoff`).
     pub handoff: crate::handoff::ShardHandoff,
 }
@@ -207,7 +205,7 @@ impl Shard {
             producer_ids: Cell::new((0, 0)),
             stats: Stats::default(),
             metrics,
-            coordinator: crate::group::Coordinator::default(),
+            coordinator: crate::group::state::Coordinator::default(),
             fetch_sessions: Default::default(),
             handoff: Default::default(),
         })
@@ -358,3 +356,7 @@ fn shard_now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_millis() as i64)
 }
+
+/// What the mesh hands this shard's calls and replies to (its `shard::mesh::Inbox` impl is in
+/// `calls.rs`, beside the code it runs).
+pub struct Inbox(pub Rc<Shard>);
