@@ -204,6 +204,19 @@ class AdminTest {
     }
 
     @Test
+    void describeProducers() throws Exception {
+        get(admin.createTopics(List.of(new NewTopic("java-admin-prod", 1, (short) 1))).all());
+        produce("java-admin-prod", 0, 3); // one idempotent producer, three records
+        TopicPartition tp = new TopicPartition("java-admin-prod", 0);
+        var states = get(admin.describeProducers(List.of(tp)).partitionResult(tp)).activeProducers();
+        assertEquals(1, states.size(), "one active producer: " + states);
+        var s = states.get(0);
+        assertTrue(s.producerId() >= 0, "a producer id: " + s);
+        assertEquals(2, s.lastSequence(), "sequence of the third record: " + s);
+        assertFalse(s.currentTransactionStartOffset().isPresent(), "no open transaction: " + s);
+    }
+
+    @Test
     void describeCluster() throws Exception {
         DescribeClusterResult r = admin.describeCluster();
         Collection<Node> nodes = get(r.nodes());
