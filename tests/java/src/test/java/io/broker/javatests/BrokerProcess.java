@@ -23,7 +23,9 @@ import java.util.stream.Stream;
  * binary of this checkout, ../../target/release/broker from tests/java), started with
  * {@code start --override listeners=... --override log.dirs=...} and stopped with SIGTERM
  * (SIGKILL after 30 s). Its stdout and stderr go to broker.log in the temporary directory; the
- * tail of that file is in every start-up failure, and {@link #close()} deletes the directory.
+ * tail of that file is in every start-up failure, and {@link #close()} copies it to the folder
+ * named by the system property brokerLogDir (surefire: target/broker-logs) as
+ * broker-&lt;port&gt;.log, then deletes the directory (-DkeepBrokerData=true keeps it).
  */
 public final class BrokerProcess implements AutoCloseable {
     private static final long START_TIMEOUT_MS = 60_000;
@@ -153,6 +155,16 @@ public final class BrokerProcess implements AutoCloseable {
     @Override
     public void close() {
         stop();
+        String logDir = System.getProperty("brokerLogDir");
+        if (logDir != null && !logDir.isBlank()) {
+            try {
+                Path dir = Files.createDirectories(Paths.get(logDir));
+                Files.copy(logFile, dir.resolve("broker-" + port + ".log"),
+                        java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            } catch (IOException e) {
+                System.err.println("could not keep the broker log " + logFile + ": " + e);
+            }
+        }
         if (!Boolean.getBoolean("keepBrokerData")) {
             try (Stream<Path> walk = Files.walk(workDir)) {
                 walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
