@@ -74,7 +74,8 @@ class ConsumerGroupTest {
         }
 
         private void run() {
-            try (KafkaConsumer<String, String> c = Kafka.consumer(broker, settings)) {
+            KafkaConsumer<String, String> c = Kafka.consumer(broker, settings);
+            try {
                 c.subscribe(List.of(topic), new ConsumerRebalanceListener() {
                     @Override
                     public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
@@ -93,16 +94,18 @@ class ConsumerGroupTest {
                     }
                     assignment = Set.copyOf(c.assignment());
                 }
-                c.commitSync();
+                c.commitSync(Duration.ofSeconds(15));
             } catch (Throwable t) {
                 failure = t;
+            } finally {
+                c.close(org.apache.kafka.clients.consumer.CloseOptions.timeout(Duration.ofSeconds(15)));
             }
         }
 
         @Override
         public void close() throws InterruptedException {
             running = false;
-            thread.join(60_000);
+            thread.join(45_000);
         }
     }
 

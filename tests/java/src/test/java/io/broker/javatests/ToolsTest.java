@@ -193,6 +193,33 @@ class ToolsTest {
     }
 
     @Test
+    void verifiableProducerAndConsumer() throws Exception {
+        // the tools Kafka's own system tests drive (JSON events, one a line)
+        Kafka.createTopic(broker, "java-tool-verifiable", 2);
+        Tool prod = Tool.run("org.apache.kafka.tools.VerifiableProducer", "--bootstrap-server", broker.bootstrap,
+                "--topic", "java-tool-verifiable", "--max-messages", "500", "--acks", "-1").ok();
+        assertTrue(Pattern.compile("\\{\"timestamp\":\\d+,\"name\":\"tool_data\",\"sent\":500,\"acked\":500,")
+                .matcher(prod.stdout).find(), "500 sent and acked: " + prod.stdout.lines().filter(l -> !l.contains("producer_send_success")).toList());
+        assertTrue(!prod.stdout.contains("producer_send_error"), "no send errors: " + prod);
+
+        Tool cons = Tool.run("org.apache.kafka.tools.VerifiableConsumer", "--bootstrap-server", broker.bootstrap,
+                "--topic", "java-tool-verifiable", "--group-id", "java-tool-verifiable", "--max-messages", "500").ok();
+        Matcher consumed = Pattern.compile("\"name\":\"records_consumed\",\"count\":(\\d+)").matcher(cons.stdout);
+        int total = 0;
+        while (consumed.find()) {
+            total += Integer.parseInt(consumed.group(1));
+        }
+        assertEquals(500, total, "records consumed: " + cons);
+        assertTrue(cons.stdout.contains("\"name\":\"offsets_committed\"") && !cons.stdout.contains("\"success\":false"),
+                "offsets committed: " + cons);
+        try (Admin admin = Kafka.admin(broker)) {
+            long committed = admin.listConsumerGroupOffsets("java-tool-verifiable").partitionsToOffsetAndMetadata()
+                    .get(30, TimeUnit.SECONDS).values().stream().mapToLong(OffsetAndMetadata::offset).sum();
+            assertEquals(500, committed, "the group's committed offsets");
+        }
+    }
+
+    @Test
     void logDirs() throws Exception {
         assumeTrue(Kafka.apiVersions(broker).containsKey(35),
                 "LogDirsCommand needs DescribeLogDirs (35), which the broker does not advertise in ApiVersions yet");
