@@ -124,6 +124,39 @@ class DumpLogSegmentsTest {
         return count;
     }
 
+    /**
+     * kafka-dump-log.sh on the active segment of a running broker, as operators use it. With
+     * Kafka's default (topic config preallocate=false, which our broker also reports) the file
+     * ends at the last batch. Runs on its own topic so the other test's clean stop does not
+     * trim the file first.
+     */
+    @Test
+    @org.junit.jupiter.api.Disabled("broker bug/deviation: the active segment is fallocate'd ahead of its appends "
+            + "(64 KiB..4 MiB, ARCHITECTURE 'Preallocation') although DescribeConfigs reports preallocate=false; "
+            + "Kafka's DumpLogSegments then reads the zero tail and fails on the live active segment with "
+            + "org.apache.kafka.common.errors.CorruptRecordException: Found record size 0 smaller than minimum "
+            + "record overhead (14) in file .../00000000000000000000.log")
+    void dumpsTheLiveActiveSegment() throws Exception {
+        Kafka.createTopic(broker, "java-dump-live", 1);
+        try (KafkaProducer<String, String> p = Kafka.producer(broker, Map.of())) {
+            for (int i = 0; i < 100; i++) {
+                p.send(new ProducerRecord<>("java-dump-live", 0, "k" + i, "v" + i));
+            }
+            p.flush();
+        }
+        assertTrue(broker.alive());
+        Path active = broker.dataDir.resolve("java-dump-live-0").resolve("00000000000000000000.log");
+        Tool t = dump(List.of(active), "--deep-iteration", "--print-data-log");
+        assertFalse(t.stderr.contains("Exception"), t.toString());
+        Matcher m = BATCH.matcher(t.stdout);
+        int count = 0;
+        while (m.find()) {
+            assertEquals("true", m.group(6), "valid CRC");
+            count += Integer.parseInt(m.group(3));
+        }
+        assertEquals(100, count, "every record of the active segment: " + t);
+    }
+
     @Test
     void dumpsOurSegmentsIndexesAndSnapshots() throws Exception {
         List<Path> logs = files(".log");
