@@ -40,7 +40,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Features the broker does not have yet. Each test is skipped (JUnit assumption, with the
  * reason) while the broker does not advertise the feature's APIs in ApiVersions, and runs (and
- * must pass) as soon as it does: advertising an API commits the broker to serving it.
+ * must pass) as soon as it advertises any of them: advertising an API commits the broker to
+ * serving it, and advertising part of a feature's APIs fails.
  */
 class PendingFeaturesTest {
     static BrokerProcess broker;
@@ -65,13 +66,16 @@ class PendingFeaturesTest {
                 missing.append(missing.length() == 0 ? "" : ", ").append(name).append(" (").append(key).append(')');
             }
         });
-        assumeTrue(missing.length() == 0,
-                feature + " not served yet: the broker does not advertise " + missing + " in ApiVersions");
+        boolean none = apis.keySet().stream().noneMatch(advertised::containsKey);
+        assumeTrue(!none, feature + " not served yet: the broker does not advertise " + missing + " in ApiVersions");
+        // some of the feature's APIs but not all: a half-served feature fails rather than skips
+        assertEquals("", missing.toString(), feature + ": the broker advertises some of its APIs but not these");
     }
 
     @Test
     void transactions() throws Exception {
-        assumeAdvertised("transactions", Map.of(22, "InitProducerId", 24, "AddPartitionsToTxn",
+        // InitProducerId (22) is served already, for idempotent producers: not a sign of transactions
+        assumeAdvertised("transactions", Map.of(24, "AddPartitionsToTxn",
                 25, "AddOffsetsToTxn", 26, "EndTxn", 28, "TxnOffsetCommit"));
         Kafka.createTopic(broker, "java-txn", 1);
         try (KafkaProducer<String, String> p = Kafka.producer(broker, Map.of(
