@@ -12,6 +12,7 @@
 # Environment:
 #   E2E_ONLY=1          skip `cargo test` (still builds the broker)
 #   PYTEST_ADDOPTS="..." extra pytest arguments (pytest's own variable), e.g. "-k restart -vv"
+#   JAVA_TESTS=0        skip the Java stage (tests/java: Apache Kafka's Java client and tools)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -88,5 +89,22 @@ section "end-to-end tests (pytest tests/e2e)"
 export BROKER_BIN="$ROOT/target/release/broker"
 export PYTHONDONTWRITEBYTECODE=1
 "$VENV/bin/python" -m pytest -x -q tests/e2e
+
+if [[ "${JAVA_TESTS:-1}" != "0" ]]; then
+    section "Java client and Kafka tools (mvn test in tests/java)"
+    # Apache Kafka's own Java client (kafka-clients) and command-line tools (kafka-tools),
+    # versions pinned in tests/java/pom.xml, against the release broker. Maven and a JDK 17 are
+    # installed with apt-get when missing; the jars come from Maven Central on the first run and
+    # stay in ~/.m2. Each broker's log is kept in tests/java/target/broker-logs.
+    if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
+        SUDO=$([[ $(id -u) == 0 ]] && echo "" || echo sudo)
+        $SUDO apt-get install -y -q maven openjdk-17-jdk-headless >/dev/null || { $SUDO apt-get update -q >/dev/null && $SUDO apt-get install -y -q maven openjdk-17-jdk-headless >/dev/null; }
+    fi
+    java_start=$(date +%s)
+    BROKER_BIN="$ROOT/target/release/broker" mvn -q -B -f tests/java/pom.xml test
+    # -q hides surefire's summary on success: print each class's line from its reports
+    grep -h "^Tests run:" tests/java/target/surefire-reports/*.txt | sed 's/ -- in io.broker.javatests./  /'
+    echo "Java stage: $(( $(date +%s) - java_start )) s"
+fi
 
 section "done in $(( $(date +%s) - start_all )) s"
