@@ -24,6 +24,7 @@ pub fn log_config(topic: &TopicConfig) -> LogConfig {
         flush_policy: topic.flush_policy,
         flush_messages: topic.flush_messages,
         flush_ms: topic.flush_ms,
+        preallocate: topic.preallocate,
         retention_ms: topic.retention_ms,
         retention_bytes: topic.retention_bytes,
         cleanup_delete: topic.cleanup_policy.delete,

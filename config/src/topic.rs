@@ -114,6 +114,8 @@ pub struct TopicConfig {
     pub retention_bytes: i64,
     pub flush_messages: u64,
     pub flush_ms: u64,
+    /// `preallocate`: reserve disk space ahead of the active segment's appends.
+    pub preallocate: bool,
     pub flush_policy: FlushPolicy,
     pub message_timestamp_type: TimestampType,
     /// `message.timestamp.before.max.ms`: CreateTime stamps further behind are refused.
@@ -194,6 +196,7 @@ pub fn resolve(
         retention_bytes: num("retention.bytes", n("retention.bytes"))?,
         flush_messages: num("flush.messages", n("flush.messages"))?,
         flush_ms: num("flush.ms", n("flush.ms"))?,
+        preallocate: n("preallocate").trim().eq_ignore_ascii_case("true"),
         flush_policy: FlushPolicy::parse(n("flush.policy")).unwrap_or_default(),
         message_timestamp_type: TimestampType::parse(n("message.timestamp.type")),
         message_timestamp_before_max_ms: num(

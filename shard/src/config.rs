@@ -23,6 +23,10 @@ pub struct LogConfig {
     pub flush_messages: u64,
     /// `flush.ms`: sync when the oldest unsynced append is older than this (never).
     pub flush_ms: u64,
+    /// `preallocate`: the active segment reserves space ahead of its appends (fallocate, as
+    /// much again as it holds, `PREALLOCATE_MIN_BYTES`..`PREALLOCATE_MAX_BYTES`); false: the
+    /// file ends at its last batch.
+    pub preallocate: bool,
     /// `retention.ms` (-1 = unlimited). Enforced by `PartitionLog::apply_retention`.
     pub retention_ms: i64,
     /// `retention.bytes` (-1 = unlimited). Enforced by `PartitionLog::apply_retention`.
@@ -58,6 +62,7 @@ impl Default for LogConfig {
             flush_policy: FlushPolicy::Ack,
             flush_messages: i64::MAX as u64,
             flush_ms: i64::MAX as u64,
+            preallocate: true,
             retention_ms: 7 * 24 * 60 * 60 * 1000,
             retention_bytes: -1,
             cleanup_delete: true,

@@ -115,6 +115,7 @@ impl PartitionLog {
         };
         let interval = self.config.index_interval_bytes;
         let limit = self.config.effective_segment_bytes();
+        let reserve_ahead = self.config.preallocate;
         let active = self.active_mut();
         if active.size == 0 {
             // segment.ms counts from the first batch, so an idle empty segment is not rolled
@@ -123,9 +124,13 @@ impl PartitionLog {
         }
         // As much again as the segment holds (an idle partition reserves little, a busy one
         // changes its file size a few times per segment).
-        let preallocate = active
-            .size
-            .clamp(PREALLOCATE_MIN_BYTES, PREALLOCATE_MAX_BYTES);
+        let preallocate = if reserve_ahead {
+            active
+                .size
+                .clamp(PREALLOCATE_MIN_BYTES, PREALLOCATE_MAX_BYTES)
+        } else {
+            0
+        };
         if let Err(e) = active.append(
             prefix,
             rest,

@@ -645,3 +645,29 @@ fn producer_state_survives_restarts_and_truncation() {
         assert!(log.producers().is_empty());
     });
 }
+
+/// `preallocate=false`: the active segment's file ends at its last batch while the log is
+/// open (what kafka-dump-log needs to read a live broker's active segment); with the
+/// default it reserves space ahead.
+#[test]
+fn preallocate_false_keeps_the_file_at_its_batches() {
+    run(async {
+        for preallocate in [false, true] {
+            let d = tmp();
+            let dir = d.path().join("t-0");
+            let cfg = LogConfig {
+                preallocate,
+                ..small_config()
+            };
+            let mut log = PartitionLog::open(dir.clone(), cfg).await.unwrap();
+            append(&mut log, 5, 50, 1000);
+            let size = log.active().size;
+            let len = std::fs::metadata(&log.active().log_path).unwrap().len();
+            if preallocate {
+                assert!(len > size, "reserved ahead: {len} > {size}");
+            } else {
+                assert_eq!(len, size);
+            }
+        }
+    });
+}

@@ -15,6 +15,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -125,19 +126,24 @@ class DumpLogSegmentsTest {
     }
 
     /**
-     * kafka-dump-log.sh on the active segment of a running broker, as operators use it. With
-     * Kafka's default (topic config preallocate=false, which our broker also reports) the file
-     * ends at the last batch. Runs on its own topic so the other test's clean stop does not
-     * trim the file first.
+     * kafka-dump-log.sh on the active segment of a running broker, as operators use it. Our
+     * default (preallocate=true, reported as such) reserves space ahead of the active segment's
+     * appends, whose zeros Kafka's tool reads as a corrupt record; with preallocate=false, as
+     * Kafka's default, the file ends at the last batch and the tool reads it. Runs on its own
+     * topic so the other test's clean stop does not trim the file first.
      */
     @Test
-    @org.junit.jupiter.api.Disabled("broker bug/deviation: the active segment is fallocate'd ahead of its appends "
-            + "(64 KiB..4 MiB, ARCHITECTURE 'Preallocation') although DescribeConfigs reports preallocate=false; "
-            + "Kafka's DumpLogSegments then reads the zero tail and fails on the live active segment with "
-            + "org.apache.kafka.common.errors.CorruptRecordException: Found record size 0 smaller than minimum "
-            + "record overhead (14) in file .../00000000000000000000.log")
     void dumpsTheLiveActiveSegment() throws Exception {
-        Kafka.createTopic(broker, "java-dump-live", 1);
+        try (Admin admin = Kafka.admin(broker)) {
+            admin.createTopics(List.of(new NewTopic("java-dump-live", 1, (short) 1)
+                    .configs(Map.of("preallocate", "false")))).all().get(30, TimeUnit.SECONDS);
+            ConfigResource defaults = new ConfigResource(ConfigResource.Type.TOPIC, "java-dump-other");
+            admin.createTopics(List.of(new NewTopic("java-dump-other", 1, (short) 1))).all()
+                    .get(30, TimeUnit.SECONDS);
+            String reported = admin.describeConfigs(List.of(defaults)).all().get(30, TimeUnit.SECONDS)
+                    .get(defaults).get("preallocate").value();
+            assertEquals("true", reported, "the default DescribeConfigs reports is what the broker does");
+        }
         try (KafkaProducer<String, String> p = Kafka.producer(broker, Map.of())) {
             for (int i = 0; i < 100; i++) {
                 p.send(new ProducerRecord<>("java-dump-live", 0, "k" + i, "v" + i));
