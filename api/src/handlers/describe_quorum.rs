@@ -40,7 +40,12 @@ pub async fn handle(
     let response = if asked_for_metadata {
         let image = shard.image();
         let log_end = image.offset.map_or(0, |last| last as i64 + 1);
-        single_node(&shard.config, &ctx.listener, log_end, now_ms())
+        single_node(
+            &shard.config,
+            &ctx.listener,
+            log_end,
+            shard::storage::Clock::Real.now_ms(),
+        )
     } else {
         unknown_partition(&request)
     };
@@ -127,12 +132,6 @@ fn unknown_partition(request: &DescribeQuorumRequest) -> DescribeQuorumResponse 
             .collect(),
         ..Default::default()
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 #[cfg(test)]
