@@ -7,8 +7,12 @@
 //! listener, and the broker binary starting it from `process.roles`; see ARCHITECTURE.md,
 //! "The cluster".
 
+pub mod agent;
+pub mod listener;
 pub mod runtime;
 pub mod state_machine;
 
-pub use runtime::{run, Command, ProposeError, RuntimeConfig, RuntimeError, Status, Voter};
+pub use runtime::{
+    run, ClusterRole, Command, ProposeError, RuntimeConfig, RuntimeError, Status, Voter,
+};
 pub use state_machine::MetadataStateMachine;

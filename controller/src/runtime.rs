@@ -18,15 +18,21 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::channel::oneshot;
+use futures::channel::{mpsc, oneshot};
+use futures::StreamExt;
 use glommio::channels::local_channel::{self, LocalReceiver};
 use glommio::net::TcpListener;
+use metadata::broker_lifecycle::BrokerLifecycle;
+pub use metadata::cluster::ProposeError;
+use metadata::cluster::{ClusterLink, Proposal};
 use metadata::image::Image;
 use metadata::records::MetadataRecord;
 use net::peer::{self, PeerLink};
 use quorum::{Message, Proposed, QuorumConfig, QuorumError, QuorumNode, VoterProgress};
 use storage::{Clock, Disk};
+use wire::ErrorCode;
 
+use crate::listener::LifecycleCall;
 use crate::state_machine::{encode_batch, MetadataStateMachine};
 
 /// Messages from other voters waiting for the loop at most (more are dropped: Raft re-sends).
@@ -64,15 +70,22 @@ pub enum Command {
     },
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ProposeError {
-    #[error("not the active controller (the leader is {leader:?})")]
-    NotLeader { leader: Option<u64> },
-    #[error("the proposal was lost to a change of leader")]
-    Lost,
-    #[error("the proposal was refused: {0}")]
-    Refused(String),
+/// A voter that is part of a cluster of brokers: it publishes the committed image to this
+/// node's broker shards, takes their proposals, serves brokers' registrations and heartbeats
+/// (KIP-631) and hands forwarded admin requests to the metadata core.
+pub struct ClusterRole {
+    pub link: Arc<ClusterLink>,
+    pub proposals: mpsc::Receiver<Proposal>,
+    pub cluster_id: String,
+    /// `broker.session.timeout.ms`.
+    pub session_timeout_ms: i64,
 }
+
+/// Lifecycle calls waiting for the loop at most (a broker sends one at a time).
+pub const MAX_LIFECYCLE_CALLS: usize = 1024;
+
+/// What to do with the outcome of a proposal once its entry is applied (or lost).
+type Answer = Box<dyn FnOnce(Result<u64, ProposeError>)>;
 
 /// The controller as DescribeQuorum and tests see it.
 #[derive(Clone, Debug)]
@@ -98,6 +111,8 @@ enum Event {
     Tick,
     Peer(Option<(i32, Vec<u8>)>),
     Command(Option<Command>),
+    Proposal(Option<Proposal>),
+    Lifecycle(Option<LifecycleCall>),
 }
 
 /// Runs voter `config.id` until `stop` is set (checked at least every tick) or its command
@@ -107,6 +122,7 @@ pub async fn run(
     disk: Disk,
     listener: TcpListener,
     commands: LocalReceiver<Command>,
+    cluster: Option<ClusterRole>,
     stop: Rc<Cell<bool>>,
 ) -> Result<(), RuntimeError> {
     let ids: Vec<u64> = config.voters.iter().map(|v| v.id).collect();
@@ -125,30 +141,71 @@ pub async fn run(
         .collect();
     let (inbox_tx, inbox) = local_channel::new_bounded(MAX_INBOX);
     let dropped = Rc::new(Cell::new(0));
-    let _server = glommio::spawn_local(peer::serve(listener, Rc::new(inbox_tx), dropped));
+    let (lifecycle_tx, lifecycle_calls) = local_channel::new_bounded(MAX_LIFECYCLE_CALLS);
+    let handler = crate::listener::handler(
+        Rc::new(lifecycle_tx),
+        cluster.as_ref().map(|c| c.link.clone()),
+    );
+    let _server = glommio::spawn_local(peer::serve(
+        listener,
+        Rc::new(inbox_tx),
+        dropped,
+        Some(handler),
+    ));
+    let (link, mut proposals, cluster_id, session_timeout_ms) = match cluster {
+        Some(c) => (
+            Some(c.link),
+            Some(c.proposals),
+            c.cluster_id,
+            c.session_timeout_ms,
+        ),
+        None => (None, None, String::new(), 0),
+    };
+    let started = Instant::now();
+    let now_ms = || i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    // The active controller's view of brokers' sessions (rebuilt on each new leadership).
+    let mut lifecycle: Option<BrokerLifecycle> = None;
+    // A fencing proposed and not applied yet: no other until it is.
+    let mut expiring_until: u64 = 0;
+    let mut published: u64 = u64::MAX;
     tracing::info!(
         id = config.id,
         voters = config.voters.len(),
         "controller started"
     );
 
-    let mut pending: Vec<(Proposed, oneshot::Sender<Result<u64, ProposeError>>)> = Vec::new();
+    let mut pending: Vec<(Proposed, Answer)> = Vec::new();
     let mut outbox: Vec<Message> = Vec::new();
     let mut next_tick = Instant::now() + config.tick;
     while !stop.get() {
         let wait = next_tick.saturating_duration_since(Instant::now());
-        let waits: Vec<Pin<Box<dyn Future<Output = Event> + '_>>> = vec![
+        let mut waits: Vec<Pin<Box<dyn Future<Output = Event> + '_>>> = vec![
             Box::pin(async { Event::Peer(inbox.recv().await) }),
             Box::pin(async { Event::Command(commands.recv().await) }),
+            Box::pin(async { Event::Lifecycle(lifecycle_calls.recv().await) }),
             Box::pin(async move {
                 glommio::timer::sleep(wait).await;
                 Event::Tick
             }),
         ];
+        if let Some(proposals) = proposals.as_mut() {
+            waits.push(Box::pin(async { Event::Proposal(proposals.next().await) }));
+        }
         let (event, _, _) = futures::future::select_all(waits).await;
         match event {
             Event::Tick => {
                 node.tick();
+                if let Some(lifecycle) = lifecycle.as_mut() {
+                    if sm.last_applied().0 >= expiring_until {
+                        let records = lifecycle.expire(&sm.image(), now_ms());
+                        if !records.is_empty() {
+                            if let Ok(proposed) = node.propose(encode_batch(&records)) {
+                                expiring_until = proposed.index;
+                                pending.push((proposed, Box::new(|_| {})));
+                            }
+                        }
+                    }
+                }
                 next_tick += config.tick;
                 let now = Instant::now();
                 if next_tick < now {
@@ -163,16 +220,69 @@ pub async fn run(
                 }
                 Err(error) => tracing::warn!(from, %error, "controller: undecodable message"),
             },
-            Event::Command(Some(Command::Propose { records, reply })) => {
-                match node.propose(encode_batch(&records)) {
-                    Ok(proposed) => pending.push((proposed, reply)),
-                    Err(QuorumError::NotLeader { leader_hint }) => {
-                        let _ = reply.send(Err(ProposeError::NotLeader {
-                            leader: leader_hint,
-                        }));
+            Event::Command(Some(Command::Propose { records, reply }))
+            | Event::Proposal(Some(Proposal { records, reply })) => {
+                propose(
+                    &mut node,
+                    &mut pending,
+                    &records,
+                    Box::new(move |outcome| {
+                        let _ = reply.send(outcome);
+                    }),
+                );
+            }
+            Event::Lifecycle(Some(call)) => {
+                let image = sm.image();
+                let now = now_ms();
+                match (lifecycle.as_mut(), call) {
+                    (None, call) => call.refuse(ErrorCode::NotController.code()),
+                    (Some(lifecycle), LifecycleCall::Register { request, reply }) => {
+                        let next = node.next_index();
+                        match lifecycle.register(&image, &cluster_id, request, next, now) {
+                            Err(error) => {
+                                let _ = reply.send(Err(error.error_code()));
+                            }
+                            Ok(outcome) => {
+                                let epoch = outcome.reply;
+                                propose(
+                                    &mut node,
+                                    &mut pending,
+                                    &outcome.records,
+                                    Box::new(move |applied| {
+                                        let answer = match applied {
+                                            Ok(index) if index == next => Ok(epoch),
+                                            _ => Err(ErrorCode::NotController.code()),
+                                        };
+                                        let _ = reply.send(answer);
+                                    }),
+                                );
+                            }
+                        }
                     }
-                    Err(error) => {
-                        let _ = reply.send(Err(ProposeError::Refused(error.to_string())));
+                    (Some(lifecycle), LifecycleCall::Heartbeat { request, reply }) => {
+                        match lifecycle.heartbeat(&image, request, now) {
+                            Err(error) => {
+                                let _ = reply.send(Err(error.error_code()));
+                            }
+                            Ok(outcome) if outcome.records.is_empty() => {
+                                let _ = reply.send(Ok(outcome.reply));
+                            }
+                            Ok(outcome) => {
+                                let answer = outcome.reply;
+                                propose(
+                                    &mut node,
+                                    &mut pending,
+                                    &outcome.records,
+                                    Box::new(move |applied| {
+                                        let _ = reply.send(
+                                            applied
+                                                .map(|_| answer)
+                                                .map_err(|_| ErrorCode::NotController.code()),
+                                        );
+                                    }),
+                                );
+                            }
+                        }
                     }
                 }
             }
@@ -187,16 +297,35 @@ pub async fn run(
                     voters: node.voter_progress(),
                 });
             }
-            Event::Peer(None) | Event::Command(None) => break,
+            Event::Peer(None) | Event::Command(None) | Event::Proposal(None) => break,
+            Event::Lifecycle(None) => {}
         }
         node.advance(&mut sm, &mut outbox).await?;
         for msg in outbox.drain(..) {
             send(&mut node, &links, msg);
         }
         answer_applied(&mut pending, &sm);
+        match (node.is_leader(), lifecycle.is_some()) {
+            (true, false) => {
+                tracing::info!(
+                    id = config.id,
+                    term = node.term(),
+                    "this node is the active controller"
+                );
+                lifecycle = Some(BrokerLifecycle::new(session_timeout_ms));
+            }
+            (false, true) => lifecycle = None,
+            _ => {}
+        }
+        if let Some(link) = &link {
+            let (applied, _) = sm.last_applied();
+            let image = (applied != published).then(|| (sm.image(), applied));
+            published = applied;
+            link.publish(image, node.leader_id());
+        }
     }
-    for (_, reply) in pending {
-        let _ = reply.send(Err(ProposeError::Lost));
+    for (_, answer) in pending {
+        answer(Err(ProposeError::Lost));
     }
     tracing::info!(id = config.id, "controller stopped");
     Ok(())
@@ -224,11 +353,24 @@ fn send(node: &mut QuorumNode, links: &HashMap<u64, PeerLink>, msg: Message) {
     }
 }
 
-/// Answers the proposals whose index has been applied: by the entry's term at that index.
-fn answer_applied(
-    pending: &mut Vec<(Proposed, oneshot::Sender<Result<u64, ProposeError>>)>,
-    sm: &MetadataStateMachine,
+/// Proposes `records` as one entry; `answer` hears the outcome (at once when refused).
+fn propose(
+    node: &mut QuorumNode,
+    pending: &mut Vec<(Proposed, Answer)>,
+    records: &[MetadataRecord],
+    answer: Answer,
 ) {
+    match node.propose(encode_batch(records)) {
+        Ok(proposed) => pending.push((proposed, answer)),
+        Err(QuorumError::NotLeader { leader_hint }) => answer(Err(ProposeError::NotLeader {
+            leader: leader_hint,
+        })),
+        Err(error) => answer(Err(ProposeError::Refused(error.to_string()))),
+    }
+}
+
+/// Answers the proposals whose index has been applied: by the entry's term at that index.
+fn answer_applied(pending: &mut Vec<(Proposed, Answer)>, sm: &MetadataStateMachine) {
     let (applied, _) = sm.last_applied();
     let mut i = 0;
     while i < pending.len() {
@@ -236,11 +378,11 @@ fn answer_applied(
             i += 1;
             continue;
         }
-        let (proposed, reply) = pending.swap_remove(i);
+        let (proposed, answer) = pending.swap_remove(i);
         let outcome = match sm.term_at(proposed.index) {
             Some(term) if term == proposed.term => Ok(proposed.index),
             _ => Err(ProposeError::Lost),
         };
-        let _ = reply.send(outcome);
+        answer(outcome);
     }
 }

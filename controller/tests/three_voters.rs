@@ -74,7 +74,7 @@ fn start(id: u64, voters: &[Voter], dir: PathBuf) -> Running {
                 let driver = glommio::spawn_local(async move {
                     drive(commands, driver_shared, driver_stop).await;
                 });
-                controller::run(config, Disk::Real, listener, receiver, stop)
+                controller::run(config, Disk::Real, listener, receiver, None, stop)
                     .await
                     .unwrap();
                 drop(driver);

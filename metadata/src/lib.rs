@@ -10,6 +10,7 @@
 //! epoch field in each log entry and Kafka's record shapes).
 
 pub mod broker_lifecycle;
+pub mod cluster;
 pub mod image;
 pub mod leadership;
 pub mod log;
@@ -248,9 +249,26 @@ pub fn random_topic_id() -> TopicId {
     }
 }
 
-/// Owns the metadata log and the current image; lives on the metadata core.
+/// Shard slots a cluster's controller spreads partitions over: each broker serves slot `s`
+/// on its shard `s % num.shards`, so brokers with different shard counts share one
+/// assignment. 840 is divisible by every count from 1 to 8, so those stay exactly balanced.
+pub const CLUSTER_SHARD_SLOTS: u16 = 840;
+
+/// Where the controller's records go.
+enum Sink {
+    /// The node's own metadata log (a single node, its own quorum).
+    Log(MetadataLog),
+    /// A member of a Raft quorum: records wait here for the caller to propose them
+    /// ([`Controller::take_staged`]); the image includes them speculatively until the
+    /// committed image replaces it ([`Controller::adopt`]), as Kafka's QuorumController
+    /// applies its own records before they commit and reverts on a lost leadership.
+    Staged(Vec<MetadataRecord>),
+}
+
+/// Owns the metadata log (or the records staged for the quorum) and the current image;
+/// lives on the metadata core.
 pub struct Controller {
-    log: MetadataLog,
+    log: Sink,
     image: Arc<Image>,
     config: BrokerConfig,
     /// Round-robin cursor for shard assignment; continues across topics so shards stay
@@ -276,12 +294,53 @@ impl Controller {
             "metadata loaded"
         );
         Ok(Controller {
-            log,
+            log: Sink::Log(log),
             image: Arc::new(image),
             config,
             next_shard,
             snapshot_every: DEFAULT_SNAPSHOT_EVERY,
         })
+    }
+
+    /// A controller whose records go to a Raft quorum: starts from `image` (the committed
+    /// one), stages what each operation writes.
+    pub fn staged(config: BrokerConfig, image: Arc<Image>) -> Controller {
+        let mut controller = Controller {
+            log: Sink::Staged(Vec::new()),
+            image: Arc::new(Image::default()),
+            config,
+            next_shard: 0,
+            snapshot_every: 0,
+        };
+        controller.adopt(image);
+        controller
+    }
+
+    /// Whether records are staged for a quorum rather than written to a local log.
+    pub fn is_staged(&self) -> bool {
+        matches!(self.log, Sink::Staged(_))
+    }
+
+    /// The records staged since the last call (staged mode; empty otherwise).
+    pub fn take_staged(&mut self) -> Vec<MetadataRecord> {
+        match &mut self.log {
+            Sink::Staged(records) => std::mem::take(records),
+            Sink::Log(_) => Vec::new(),
+        }
+    }
+
+    /// Staged mode: `committed` becomes the image; whatever was staged and not taken is
+    /// dropped (a proposal that failed, or the quorum's newer state).
+    pub fn adopt(&mut self, committed: Arc<Image>) {
+        if let Sink::Staged(records) = &mut self.log {
+            records.clear();
+        }
+        self.next_shard = committed
+            .topics_by_name
+            .values()
+            .map(|t| t.partitions.len() as u64)
+            .sum();
+        self.image = committed;
     }
 
     /// Changes the automatic snapshot interval (records); 0 disables automatic snapshots.
@@ -302,22 +361,35 @@ impl Controller {
     /// validate first: records are applied as-is. Snapshots automatically every
     /// `snapshot_every` records (a failed snapshot is logged, not fatal: the log is intact).
     pub fn commit(&mut self, records: &[MetadataRecord]) -> Result<Arc<Image>, LogError> {
-        let last = self.log.append(records)?;
+        let log = match &mut self.log {
+            Sink::Log(log) => log,
+            Sink::Staged(staged) => {
+                staged.extend_from_slice(records);
+                let mut next = Image::clone(&self.image);
+                next.apply_all(records);
+                self.image = Arc::new(next);
+                return Ok(self.image.clone());
+            }
+        };
+        let last = log.append(records)?;
         let mut next = Image::clone(&self.image);
         next.apply_all(records);
         next.offset = Some(last);
         self.image = Arc::new(next);
-        if self.snapshot_every > 0 && self.log.records_since_snapshot() >= self.snapshot_every {
-            if let Err(e) = self.log.snapshot(&self.image) {
+        if self.snapshot_every > 0 && log.records_since_snapshot() >= self.snapshot_every {
+            if let Err(e) = log.snapshot(&self.image) {
                 tracing::warn!(error = %e, "metadata snapshot failed; will retry");
             }
         }
         Ok(self.image.clone())
     }
 
-    /// Writes a snapshot now (e.g. at clean shutdown).
+    /// Writes a snapshot now (e.g. at clean shutdown); the quorum snapshots its own log.
     pub fn snapshot(&mut self) -> Result<(), LogError> {
-        self.log.snapshot(&self.image)
+        match &mut self.log {
+            Sink::Log(log) => log.snapshot(&self.image),
+            Sink::Staged(_) => Ok(()),
+        }
     }
 
     /// Hands out the next block of `PRODUCER_ID_BLOCK_SIZE` producer ids (Kafka's
@@ -502,44 +574,70 @@ impl Controller {
             )));
         }
         let additional = count - current;
-        let node = self.config.node_id;
-        if let Some(assignments) = assignments {
-            if assignments.len() as i32 != additional {
-                return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
-                    "Attempted to add {additional} additional partition(s), but only {} \
-                     assignment(s) were specified.",
-                    assignments.len()
-                )));
+        // New partitions get the replication factor of the existing ones.
+        let rf = topic
+            .partitions
+            .first()
+            .map_or(1, |p| p.replicas.len().max(1));
+        let registered = |id: i32| {
+            if self.image.brokers.is_empty() {
+                id == self.config.node_id
+            } else {
+                self.image.brokers.contains_key(&id)
             }
-            for replicas in assignments {
-                if let Some(&other) = replicas.iter().find(|&&id| id != node) {
+        };
+        let replicas: Vec<Vec<i32>> = match assignments {
+            Some(assignments) => {
+                if assignments.len() as i32 != additional {
                     return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
-                        "The manual partition assignment includes broker {other}, but no such \
-                         broker is registered."
+                        "Attempted to add {additional} additional partition(s), but only {} \
+                         assignment(s) were specified.",
+                        assignments.len()
                     )));
                 }
-                if replicas.len() != 1 {
-                    return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
-                        "The manual partition assignment includes a partition with {} \
-                         replica(s), but this is not consistent with previous partitions, \
-                         which have 1 replica(s).",
-                        replicas.len()
-                    )));
+                for replicas in assignments {
+                    if let Some(&other) = replicas.iter().find(|&&id| !registered(id)) {
+                        return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
+                            "The manual partition assignment includes broker {other}, but no \
+                             such broker is registered."
+                        )));
+                    }
+                    if replicas.len() != rf {
+                        return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
+                            "The manual partition assignment includes a partition with {} \
+                             replica(s), but this is not consistent with previous partitions, \
+                             which have {rf} replica(s).",
+                            replicas.len()
+                        )));
+                    }
                 }
+                assignments.to_vec()
             }
-        }
+            None => placement::place(
+                &self.usable_brokers(),
+                additional as usize,
+                rf as i32,
+                u64::from_be_bytes(random_topic_id()[..8].try_into().expect("8 of 16 bytes")),
+            )
+            .map_err(|e| {
+                CreatePartitionsError::InvalidReplicaAssignment(format!(
+                    "Unable to replicate the partition {rf} time(s): {e}"
+                ))
+            })?,
+        };
         if validate_only {
             return Ok(());
         }
         let shards = u64::from(shards.max(1));
         let records: Vec<MetadataRecord> = (current..count)
-            .map(|p| MetadataRecord::Partition {
+            .zip(replicas)
+            .map(|(p, replicas)| MetadataRecord::Partition {
                 topic_id,
                 partition_id: p,
-                replicas: vec![node],
-                leader: node,
+                leader: replicas[0],
+                isr: replicas.clone(),
+                replicas,
                 leader_epoch: 0,
-                isr: vec![node],
                 partition_epoch: 0,
                 shard: ((self.next_shard + (p - current) as u64) % shards) as u16,
             })

@@ -17,9 +17,11 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
+use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -62,6 +64,8 @@ pub enum PeerError {
     NotPeerMessage { key: i16, version: i16 },
     #[error("malformed peer frame: {0}")]
     Malformed(&'static str),
+    #[error("{0}")]
+    Refused(String),
     #[error(transparent)]
     Io(#[from] io::Error),
 }
@@ -111,6 +115,21 @@ pub async fn read_frames(
     stream: &mut TcpStream,
     mut deliver: impl FnMut(i32, Vec<u8>),
 ) -> Result<(), PeerError> {
+    serve_connection(stream, &mut deliver, None).await
+}
+
+/// Answers a Kafka request frame (no size prefix) that arrived on the controller listener
+/// with the whole response frame, or `Err` with the reason to close the connection.
+pub type RequestHandler =
+    Rc<dyn Fn(Vec<u8>) -> Pin<Box<dyn Future<Output = Result<Vec<u8>, String>>>>>;
+
+/// Reads frames until the connection closes: peer messages go to `deliver`, Kafka requests to
+/// `requests` (answered in order, one at a time, as Kafka answers a connection's requests).
+async fn serve_connection(
+    stream: &mut TcpStream,
+    deliver: &mut impl FnMut(i32, Vec<u8>),
+    requests: Option<&RequestHandler>,
+) -> Result<(), PeerError> {
     let mut size = [0u8; 4];
     loop {
         match stream.read_exact(&mut size).await {
@@ -125,20 +144,39 @@ pub async fn read_frames(
         }
         let mut body = vec![0u8; len];
         stream.read_exact(&mut body).await?;
-        let (from, payload) = decode_frame(&body)?;
-        let payload = payload.to_vec();
-        deliver(from, payload);
+        match (decode_frame(&body), requests) {
+            (Ok((from, payload)), _) => {
+                let payload = payload.to_vec();
+                deliver(from, payload);
+            }
+            (Err(PeerError::NotPeerMessage { .. }), Some(handler)) => {
+                let response = handler(body).await.map_err(PeerError::Refused)?;
+                let write = stream.write_all(&response);
+                let timeout = glommio::timer::sleep(WRITE_TIMEOUT);
+                futures::pin_mut!(write, timeout);
+                match futures::future::select(write, timeout).await {
+                    futures::future::Either::Left((written, _)) => written?,
+                    futures::future::Either::Right(_) => {
+                        return Err(PeerError::Refused("response write timed out".into()))
+                    }
+                }
+            }
+            (Err(error), _) => return Err(error),
+        }
     }
 }
 
 /// Accepts peers' connections on `listener` and passes every message to `inbox` (dropped and
-/// counted in `dropped` when the inbox is full: the receiver is behind, and Raft re-sends).
+/// counted in `dropped` when the inbox is full: the receiver is behind, and Raft re-sends);
+/// Kafka requests (brokers' registrations, heartbeats and forwarded admin requests) go to
+/// `requests` when given, else close their connection.
 /// Dropping the future (the controller stopping) shuts every accepted connection down, so
 /// the peers see it closed and reconnect to whatever listens next.
 pub async fn serve(
     listener: TcpListener,
     inbox: Rc<LocalSender<(i32, Vec<u8>)>>,
     dropped: Rc<Cell<u64>>,
+    requests: Option<RequestHandler>,
 ) -> io::Result<()> {
     let open = OpenConnections::default();
     let mut next_id: u64 = 0;
@@ -158,20 +196,57 @@ pub async fn serve(
         let registry = open.0.clone();
         let inbox = inbox.clone();
         let dropped = dropped.clone();
+        let requests = requests.clone();
         glommio::spawn_local(async move {
             let peer = stream.peer_addr().ok();
-            let result = read_frames(&mut stream, |from, payload| {
+            let mut deliver = |from, payload| {
                 if inbox.try_send((from, payload)).is_err() {
                     dropped.set(dropped.get() + 1);
                 }
-            })
-            .await;
+            };
+            let result = serve_connection(&mut stream, &mut deliver, requests.as_ref()).await;
             registry.borrow_mut().remove(&id);
             if let Err(error) = result {
                 tracing::info!(?peer, %error, "closing a controller connection");
             }
         })
         .detach();
+    }
+}
+
+/// Sends one Kafka request frame (`frame`, size prefix included) to `addr` on a connection of
+/// its own and returns the response frame after its size field; the whole exchange is
+/// bounded by `timeout`, the response by `MAX_PEER_FRAME`.
+pub async fn round_trip(
+    addr: SocketAddr,
+    frame: &[u8],
+    timeout: Duration,
+) -> Result<Vec<u8>, PeerError> {
+    let exchange = async {
+        let mut stream = TcpStream::connect(addr)
+            .await
+            .map_err(|error| io::Error::new(io::ErrorKind::ConnectionRefused, error.to_string()))?;
+        let _ = stream.set_nodelay(true);
+        stream.write_all(frame).await?;
+        let mut size = [0u8; 4];
+        stream.read_exact(&mut size).await?;
+        let len = usize::try_from(i32::from_be_bytes(size))
+            .map_err(|_| PeerError::Malformed("negative size"))?;
+        if len > MAX_PEER_FRAME {
+            return Err(PeerError::TooLarge(len));
+        }
+        let mut body = vec![0u8; len];
+        stream.read_exact(&mut body).await?;
+        Ok(body)
+    };
+    let deadline = glommio::timer::sleep(timeout);
+    futures::pin_mut!(exchange, deadline);
+    match futures::future::select(exchange, deadline).await {
+        futures::future::Either::Left((result, _)) => result,
+        futures::future::Either::Right(_) => Err(PeerError::Io(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no answer from {addr} within {} ms", timeout.as_millis()),
+        ))),
     }
 }
 
@@ -386,7 +461,7 @@ mod tests {
             };
             let (inbox, received) = local_channel::new_bounded(MAX_PEER_QUEUE);
             let dropped = Rc::new(Cell::new(0));
-            let _server = glommio::spawn_local(serve(listener, Rc::new(inbox), dropped));
+            let _server = glommio::spawn_local(serve(listener, Rc::new(inbox), dropped, None));
             let deadline = std::time::Instant::now() + Duration::from_secs(20);
             let mut got = None;
             while got.is_none() && std::time::Instant::now() < deadline {

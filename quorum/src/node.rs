@@ -501,6 +501,12 @@ impl QuorumNode {
         self.stopped
     }
 
+    /// The index the next proposal will get (while this node leads and nothing else is
+    /// proposed first).
+    pub fn next_index(&self) -> u64 {
+        self.raw.raft.raft_log.last_index() + 1
+    }
+
     pub fn is_leader(&self) -> bool {
         self.raw.raft.state == StateRole::Leader
     }
