@@ -24,6 +24,10 @@ use crate::shard::Shard;
 use crate::transport::Transport;
 
 static STOP: AtomicBool = AtomicBool::new(false);
+/// A stop signal arrived (a cluster node does its controlled shutdown before `STOP`).
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+/// Set once at start for a node of a multi-node cluster.
+static CLUSTER_MODE: AtomicBool = AtomicBool::new(false);
 
 /// How often shards look at the stop flag (a signal handler may only set an atomic). Each
 /// look wakes an idle shard (a park and a wake, a membarrier): at 50 ms this was the largest
@@ -37,7 +41,10 @@ const CLEANER_SHARES: usize = 50;
 const CLEANER_MIN_MAP_BYTES: usize = 1 << 20;
 
 extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
+    SIGNALLED.store(true, Ordering::SeqCst);
+    if !CLUSTER_MODE.load(Ordering::SeqCst) {
+        STOP.store(true, Ordering::SeqCst);
+    }
 }
 
 fn install_signal_handlers() {
@@ -53,12 +60,18 @@ fn install_signal_handlers() {
 }
 
 pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
-    // A controller-only node is a quorum member and nothing else; the quorum is not built
-    // yet, so there would be nothing to run (its listeners are not the broker's).
+    // A controller-only node would run the quorum and no shard: not built yet. A broker-only
+    // node would follow the quorum as an observer: not built yet either.
     if !config.quorum.roles.is_broker() {
         return Err(anyhow!(
-            "process.roles=controller: a controller-only node needs the metadata quorum, which \
-             this broker does not run yet; use process.roles=broker,controller"
+            "process.roles=controller: a controller-only node is not supported yet; use \
+             process.roles=broker,controller"
+        ));
+    }
+    if config.quorum.kraft && !config.quorum.roles.is_controller() {
+        return Err(anyhow!(
+            "process.roles=broker: a broker-only node (a quorum observer) is not supported yet; \
+             use process.roles=broker,controller"
         ));
     }
     let data_dir = resolve_data_dir(&mut config)?;
@@ -94,6 +107,18 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         None => (data_dir.clone(), None),
     };
     let metadata_dir = metadata::default_dir(&metadata_parent);
+    // A node of a multi-node cluster: its controller thread first (the shards start from
+    // the image it has replayed, and follow the committed log from then on).
+    let cluster = if config.quorum.kraft && !config.quorum.is_single_node(config.node_id) {
+        CLUSTER_MODE.store(true, Ordering::SeqCst);
+        Some(crate::cluster_node::ClusterNode::start(
+            &config,
+            metadata_dir.clone(),
+        )?)
+    } else {
+        None
+    };
+    let link = cluster.as_ref().map(|node| node.link.clone());
     if config.listeners.is_empty() {
         return Err(anyhow!("no listener configured"));
     }
@@ -147,6 +172,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         let config = config.clone();
         let metadata = match (&image, image_sender.take()) {
             (Some(image), _) => Metadata::Image(image.clone()),
+            (None, Some(opened)) if id == 0 && link.is_some() => Metadata::Cluster { opened },
             (None, Some(opened)) if id == 0 => Metadata::Core {
                 dir: metadata_dir.clone(),
                 opened,
@@ -162,6 +188,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         let connection_limits = connection_limits.clone();
         let opened = opened.clone();
         let metrics = metrics.clone();
+        let link = link.clone();
         let mut builder = LocalExecutorBuilder::new(Placement::Fixed(shard_core(id, cpus)))
             .name(&format!("shard-{id}"));
         let busy_poll = Duration::from_micros(config.shard_busy_poll_us);
@@ -174,6 +201,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
                     id,
                     config,
                     metadata,
+                    link,
                     endpoint,
                     acceptor,
                     ready,
@@ -224,10 +252,23 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         }
     }
     tracing::info!("listening on {address} with {shard_count} shard(s)");
+    if let Some(node) = &cluster {
+        // SIGTERM: the controlled shutdown first, then the shards stop.
+        while !SIGNALLED.load(Ordering::SeqCst) && !STOP.load(Ordering::SeqCst) {
+            std::thread::sleep(STOP_POLL);
+        }
+        if !STOP.load(Ordering::SeqCst) {
+            node.controlled_shutdown();
+        }
+        STOP.store(true, Ordering::SeqCst);
+    }
     for executor in executors {
         executor
             .join()
             .map_err(|error| anyhow!("shard failed: {error:?}"))?;
+    }
+    if let Some(node) = cluster {
+        node.stop();
     }
     tracing::info!("stopped");
     Ok(())
@@ -261,6 +302,11 @@ enum Metadata {
         dir: std::path::PathBuf,
         opened: mpsc::Sender<Result<Arc<Image>, String>>,
     },
+    /// Shard 0 of a cluster node: its controller stages changes for the quorum, from the
+    /// image the controller thread has committed so far.
+    Cluster {
+        opened: mpsc::Sender<Result<Arc<Image>, String>>,
+    },
     /// Every other shard: the image shard 0 replayed.
     Image(Arc<Image>),
 }
@@ -270,6 +316,7 @@ async fn run_shard(
     id: usize,
     config: Arc<BrokerConfig>,
     metadata: Metadata,
+    link: Option<Arc<crate::metadata::cluster::ClusterLink>>,
     endpoint: shard::mesh::MeshEndpoint<ShardMsg, ShardReply>,
     acceptor: Option<Arc<crate::tls::Acceptor>>,
     ready: mpsc::Sender<Result<usize, String>>,
@@ -279,6 +326,15 @@ async fn run_shard(
 ) {
     let (image, controller) = match metadata {
         Metadata::Image(image) => (image, None),
+        Metadata::Cluster { opened } => {
+            let image = link
+                .as_ref()
+                .map(|link| link.committed().0)
+                .unwrap_or_default();
+            let _ = opened.send(Ok(image.clone()));
+            let controller = Controller::staged((*config).clone(), image.clone());
+            (image, Some(controller))
+        }
         Metadata::Core { dir, opened } => {
             match Controller::open(&shard::storage::Disk::Real, &dir, (*config).clone()) {
                 Ok(controller) => {
@@ -296,7 +352,7 @@ async fn run_shard(
             }
         }
     };
-    let shard = Shard::new(id, config, Arc::new(Image::default()), controller);
+    let shard = Shard::new(id, config, Arc::new(Image::default()), controller, link);
     shard.group_commit.spawn();
     let mesh = endpoint
         .connect(Rc::new(crate::shard::Inbox(shard.clone())))
@@ -323,6 +379,10 @@ async fn run_shard(
         }
     }
     let _ = ready.send(Ok(id));
+    if id == 0 && shard.cluster.is_some() {
+        glommio::spawn_local(crate::handlers::forwarded::serve(shard.clone())).detach();
+        glommio::spawn_local(crate::handlers::forwarded::follow_committed(shard.clone())).detach();
+    }
     glommio::spawn_local(crate::busy_poll::run(Duration::from_micros(
         shard.config.shard_busy_poll_us,
     )))

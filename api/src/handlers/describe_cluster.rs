@@ -42,21 +42,23 @@ pub async fn handle(
     let response = match request.endpoint_type {
         ENDPOINT_BROKERS => {
             let config = &shard.config;
-            // The endpoint advertised on the listener the request came through, as Metadata.
-            let advertised = config.advertised_for(&ctx.listener);
             DescribeClusterResponse {
                 error_code: 0,
                 error_message: None,
                 endpoint_type: ENDPOINT_BROKERS,
                 cluster_id: super::metadata::cluster_id(config),
-                controller_id: config.node_id,
-                brokers: vec![DescribeClusterBroker {
-                    broker_id: config.node_id,
-                    host: advertised.host.clone(),
-                    port: i32::from(advertised.port),
-                    rack: None,
-                    ..Default::default()
-                }],
+                controller_id: super::cluster_view::controller_id(&shard),
+                // The endpoints of the listener the request came through, as Metadata.
+                brokers: super::cluster_view::brokers(&shard, &ctx.listener)
+                    .into_iter()
+                    .map(|b| DescribeClusterBroker {
+                        broker_id: b.node_id,
+                        host: b.host,
+                        port: b.port,
+                        rack: b.rack,
+                        ..Default::default()
+                    })
+                    .collect(),
                 cluster_authorized_operations: if request.include_cluster_authorized_operations {
                     CLUSTER_OPERATIONS
                 } else {

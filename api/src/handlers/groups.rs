@@ -65,7 +65,18 @@ async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
     let spec = TopicSpec {
         name: OFFSETS_TOPIC.into(),
         num_partitions: config.offsets_topic_num_partitions,
-        replication_factor: 1,
+        // A cluster replicates it over as many brokers as it has, up to Kafka's
+        // `offsets.topic.replication.factor` (3).
+        replication_factor: match &shard.cluster {
+            None => 1,
+            Some(_) => shard
+                .image()
+                .brokers
+                .values()
+                .filter(|b| !b.fenced)
+                .count()
+                .clamp(1, OFFSETS_TOPIC_REPLICATION_FACTOR) as i16,
+        },
         configs,
     };
     let outcomes = shard
@@ -103,6 +114,9 @@ async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
     Ok(())
 }
 
+/// Kafka's default `offsets.topic.replication.factor`.
+const OFFSETS_TOPIC_REPLICATION_FACTOR: usize = 3;
+
 /// How long FindCoordinator waits for its shard to adopt a `__consumer_offsets` it just had
 /// created (opening 50 partitions; seconds only on a very slow disk). Past it the client gets
 /// the retriable COORDINATOR_NOT_AVAILABLE and asks again.
@@ -138,17 +152,45 @@ pub async fn find_coordinator(
             Err(code) => Err((code, "the group coordinator is not available")),
         }
     };
-    let entry = |key: String| match &outcome {
-        Ok(()) => CoordinatorEntry {
+    // In a cluster the coordinator is the leader of the group's `__consumer_offsets`
+    // partition, wherever it is.
+    let brokers = shard
+        .cluster
+        .is_some()
+        .then(|| super::cluster_view::brokers(&shard, &ctx.listener));
+    let image = shard.image();
+    let coordinator_of = |key: &str| -> Option<(i32, String, i32)> {
+        let Some(brokers) = &brokers else {
+            return Some((node_id, host.clone(), port));
+        };
+        let topic = image.topic(OFFSETS_TOPIC)?;
+        let partition = crate::group::partition_for(key, topic.partitions.len() as i32);
+        let leader = topic.partition(partition)?.leader;
+        brokers
+            .iter()
+            .find(|b| b.node_id == leader)
+            .map(|b| (b.node_id, b.host.clone(), b.port))
+    };
+    let entry = |key: String| match (&outcome, coordinator_of(&key)) {
+        (Ok(()), Some((node_id, host, port))) => CoordinatorEntry {
             key,
             node_id,
-            host: host.clone(),
+            host,
             port,
             error_code: 0,
             error_message: None,
             ..Default::default()
         },
-        Err((code, message)) => CoordinatorEntry {
+        (Ok(()), None) => CoordinatorEntry {
+            key,
+            node_id: -1,
+            host: String::new(),
+            port: -1,
+            error_code: ErrorCode::CoordinatorNotAvailable.code(),
+            error_message: Some("the group's coordinator has no live leader".into()),
+            ..Default::default()
+        },
+        (Err((code, message)), _) => CoordinatorEntry {
             key,
             node_id: -1,
             host: String::new(),

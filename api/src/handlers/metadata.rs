@@ -80,7 +80,6 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
         }
     }
     let image = shard.image();
-    let node_id = config.node_id;
     let describe = |topic: &TopicImage| MetadataResponseTopic {
         error_code: 0,
         name: Some(topic.name.clone()),
@@ -90,15 +89,23 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
         partitions: topic
             .partitions
             .iter()
-            .map(|partition| MetadataResponsePartition {
-                error_code: 0,
-                partition_index: partition.partition_id,
-                leader_id: node_id,
-                leader_epoch: partition.leader_epoch,
-                replica_nodes: vec![node_id],
-                isr_nodes: vec![node_id],
-                offline_replicas: vec![],
-                ..Default::default()
+            .map(|partition| {
+                let (leader_id, replica_nodes, isr_nodes) =
+                    super::cluster_view::placement(&shard, partition);
+                MetadataResponsePartition {
+                    error_code: if leader_id < 0 {
+                        ErrorCode::LeaderNotAvailable.code()
+                    } else {
+                        0
+                    },
+                    partition_index: partition.partition_id,
+                    leader_id,
+                    leader_epoch: partition.leader_epoch,
+                    replica_nodes,
+                    isr_nodes,
+                    offline_replicas: vec![],
+                    ..Default::default()
+                }
             })
             .collect(),
         ..Default::default()
@@ -149,17 +156,19 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
             .collect()
     };
     // Kafka answers with the brokers' endpoints on the listener the request came through.
-    let advertised = config.advertised_for(&ctx.listener);
     let response = MetadataResponse {
-        brokers: vec![MetadataResponseBroker {
-            node_id,
-            host: advertised.host.clone(),
-            port: i32::from(advertised.port),
-            rack: None,
-            ..Default::default()
-        }],
+        brokers: super::cluster_view::brokers(&shard, &ctx.listener)
+            .into_iter()
+            .map(|b| MetadataResponseBroker {
+                node_id: b.node_id,
+                host: b.host,
+                port: b.port,
+                rack: b.rack,
+                ..Default::default()
+            })
+            .collect(),
         cluster_id: Some(cluster_id(config)),
-        controller_id: node_id,
+        controller_id: super::cluster_view::controller_id(&shard),
         topics,
         ..Default::default()
     };

@@ -307,7 +307,7 @@ where
     let config = Arc::new(crate::config::load(None, &overrides).unwrap());
     glommio::LocalExecutorBuilder::default()
         .spawn(move || async move {
-            let shard = Shard::new(0, config, Arc::new(Image::default()), None);
+            let shard = Shard::new(0, config, Arc::new(Image::default()), None, None);
             shard.group_commit.spawn();
             let failures = shard.apply_image(Arc::new(image())).await;
             assert!(failures.is_empty(), "{failures:?}");

@@ -277,7 +277,7 @@ impl Serve<Shard> for forward::CreatePartitions {
 
 impl Serve<Shard> for forward::AllocateProducerIds {
     async fn serve(self, shard: &Rc<Shard>) -> Result<i64, i16> {
-        shard.allocate_producer_ids()
+        shard.allocate_producer_ids().await
     }
 }
 

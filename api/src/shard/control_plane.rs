@@ -4,25 +4,45 @@
 
 use super::*;
 
+/// What a change that the quorum did not commit answers beside NOT_CONTROLLER.
+const NOT_COMMITTED: &str = "The change was not committed by the metadata quorum; retry.";
+/// How long a committed change may take to reach this shard's image before the answer goes
+/// out anyway.
+const COMMIT_ADOPT_WAIT: Duration = Duration::from_secs(10);
+
 impl Shard {
-    /// Metadata core only: a new block of producer ids, durable before it is returned.
-    pub(super) fn allocate_producer_ids(&self) -> Result<i64, i16> {
+    /// Metadata core only: a new block of producer ids, durable before it is returned (in a
+    /// cluster: committed by the quorum, through the active controller).
+    pub(super) async fn allocate_producer_ids(self: &Rc<Self>) -> Result<i64, i16> {
         let controller = self
             .controller
             .as_ref()
             .expect("producer id blocks are allocated on the metadata core");
+        if let Some(to) = self.forward_target() {
+            return super::to_controller::allocate_producer_ids(to, self.config.node_id).await;
+        }
+        let _serial = self.topic_changes.acquire_permit(1).await;
+        self.adopt_committed();
         let allocated = controller.borrow_mut().allocate_producer_ids();
-        allocated.map_err(|error| {
-            tracing::error!(%error, "producer id block not allocated");
-            match error {
-                crate::metadata::LogError::ProducerIdsExhausted => {
-                    ErrorCode::UnknownServerError.code()
-                }
-                // Kafka's brokers answer this while they cannot get a block from the
-                // controller (retriable: the client retries InitProducerId).
-                _ => ErrorCode::CoordinatorLoadInProgress.code(),
+        match allocated {
+            // A block the quorum did not commit is not handed out: retriable, as below.
+            Ok(first) => self
+                .commit_staged()
+                .await
+                .map(|()| first)
+                .map_err(|_| ErrorCode::CoordinatorLoadInProgress.code()),
+            Err(error) => {
+                tracing::error!(%error, "producer id block not allocated");
+                Err(match error {
+                    crate::metadata::LogError::ProducerIdsExhausted => {
+                        ErrorCode::UnknownServerError.code()
+                    }
+                    // Kafka's brokers answer this while they cannot get a block from the
+                    // controller (retriable: the client retries InitProducerId).
+                    _ => ErrorCode::CoordinatorLoadInProgress.code(),
+                })
             }
-        })
+        }
     }
 
     /// A producer id for InitProducerId (no transactional id). Each shard takes ids from a
@@ -59,8 +79,12 @@ impl Shard {
             .controller
             .as_ref()
             .expect("CreatePartitions runs on the metadata core");
+        if let Some(to) = self.forward_target() {
+            return super::to_controller::create_partitions(to, &topics, validate_only).await;
+        }
         let _serial = self.topic_changes.acquire_permit(1).await;
-        let shards = self.shard_count() as u16;
+        self.adopt_committed();
+        let shards = self.placement_shards();
         let image = self.image();
         let total: u64 = topics
             .iter()
@@ -103,8 +127,17 @@ impl Shard {
             });
         }
         if changed && !validate_only {
-            for failure in self.publish_image().await {
-                tracing::error!(error = %failure.error, "new partitions could not be opened; they stay offline");
+            match self.publish_image().await {
+                Ok(failures) => {
+                    for failure in failures {
+                        tracing::error!(error = %failure.error, "new partitions could not be opened; they stay offline");
+                    }
+                }
+                Err(code) => {
+                    for outcome in outcomes.iter_mut().filter(|o| o.0 == 0) {
+                        *outcome = (code, Some(NOT_COMMITTED.into()));
+                    }
+                }
             }
         }
         outcomes
@@ -119,8 +152,12 @@ impl Shard {
             .controller
             .as_ref()
             .expect("CreateTopics runs on the metadata core");
+        if let Some(to) = self.forward_target() {
+            return super::to_controller::create_topics(to, topics, validate_only).await;
+        }
         let _serial = self.topic_changes.acquire_permit(1).await;
-        let shards = self.shard_count() as u16;
+        self.adopt_committed();
+        let shards = self.placement_shards();
         let mut outcomes = Vec::with_capacity(topics.len());
         // KAFKA-17870: the whole request fails when its topics add up to more partitions
         // than one metadata batch may hold (-1 counts as the broker default, as in Kafka).
@@ -182,10 +219,17 @@ impl Shard {
         if validate_only {
             return outcomes;
         }
-        let failures = self.publish_image().await;
-        if failures.is_empty() {
-            return outcomes;
-        }
+        let failures = match self.publish_image().await {
+            Ok(failures) if failures.is_empty() => return outcomes,
+            Ok(failures) => failures,
+            Err(code) => {
+                for outcome in outcomes.iter_mut().filter(|o| o.error_code == 0) {
+                    outcome.error_code = code;
+                    outcome.error_message = Some(NOT_COMMITTED.into());
+                }
+                return outcomes;
+            }
+        };
         // A topic some of whose partitions cannot be opened (typically: out of file
         // descriptors) is not created: it is removed again, so its opened partitions free their
         // files and the client may retry once the cause is fixed.
@@ -212,7 +256,7 @@ impl Shard {
             ));
         }
         if rolled_back {
-            self.publish_image().await;
+            let _ = self.publish_image().await;
         }
         outcomes
     }
@@ -223,7 +267,11 @@ impl Shard {
             .controller
             .as_ref()
             .expect("DeleteTopics runs on the metadata core");
+        if let Some(to) = self.forward_target() {
+            return super::to_controller::delete_topics(to, names).await;
+        }
         let _serial = self.topic_changes.acquire_permit(1).await;
+        self.adopt_committed();
         let mut outcomes = Vec::with_capacity(names.len());
         for name in names {
             let result = controller.borrow_mut().delete_topic(&name);
@@ -244,7 +292,12 @@ impl Shard {
                 },
             });
         }
-        self.publish_image().await;
+        if let Err(code) = self.publish_image().await {
+            for outcome in outcomes.iter_mut().filter(|o| o.error_code == 0) {
+                outcome.error_code = code;
+                outcome.error_message = Some(NOT_COMMITTED.into());
+            }
+        }
         outcomes
     }
 
@@ -260,8 +313,24 @@ impl Shard {
             .as_ref()
             .expect("AlterConfigs runs on the metadata core");
         let _serial = self.topic_changes.acquire_permit(1).await;
+        if self.forward_target().is_some() {
+            // Not forwarded yet: the client retries NOT_CONTROLLER against another broker.
+            return changes
+                .into_iter()
+                .map(|(_, name, _)| TopicOutcome {
+                    name,
+                    topic_id: [0; 16],
+                    error_code: ErrorCode::NotController.code(),
+                    error_message: Some(
+                        "Config changes are made through the active controller's node.".into(),
+                    ),
+                    num_partitions: 0,
+                })
+                .collect();
+        }
+        self.adopt_committed();
         let mut changed = false;
-        let outcomes = changes
+        let mut outcomes: Vec<TopicOutcome> = changes
             .into_iter()
             .map(|(resource_type, name, change)| {
                 let mut controller = controller.borrow_mut();
@@ -293,7 +362,12 @@ impl Shard {
             })
             .collect();
         if changed {
-            self.publish_image().await;
+            if let Err(code) = self.publish_image().await {
+                for outcome in outcomes.iter_mut().filter(|o| o.error_code == 0) {
+                    outcome.error_code = code;
+                    outcome.error_message = Some(NOT_COMMITTED.into());
+                }
+            }
         }
         outcomes
     }
@@ -332,15 +406,77 @@ impl Shard {
         }
     }
 
+    /// In a cluster: `Some(the active controller's listener, if known)` when this node's
+    /// controller is not the active one, so changes go there.
+    fn forward_target(&self) -> Option<Option<std::net::SocketAddr>> {
+        let link = self.cluster.as_ref()?;
+        (!link.is_leader()).then(|| link.remote_leader())
+    }
+
+    /// In a cluster, the active controller's metadata core starts each change from the
+    /// committed image (a change of its own that failed left nothing behind).
+    fn adopt_committed(&self) {
+        if let (Some(link), Some(controller)) = (&self.cluster, &self.controller) {
+            controller.borrow_mut().adopt(link.committed().0);
+        }
+    }
+
+    /// The shard slots partitions are spread over: this node's shards, or in a cluster
+    /// `CLUSTER_SHARD_SLOTS`, which every broker maps onto its own shards.
+    fn placement_shards(&self) -> u16 {
+        match self.cluster {
+            Some(_) => crate::metadata::CLUSTER_SHARD_SLOTS,
+            None => self.shard_count() as u16,
+        }
+    }
+
+    /// In a cluster: proposes what the controller staged and waits until the quorum committed
+    /// it and this shard adopted the image that has it. `Err` (NOT_CONTROLLER, which clients
+    /// retry) when it did not commit.
+    async fn commit_staged(&self) -> Result<(), i16> {
+        let (Some(link), Some(controller)) = (&self.cluster, &self.controller) else {
+            return Ok(());
+        };
+        let records = controller.borrow_mut().take_staged();
+        if records.is_empty() {
+            return Ok(());
+        }
+        match link.propose(records).await {
+            Ok(index) => {
+                let applied = |image: &Image| image.offset.is_some_and(|at| at >= index);
+                if !self.wait_for_image(applied, COMMIT_ADOPT_WAIT).await {
+                    tracing::warn!(index, "a committed metadata change is not applied here yet");
+                }
+                Ok(())
+            }
+            Err(error) => {
+                tracing::info!(%error, "a metadata change was not committed");
+                controller.borrow_mut().adopt(link.committed().0);
+                Err(ErrorCode::NotController.code())
+            }
+        }
+    }
+
     /// Sends the controller's current image to every shard and waits until each applied it.
-    /// Returns the topics whose partitions some shard could not open.
-    pub(super) async fn publish_image(self: &Rc<Self>) -> Vec<TopicFailure> {
+    /// Returns the topics whose partitions some shard could not open. In a cluster the
+    /// staged change is committed through the quorum instead, and comes back as a committed
+    /// image (`Err`: it did not commit).
+    pub(super) async fn publish_image(self: &Rc<Self>) -> Result<Vec<TopicFailure>, i16> {
+        if self.cluster.is_some() {
+            return self.commit_staged().await.map(|()| Vec::new());
+        }
         let image = self
             .controller
             .as_ref()
             .expect("metadata core")
             .borrow()
             .image();
+        Ok(self.publish(image).await)
+    }
+
+    /// Sends `image` to every shard and waits until each applied it; the topics whose
+    /// partitions some shard could not open.
+    pub(crate) async fn publish(self: &Rc<Self>, image: Arc<Image>) -> Vec<TopicFailure> {
         tracing::debug!(shards = self.shard_count(), "publishing image");
         let calls = (0..self.shard_count())
             .map(|target| self.call(target, forward::ImageUpdate(image.clone())));
@@ -382,6 +518,7 @@ impl Shard {
             }
             for partition in &topic.partitions {
                 if self.owner(partition) == self.id
+                    && self.leads(partition)
                     && self
                         .partition(&topic.topic_id, partition.partition_id)
                         .is_none()
@@ -436,6 +573,33 @@ impl Shard {
             })
             .filter(|key| self.partitions.borrow().contains_key(key))
             .collect();
+        // A cluster node that no longer leads a partition stops serving it (its files stay:
+        // it may lead again).
+        let demoted: Vec<(TopicId, i32)> = if self.cluster.is_some() {
+            self.partitions
+                .borrow()
+                .keys()
+                .filter(|(topic_id, partition_id)| {
+                    image
+                        .topic_by_id(topic_id)
+                        .and_then(|t| t.partition(*partition_id))
+                        .is_some_and(|p| !self.leads(p))
+                })
+                .copied()
+                .collect()
+        } else {
+            Vec::new()
+        };
+        for key in demoted {
+            tracing::info!(
+                shard = self.id,
+                partition = key.1,
+                "no longer the leader of a partition; not serving it"
+            );
+            if let Some(partition) = self.partitions.borrow_mut().remove(&key) {
+                partition.appended.notify(usize::MAX);
+            }
+        }
         self.apply_config_changes(&previous, &image).await;
         *self.image.borrow_mut() = image;
         self.image_adopted.notify(usize::MAX);

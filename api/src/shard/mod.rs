@@ -31,6 +31,7 @@ use wire::ErrorCode;
 mod calls;
 mod control_plane;
 mod retention;
+mod to_controller;
 
 /// Longest stretch of control-plane work (topic creation, opening partition logs) shard 0 or
 /// any shard does before letting its other tasks (requests on its connections) run. Well
@@ -154,6 +155,9 @@ pub struct Shard {
     remote_waits: RefCell<HashMap<(usize, u64), futures::future::AbortHandle>>,
     next_request_id: Cell<u64>,
     controller: Option<RefCell<Controller>>,
+    /// In a multi-node cluster: the committed image and the active controller, from this
+    /// node's controller thread (None: a single node, its own quorum).
+    pub cluster: Option<Arc<crate::metadata::cluster::ClusterLink>>,
     /// Image updates are applied one at a time, in the order the metadata core sent them.
     image_update: glommio::sync::Semaphore,
     /// Directories of new partitions that failed to open and could not be removed then (the
@@ -181,6 +185,7 @@ impl Shard {
         config: Arc<BrokerConfig>,
         image: Arc<Image>,
         controller: Option<Controller>,
+        cluster: Option<Arc<crate::metadata::cluster::ClusterLink>>,
     ) -> Rc<Shard> {
         let group_commit = GroupCommit::new();
         let topic_defaults = RefCell::new(layered_config(&config, &image));
@@ -199,6 +204,7 @@ impl Shard {
             remote_waits: RefCell::new(HashMap::new()),
             next_request_id: Cell::new(0),
             controller: controller.map(RefCell::new),
+            cluster,
             image_update: glommio::sync::Semaphore::new(1),
             abandoned_dirs: RefCell::new(Vec::new()),
             topic_changes: glommio::sync::Semaphore::new(1),
@@ -239,6 +245,12 @@ impl Shard {
     /// The shard that owns `partition` in this run (see [`owner`]).
     pub fn owner(&self, partition: &PartitionImage) -> usize {
         owner(partition.shard, self.shard_count())
+    }
+
+    /// Whether this node serves `partition`: a single node serves all; a cluster node those it
+    /// leads (the others answer NOT_LEADER_OR_FOLLOWER and name the leader in Metadata).
+    pub fn leads(&self, partition: &PartitionImage) -> bool {
+        self.cluster.is_none() || partition.leader == self.config.node_id
     }
 
     /// The broker config topics inherit (static config and dynamic broker configs).

@@ -1,0 +1,70 @@
+//! What Metadata, DescribeCluster and FindCoordinator say about the cluster: a single node
+//! names itself; a cluster node names the registered, unfenced brokers (by the endpoint of
+//! the listener the request came through, as Kafka) and the active controller.
+
+use std::rc::Rc;
+
+use crate::metadata::image::PartitionImage;
+use crate::shard::Shard;
+
+pub struct BrokerView {
+    pub node_id: i32,
+    pub host: String,
+    pub port: i32,
+    pub rack: Option<String>,
+}
+
+/// The brokers clients may use, as reached through `listener`.
+pub fn brokers(shard: &Rc<Shard>, listener: &str) -> Vec<BrokerView> {
+    if shard.cluster.is_none() {
+        let advertised = shard.config.advertised_for(listener);
+        return vec![BrokerView {
+            node_id: shard.config.node_id,
+            host: advertised.host.clone(),
+            port: i32::from(advertised.port),
+            rack: None,
+        }];
+    }
+    shard
+        .image()
+        .brokers
+        .values()
+        .filter(|b| !b.fenced)
+        .filter_map(|b| {
+            let endpoint = b
+                .endpoints
+                .iter()
+                .find(|e| e.name == listener)
+                .or_else(|| b.endpoints.first())?;
+            Some(BrokerView {
+                node_id: b.broker_id,
+                host: endpoint.host.clone(),
+                port: i32::from(endpoint.port),
+                rack: b.rack.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The active controller's id (-1 when none is known).
+pub fn controller_id(shard: &Shard) -> i32 {
+    match &shard.cluster {
+        None => shard.config.node_id,
+        Some(link) => link.leader().unwrap_or(-1),
+    }
+}
+
+/// A partition's leader, replicas and ISR as Metadata reports them (a single node: itself).
+pub fn placement(shard: &Shard, partition: &PartitionImage) -> (i32, Vec<i32>, Vec<i32>) {
+    match &shard.cluster {
+        None => {
+            let node = shard.config.node_id;
+            (node, vec![node], vec![node])
+        }
+        Some(_) => (
+            partition.leader,
+            partition.replicas.clone(),
+            partition.isr.clone(),
+        ),
+    }
+}

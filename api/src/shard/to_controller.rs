@@ -1,0 +1,246 @@
+//! A cluster node's metadata core when another node's controller is the active one: the
+//! change is sent there as the Kafka request it amounts to (KIP-590's forwarding, over the
+//! active controller's CONTROLLER listener, where that node's metadata core executes it),
+//! and its answer is mapped back. However it reached this node (a client's CreateTopics, a
+//! Metadata request auto-creating a topic, FindCoordinator creating `__consumer_offsets`,
+//! InitProducerId needing a block of ids), a change goes the same way.
+//!
+//! When the request cannot be delivered or answered within `FORWARD_TIMEOUT` (no active
+//! controller, it died meanwhile), every topic gets NOT_CONTROLLER, which clients retry.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use wire::generated::api::ApiKey;
+use wire::generated::create_partitions_request::{
+    CreatePartitionsAssignment, CreatePartitionsTopic,
+};
+use wire::generated::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use wire::generated::delete_topics_request::DeleteTopicState;
+use wire::generated::{
+    AllocateProducerIdsRequest, AllocateProducerIdsResponse, CreatePartitionsRequest,
+    CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
+    DeleteTopicsResponse,
+};
+use wire::primitives::{Decodable, Encodable};
+use wire::ErrorCode;
+
+use crate::forward::{PartitionsSpec, TopicOutcome, TopicSpec};
+
+/// Bound on one forwarded change, sending to answer.
+pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
+const CLIENT_ID: &str = "broker-forwarding";
+
+const CREATE_TOPICS_VERSION: i16 = 7;
+const DELETE_TOPICS_VERSION: i16 = 5;
+const CREATE_PARTITIONS_VERSION: i16 = 3;
+const ALLOCATE_PRODUCER_IDS_VERSION: i16 = 0;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    #[error("no active controller is known")]
+    NoController,
+    #[error(transparent)]
+    Peer(#[from] net::peer::PeerError),
+    #[error(transparent)]
+    Client(#[from] kclient::Error),
+}
+
+async fn call<Q: Encodable, R: Decodable>(
+    to: Option<SocketAddr>,
+    api: ApiKey,
+    version: i16,
+    request: &Q,
+) -> Result<R, ForwardError> {
+    let to = to.ok_or(ForwardError::NoController)?;
+    let mut frame = BytesMut::new();
+    kclient::conn::encode_request(&mut frame, api, version, 1, CLIENT_ID, request)?;
+    let response = net::peer::round_trip(to, &frame, FORWARD_TIMEOUT).await?;
+    Ok(kclient::conn::decode_response(
+        Bytes::from(response),
+        api,
+        version,
+        1,
+    )?)
+}
+
+fn not_controller(name: String, error: &ForwardError) -> TopicOutcome {
+    tracing::info!(topic = %name, %error, "a change forwarded to the active controller failed");
+    TopicOutcome {
+        name,
+        topic_id: [0; 16],
+        error_code: ErrorCode::NotController.code(),
+        error_message: Some(format!(
+            "The active controller could not be reached: {error}"
+        )),
+        num_partitions: -1,
+    }
+}
+
+pub async fn create_topics(
+    to: Option<SocketAddr>,
+    topics: Vec<TopicSpec>,
+    validate_only: bool,
+) -> Vec<TopicOutcome> {
+    let request = CreateTopicsRequest {
+        topics: topics
+            .iter()
+            .map(|spec| CreatableTopic {
+                name: spec.name.clone(),
+                num_partitions: spec.num_partitions,
+                replication_factor: spec.replication_factor,
+                configs: spec
+                    .configs
+                    .iter()
+                    .map(|(name, value)| CreatableTopicConfig {
+                        name: name.clone(),
+                        value: Some(value.clone()),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        timeout_ms: FORWARD_TIMEOUT.as_millis() as i32,
+        validate_only,
+        ..Default::default()
+    };
+    match call::<_, CreateTopicsResponse>(to, ApiKey::CreateTopics, CREATE_TOPICS_VERSION, &request)
+        .await
+    {
+        Ok(response) => response
+            .topics
+            .into_iter()
+            .map(|t| TopicOutcome {
+                name: t.name,
+                topic_id: t.topic_id.0,
+                error_code: t.error_code,
+                error_message: t.error_message,
+                num_partitions: t.num_partitions,
+            })
+            .collect(),
+        Err(error) => topics
+            .into_iter()
+            .map(|spec| not_controller(spec.name, &error))
+            .collect(),
+    }
+}
+
+pub async fn delete_topics(to: Option<SocketAddr>, names: Vec<String>) -> Vec<TopicOutcome> {
+    let request = DeleteTopicsRequest {
+        topic_names: names.clone(),
+        topics: names
+            .iter()
+            .map(|name| DeleteTopicState {
+                name: Some(name.clone()),
+                ..Default::default()
+            })
+            .collect(),
+        timeout_ms: FORWARD_TIMEOUT.as_millis() as i32,
+        ..Default::default()
+    };
+    match call::<_, DeleteTopicsResponse>(to, ApiKey::DeleteTopics, DELETE_TOPICS_VERSION, &request)
+        .await
+    {
+        Ok(response) => response
+            .responses
+            .into_iter()
+            .map(|t| TopicOutcome {
+                name: t.name.unwrap_or_default(),
+                topic_id: t.topic_id.0,
+                error_code: t.error_code,
+                error_message: t.error_message,
+                num_partitions: 0,
+            })
+            .collect(),
+        Err(error) => names
+            .into_iter()
+            .map(|name| not_controller(name, &error))
+            .collect(),
+    }
+}
+
+pub async fn create_partitions(
+    to: Option<SocketAddr>,
+    topics: &[PartitionsSpec],
+    validate_only: bool,
+) -> Vec<(i16, Option<String>)> {
+    let request = CreatePartitionsRequest {
+        topics: topics
+            .iter()
+            .map(|spec| CreatePartitionsTopic {
+                name: spec.name.clone(),
+                count: spec.count,
+                assignments: spec.assignments.as_ref().map(|lists| {
+                    lists
+                        .iter()
+                        .map(|ids| CreatePartitionsAssignment {
+                            broker_ids: ids.clone(),
+                            ..Default::default()
+                        })
+                        .collect()
+                }),
+                ..Default::default()
+            })
+            .collect(),
+        timeout_ms: FORWARD_TIMEOUT.as_millis() as i32,
+        validate_only,
+        ..Default::default()
+    };
+    match call::<_, CreatePartitionsResponse>(
+        to,
+        ApiKey::CreatePartitions,
+        CREATE_PARTITIONS_VERSION,
+        &request,
+    )
+    .await
+    {
+        // Kafka answers in request order, one result per topic.
+        Ok(response) if response.results.len() == topics.len() => response
+            .results
+            .into_iter()
+            .map(|r| (r.error_code, r.error_message))
+            .collect(),
+        Ok(_) => topics
+            .iter()
+            .map(|_| {
+                (
+                    ErrorCode::UnknownServerError.code(),
+                    Some("the controller's answer lists other topics".into()),
+                )
+            })
+            .collect(),
+        Err(error) => topics
+            .iter()
+            .map(|spec| {
+                let outcome = not_controller(spec.name.clone(), &error);
+                (outcome.error_code, outcome.error_message)
+            })
+            .collect(),
+    }
+}
+
+/// A block of producer ids from the active controller: its first id, or the error code.
+pub async fn allocate_producer_ids(to: Option<SocketAddr>, broker_id: i32) -> Result<i64, i16> {
+    let request = AllocateProducerIdsRequest {
+        broker_id,
+        broker_epoch: -1,
+        ..Default::default()
+    };
+    match call::<_, AllocateProducerIdsResponse>(
+        to,
+        ApiKey::AllocateProducerIds,
+        ALLOCATE_PRODUCER_IDS_VERSION,
+        &request,
+    )
+    .await
+    {
+        Ok(response) if response.error_code == 0 => Ok(response.producer_id_start),
+        Ok(response) => Err(response.error_code),
+        Err(error) => {
+            tracing::info!(%error, "no producer id block from the active controller");
+            Err(ErrorCode::CoordinatorLoadInProgress.code())
+        }
+    }
+}

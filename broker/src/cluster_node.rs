@@ -1,0 +1,202 @@
+//! A node of a multi-node cluster (`process.roles=broker,controller` with other voters): its
+//! controller runs on a thread and glommio executor of its own (the quorum voter, its
+//! CONTROLLER listener, the broker's registration and heartbeats), and talks to the shards
+//! through a `metadata::cluster::ClusterLink`. On SIGTERM the broker first asks the active
+//! controller for a controlled shutdown (its leaderships move away), for at most
+//! `CONTROLLED_SHUTDOWN_WAIT`, then stops its shards, then its controller.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context};
+use controller::agent::{AgentConfig, Shutdown};
+use controller::{ClusterRole, RuntimeConfig, Voter};
+use glommio::{LocalExecutorBuilder, Placement};
+
+use crate::config::{BrokerConfig, SecurityProtocol};
+use crate::metadata::cluster::ClusterLink;
+use crate::metadata::records::BrokerEndpoint;
+
+/// One tick of the quorum's clock; `controller.quorum.election.timeout.ms` is counted in them.
+const TICK: Duration = Duration::from_millis(100);
+/// How long SIGTERM waits for the controller to move this broker's leaderships away.
+pub const CONTROLLED_SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+/// How often the controller thread looks at its stop flag.
+const STOP_POLL: Duration = Duration::from_millis(100);
+
+/// The running controller thread of this node.
+pub struct ClusterNode {
+    pub link: Arc<ClusterLink>,
+    shutdown: Arc<Shutdown>,
+    stop: Arc<AtomicBool>,
+    thread: Option<glommio::ExecutorJoinHandle<()>>,
+}
+
+fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
+    (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("resolving {host}:{port}"))?
+        .next()
+        .ok_or_else(|| anyhow!("{host}:{port} resolves to no address"))
+}
+
+impl ClusterNode {
+    /// Starts the controller thread: its log in `dir`, listening on the CONTROLLER listener.
+    pub fn start(config: &BrokerConfig, dir: PathBuf) -> anyhow::Result<ClusterNode> {
+        let quorum = &config.quorum;
+        let listener = quorum
+            .controller_listener
+            .as_ref()
+            .and_then(|c| c.listener.clone())
+            .ok_or_else(|| anyhow!("a controller needs a CONTROLLER listener in `listeners`"))?;
+        let mut voters = Vec::new();
+        let mut addresses = BTreeMap::new();
+        for voter in &quorum.voters {
+            let addr = resolve(&voter.host, voter.port)?;
+            addresses.insert(voter.id, addr);
+            voters.push(Voter {
+                id: u64::try_from(voter.id).context("voter ids are not negative")?,
+                addr,
+            });
+        }
+        let bind = resolve(&listener.host, listener.port)?;
+        let (link, proposals) = ClusterLink::new(config.node_id, addresses);
+        let cluster_id = config
+            .cluster_id
+            .clone()
+            .unwrap_or_else(|| "kafka-tpc-cluster".to_string());
+        let endpoints = config
+            .advertised_listeners
+            .iter()
+            .map(|l| BrokerEndpoint {
+                name: l.name.clone(),
+                host: l.host.clone(),
+                port: l.port,
+                security_protocol: match l.protocol {
+                    SecurityProtocol::Plaintext => 0,
+                    SecurityProtocol::Ssl => 1,
+                },
+            })
+            .collect();
+        let agent = AgentConfig {
+            broker_id: config.node_id,
+            cluster_id: cluster_id.clone(),
+            endpoints,
+            rack: None,
+            heartbeat_interval: Duration::from_millis(
+                u64::try_from(quorum.broker_heartbeat_interval_ms).unwrap_or(2000),
+            ),
+            request_timeout: Duration::from_millis(
+                u64::try_from(quorum.request_timeout_ms).unwrap_or(2000),
+            ),
+        };
+        let runtime = RuntimeConfig {
+            id: u64::try_from(config.node_id).context("node.id is not negative")?,
+            voters,
+            dir,
+            tick: TICK,
+            election_ticks: (u128::from(u32::try_from(quorum.election_timeout_ms).unwrap_or(1000))
+                / TICK.as_millis())
+            .max(2) as usize,
+        };
+        let role_link = link.clone();
+        let session_timeout_ms = i64::from(quorum.broker_session_timeout_ms);
+        let shutdown = Arc::new(Shutdown::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (thread_shutdown, thread_stop) = (shutdown.clone(), stop.clone());
+        let (started_tx, started_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+        let thread = LocalExecutorBuilder::new(Placement::Unbound)
+            .name("controller")
+            .spawn(move || async move {
+                let listener = match glommio::net::TcpListener::bind(bind) {
+                    Ok(listener) => listener,
+                    Err(error) => {
+                        let _ =
+                            started_tx.send(Err(format!("controller listener {bind}: {error}")));
+                        return;
+                    }
+                };
+                let _ = started_tx.send(Ok(()));
+                let local_stop = Rc::new(Cell::new(false));
+                let watcher_stop = local_stop.clone();
+                glommio::spawn_local(async move {
+                    while !thread_stop.load(Ordering::Acquire) {
+                        glommio::timer::sleep(STOP_POLL).await;
+                    }
+                    watcher_stop.set(true);
+                })
+                .detach();
+                glommio::spawn_local(controller::agent::run(
+                    agent,
+                    role_link.clone(),
+                    thread_shutdown,
+                    local_stop.clone(),
+                ))
+                .detach();
+                // Commands are for tests and tools; this node proposes through the link.
+                let (_commands, receiver) = glommio::channels::local_channel::new_bounded(1);
+                let role = ClusterRole {
+                    link: role_link,
+                    proposals,
+                    cluster_id,
+                    session_timeout_ms,
+                };
+                if let Err(error) = controller::run(
+                    runtime,
+                    storage::Disk::Real,
+                    listener,
+                    receiver,
+                    Some(role),
+                    local_stop,
+                )
+                .await
+                {
+                    tracing::error!(%error, "the controller stopped");
+                }
+            })
+            .map_err(|error| anyhow!("starting the controller thread: {error}"))?;
+        match started_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(reason)) => return Err(anyhow!(reason)),
+            Err(_) => return Err(anyhow!("the controller thread stopped while starting")),
+        }
+        tracing::info!(node = config.node_id, voters = quorum.voters.len(), listener = %bind, "controller started");
+        Ok(ClusterNode {
+            link,
+            shutdown,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Asks the active controller for a controlled shutdown and waits until it says this
+    /// broker leads nothing, or `CONTROLLED_SHUTDOWN_WAIT`.
+    pub fn controlled_shutdown(&self) {
+        self.shutdown.requested.store(true, Ordering::Release);
+        let started = Instant::now();
+        while !self.shutdown.done.load(Ordering::Acquire)
+            && started.elapsed() < CONTROLLED_SHUTDOWN_WAIT
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        tracing::info!(
+            done = self.shutdown.done.load(Ordering::Acquire),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "controlled shutdown"
+        );
+    }
+
+    /// Stops the controller thread and waits for it.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
