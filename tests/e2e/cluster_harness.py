@@ -108,8 +108,8 @@ def request(addr, build, parse, timeout=REQUEST_TIMEOUT):
 
 
 def parse_metadata_v1(r):
-    """{"brokers": {id: (host, port)}, "controller": id,
-        "topics": {name: {"error": e, "partitions": {p: {"error", "leader", "replicas", "isr"}}}}}"""
+    """{"brokers": {id: (host, port)}, "controller": id, "topics": {name: {"error": e,
+        "partitions": {p: {"error": e, "leader": id, "replicas": [id], "isr": [id]}}}}}"""
     brokers = {}
     for _ in range(r.i32()):
         node = r.i32()
@@ -148,8 +148,9 @@ def parse_describe_cluster_v0(r):
     out["controller"] = r.i32()
     out["brokers"] = {}
     for _ in range(_uvarint(r) - 1):
-        node, host, port, _rack = r.i32(), _compact_str(r), r.i32(), _compact_str(r)
-        _uvarint(r)
+        node, host, port = r.i32(), _compact_str(r), r.i32()
+        _compact_str(r)  # rack
+        _uvarint(r)  # tagged fields
         out["brokers"][node] = (host, port)
     return out
 

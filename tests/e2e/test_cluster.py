@@ -279,8 +279,7 @@ def test_kafkajs_every_partition_through_one_node(cluster, tmp_path):
 # Failures.
 def test_kill9_of_the_controller_fails_over_and_the_node_rejoins(make_cluster):
     c = make_cluster(FAST)
-    old = c.controller_id()
-    assert old in c.ids
+    old = c.wait_formed()
     survivors = [i for i in c.ids if i != old]
     before, _ = rf3_topic(c, 1, prefix="before")
 
@@ -318,7 +317,7 @@ def test_kill9_of_the_controller_fails_over_and_the_node_rejoins(make_cluster):
 
 def test_sigstop_fences_the_node_and_sigcont_brings_it_back(make_cluster):
     c = make_cluster(FAST)
-    controller = c.controller_id()
+    controller = c.wait_formed()
     victim = next(i for i in c.ids if i != controller)
     others = [i for i in c.ids if i != victim]
     name, parts = rf3_topic(c, controller, prefix="stop")
@@ -342,5 +341,6 @@ def test_sigstop_fences_the_node_and_sigcont_brings_it_back(make_cluster):
     c.wait_registered(victim, timeout=15, among=c.ids)
     print(f"node {victim} SIGCONTed: listed again after {time.monotonic() - t0:.2f}s")
     assert c.wait_formed(timeout=15) in c.ids
-    print(f"leaders of {name} after SIGCONT: {leaders(c.metadata(victim, [name])['topics'][name]['partitions'])}")
+    after = c.metadata(victim, [name])["topics"][name]["partitions"]
+    print(f"leaders of {name} after SIGCONT: {leaders(after)}")
 
