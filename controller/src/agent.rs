@@ -126,10 +126,17 @@ pub async fn run(
                 .await
                 {
                     Ok(response) if response.error_code == 0 => {
+                        tracing::trace!(
+                            fenced = response.is_fenced,
+                            caught_up = response.is_caught_up,
+                            "broker heartbeat answered"
+                        );
                         if wanted_shutdown && response.should_shut_down {
                             shutdown.done.store(true, Ordering::Release);
                         }
-                        if wanted_shutdown {
+                        // Fenced (just registered, or catching up): ask again soon, as Kafka's
+                        // BrokerLifecycleManager does, so the broker serves within moments.
+                        if wanted_shutdown || response.is_fenced {
                             RETRY_BACKOFF
                         } else {
                             config.heartbeat_interval
@@ -148,7 +155,14 @@ pub async fn run(
                         epoch = None;
                         Duration::ZERO
                     }
-                    Ok(_) => RETRY_BACKOFF,
+                    Ok(response) => {
+                        tracing::debug!(
+                            error =
+                                ErrorCode::from_code_or_unknown(response.error_code).kafka_name(),
+                            "broker heartbeat refused; retrying"
+                        );
+                        RETRY_BACKOFF
+                    }
                     Err(error) => {
                         tracing::debug!(%error, "broker heartbeat failed; retrying");
                         RETRY_BACKOFF

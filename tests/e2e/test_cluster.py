@@ -113,7 +113,8 @@ def test_every_node_lists_every_broker_and_names_one_controller(cluster):
     from kafka.admin import KafkaAdminClient
 
     for i in c.ids:
-        desc = admin(c.bootstrap(i)).describe_cluster(request_timeout=10).result()
+        ck = admin(c.bootstrap(i))  # held: a dropped client cancels its futures
+        desc = ck.describe_cluster(request_timeout=10).result()
         assert desc.controller.id == controller, f"librdkafka through node {i}"
         assert sorted((n.id, n.host, n.port) for n in desc.nodes) == \
             [(j, *expected[j]) for j in c.ids]
