@@ -70,7 +70,7 @@ impl ClusterNode {
         let cluster_id = config
             .cluster_id
             .clone()
-            .unwrap_or_else(|| "kafka-tpc-cluster".to_string());
+            .unwrap_or_else(|| crate::metadata::cluster::DEFAULT_CLUSTER_ID.to_string());
         let endpoints = config
             .advertised_listeners
             .iter()

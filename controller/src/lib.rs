@@ -8,6 +8,7 @@
 //! "The cluster".
 
 pub mod agent;
+pub mod describe;
 pub mod listener;
 pub mod runtime;
 pub mod state_machine;

@@ -19,7 +19,7 @@ use net::peer::RequestHandler;
 use wire::generated::api::{request_header_version, response_header_version, ApiKey};
 use wire::generated::{
     ApiVersionsResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-    BrokerRegistrationRequest, BrokerRegistrationResponse, RequestHeader,
+    BrokerRegistrationRequest, BrokerRegistrationResponse, DescribeQuorumRequest, RequestHeader,
 };
 use wire::primitives::{Decodable, Encodable};
 use wire::ErrorCode;
@@ -44,6 +44,10 @@ pub enum LifecycleCall {
         request: Heartbeat,
         reply: oneshot::Sender<Result<HeartbeatReply, i16>>,
     },
+    /// DescribeQuorum: the voter's view of the quorum.
+    Describe {
+        reply: oneshot::Sender<crate::Status>,
+    },
 }
 
 impl LifecycleCall {
@@ -56,6 +60,7 @@ impl LifecycleCall {
             LifecycleCall::Heartbeat { reply, .. } => {
                 let _ = reply.send(Err(code));
             }
+            LifecycleCall::Describe { .. } => {}
         }
     }
 }
@@ -106,6 +111,22 @@ async fn answer(
     }
     match api {
         ApiKey::ApiVersions => encode(api, version, correlation_id, &api_versions()),
+        ApiKey::DescribeQuorum => {
+            let request = DescribeQuorumRequest::decode(&mut body, version)
+                .map_err(|error| format!("undecodable DescribeQuorum: {error}"))?;
+            let (reply, answer) = oneshot::channel();
+            if lifecycle
+                .try_send(LifecycleCall::Describe { reply })
+                .is_err()
+            {
+                return Err("the controller is busy".into());
+            }
+            let status = answer
+                .await
+                .map_err(|_| "the controller stopped".to_string())?;
+            let response = crate::describe::describe_quorum(&request, &status, link);
+            encode(api, version, correlation_id, &response)
+        }
         ApiKey::BrokerRegistration => {
             let request = BrokerRegistrationRequest::decode(&mut body, version)
                 .map_err(|error| format!("undecodable BrokerRegistration: {error}"))?;
@@ -196,6 +217,7 @@ fn api_versions() -> ApiVersionsResponse {
         ApiKey::ApiVersions,
         ApiKey::BrokerRegistration,
         ApiKey::BrokerHeartbeat,
+        ApiKey::DescribeQuorum,
     ];
     ApiVersionsResponse {
         api_keys: keys

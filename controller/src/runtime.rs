@@ -231,6 +231,17 @@ pub async fn run(
                     }),
                 );
             }
+            Event::Lifecycle(Some(LifecycleCall::Describe { reply })) => {
+                let _ = reply.send(Status {
+                    id: config.id,
+                    leader: node.leader_id(),
+                    term: node.term(),
+                    commit: node.commit_index(),
+                    applied: node.applied_index(),
+                    image: sm.image(),
+                    voters: node.voter_progress(),
+                });
+            }
             Event::Lifecycle(Some(call)) => {
                 let image = sm.image();
                 let now = now_ms();
@@ -259,6 +270,7 @@ pub async fn run(
                             }
                         }
                     }
+                    (Some(_), LifecycleCall::Describe { .. }) => {} // answered above
                     (Some(lifecycle), LifecycleCall::Heartbeat { request, reply }) => {
                         match lifecycle.heartbeat(&image, request, now) {
                             Err(error) => {

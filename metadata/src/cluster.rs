@@ -53,6 +53,10 @@ pub struct ForwardedRequest {
     pub reply: oneshot::Sender<Result<Vec<u8>, String>>,
 }
 
+/// The cluster id of a cluster whose `cluster.id` is not set (every node must agree: a
+/// registration naming another is refused with INCONSISTENT_CLUSTER_ID).
+pub const DEFAULT_CLUSTER_ID: &str = "kafka-tpc-cluster";
+
 /// No active controller known.
 pub const NO_LEADER: i32 = -1;
 

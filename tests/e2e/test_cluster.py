@@ -26,6 +26,7 @@ import subprocess
 import time
 
 import pytest
+from conftest import BROKER_BIN
 
 from cluster_harness import (INVALID_REPLICATION_FACTOR, NOT_LEADER_OR_FOLLOWER, Cluster,
                              wait_until)
@@ -345,3 +346,36 @@ def test_sigstop_fences_the_node_and_sigcont_brings_it_back(make_cluster):
     after = c.metadata(victim, [name])["topics"][name]["partitions"]
     print(f"leaders of {name} after SIGCONT: {leaders(after)}")
 
+
+
+def test_describe_quorum_through_any_node_names_the_leader_and_three_voters(cluster):
+    """DescribeQuorum (kafka-metadata-quorum.sh) asked of any broker is answered by the active
+    controller (KIP-836): its id and epoch, a high watermark every voter has reached, and the
+    three voters with their CONTROLLER endpoints; our own command prints the same."""
+    from kafka.admin import KafkaAdminClient
+
+    c = cluster
+    controller = c.controller_id()
+    for i in c.ids:
+        kp = KafkaAdminClient(bootstrap_servers=c.bootstrap(i), request_timeout_ms=10000)
+        try:
+            quorum = kp.describe_metadata_quorum()
+        finally:
+            kp.close()
+        (partition,) = quorum["topics"][0]["partitions"]
+        assert partition["leader_id"] == controller, f"through node {i}: {partition}"
+        assert partition["leader_epoch"] >= 1
+        voters = {v["replica_id"]: v for v in partition["current_voters"]}
+        assert sorted(voters) == c.ids
+        assert partition["high_watermark"] > 0
+        assert voters[controller]["log_end_offset"] >= partition["high_watermark"]
+        endpoints = {n["node_id"]: n["listeners"][0] for n in quorum["nodes"]}
+        assert sorted(endpoints) == c.ids
+        assert all(e["name"] == "CONTROLLER" for e in endpoints.values())
+    out = subprocess.run(
+        [BROKER_BIN, "metadata-quorum", "describe", "--bootstrap-server", c.bootstrap(1),
+         "--status"],
+        capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert f"LeaderId:               {controller}" in out.stdout, out.stdout
+    assert "kafka-tpc-cluster" in out.stdout, out.stdout

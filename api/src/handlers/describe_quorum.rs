@@ -37,6 +37,28 @@ pub async fn handle(
         && request.topics[0].topic_name == METADATA_TOPIC
         && request.topics[0].partitions.len() == 1
         && request.topics[0].partitions[0].partition_index == METADATA_PARTITION;
+    if let Some(link) = &shard.cluster {
+        // A cluster's brokers forward it to the active controller (KIP-836), which knows
+        // every voter's progress.
+        let to = link.leader().and_then(|id| link.voters.get(&id).copied());
+        let version = ctx.api_version;
+        let forwarded: Result<DescribeQuorumResponse, _> = crate::shard::to_controller::call(
+            to,
+            wire::generated::api::ApiKey::DescribeQuorum,
+            version,
+            &request,
+        )
+        .await;
+        let response = forwarded.unwrap_or_else(|error| {
+            tracing::info!(%error, "DescribeQuorum not answered by the active controller");
+            DescribeQuorumResponse {
+                error_code: ErrorCode::NotController.code(),
+                error_message: Some(error.to_string()),
+                ..Default::default()
+            }
+        });
+        return encode_response(&ctx, version, &response);
+    }
     let response = if asked_for_metadata {
         let image = shard.image();
         let log_end = image.offset.map_or(0, |last| last as i64 + 1);

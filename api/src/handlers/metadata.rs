@@ -26,10 +26,15 @@ const DEFAULT_CLUSTER_ID: &str = "kafka-tpc-single-node";
 
 /// The cluster id Metadata and DescribeCluster report.
 pub(super) fn cluster_id(config: &crate::config::BrokerConfig) -> String {
+    let default = if config.quorum.is_single_node(config.node_id) {
+        DEFAULT_CLUSTER_ID
+    } else {
+        crate::metadata::cluster::DEFAULT_CLUSTER_ID
+    };
     config
         .cluster_id
         .clone()
-        .unwrap_or_else(|| DEFAULT_CLUSTER_ID.to_string())
+        .unwrap_or_else(|| default.to_string())
 }
 
 pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestContext) -> Response {

@@ -31,7 +31,7 @@ use wire::ErrorCode;
 mod calls;
 mod control_plane;
 mod retention;
-mod to_controller;
+pub(crate) mod to_controller;
 
 /// Longest stretch of control-plane work (topic creation, opening partition logs) shard 0 or
 /// any shard does before letting its other tasks (requests on its connections) run. Well

@@ -47,7 +47,8 @@ pub enum ForwardError {
     Client(#[from] kclient::Error),
 }
 
-async fn call<Q: Encodable, R: Decodable>(
+/// One request to the controller listener at `to` and its decoded response.
+pub(crate) async fn call<Q: Encodable, R: Decodable>(
     to: Option<SocketAddr>,
     api: ApiKey,
     version: i16,
