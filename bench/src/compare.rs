@@ -195,7 +195,7 @@ pub struct CompareArgs {
     pub b_peer: Option<crate::peer::PeerKind>,
     /// With --b-peer: the peer's directory (config, data, logs; kept). Default: a temporary
     /// one, removed after.
-    #[arg(long, requires = "b_peer")]
+    #[arg(long)]
     pub peer_dir: Option<PathBuf>,
     /// Workload file (TOML, see bench/workloads/).
     #[arg(long)]
@@ -831,6 +831,9 @@ fn default_title(workload: &Workload, args: &CompareArgs) -> String {
 /// Runs the comparison; prints the tables; writes --json and --plot.
 pub fn run(args: &CompareArgs) -> Result<CompareReport> {
     let Some(kind) = args.b_peer else {
+        if args.peer_dir.is_some() {
+            bail!("--peer-dir goes with --b-peer");
+        }
         return run_against(args, args.b.as_deref().unwrap_or_default());
     };
     let peer = crate::peer::Peer::start(kind, args.peer_dir.as_deref())?;

@@ -159,3 +159,47 @@ impl Drop for Peer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::compare::CompareArgs;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        compare: CompareArgs,
+    }
+
+    #[test]
+    fn script_is_in_the_tree() {
+        let s = script();
+        assert!(s.is_file(), "{}", s.display());
+        let text = std::fs::read_to_string(&s).unwrap_or_default();
+        for verb in [
+            "start)",
+            "start3)",
+            "stop)",
+            "kafka.tools.StorageTool",
+            "kafka.Kafka",
+        ] {
+            assert!(text.contains(verb), "{verb}");
+        }
+        assert_eq!(PeerKind::Kafka.name(), "kafka");
+        assert_eq!(PeerKind::Kafka3.verb(), "start3");
+    }
+
+    #[test]
+    fn compare_takes_b_or_a_peer() {
+        let parse = |args: &[&str]| Cli::try_parse_from([&["bench"], args].concat());
+        let w = ["--a", "127.0.0.1:1", "--workload", "w.toml"];
+        let peer = parse(&[&w[..], &["--b-peer", "kafka"]].concat()).map(|c| c.compare);
+        assert!(peer.is_ok_and(|c| c.b.is_none() && c.b_peer == Some(PeerKind::Kafka)));
+        assert!(parse(&[&w[..], &["--b", "127.0.0.1:2"]].concat()).is_ok());
+        // B is one of the two, and is required.
+        assert!(parse(&w).is_err());
+        assert!(parse(&[&w[..], &["--b", "127.0.0.1:2", "--b-peer", "kafka"]].concat()).is_err());
+    }
+}

@@ -118,6 +118,10 @@ pub struct FetchCostArgs {
     /// (as --bootstrap with its pid: its configured plaintext path only).
     #[arg(long, value_enum, conflicts_with = "bootstrap")]
     pub peer: Option<crate::peer::PeerKind>,
+    /// Unmeasured consumes before a given broker's measured rounds (--bootstrap, --peer):
+    /// a JVM's JIT warms up over the first GiB or so. Default: 2 with --peer, else 0.
+    #[arg(long)]
+    pub warmup_rounds: Option<u32>,
     /// A consumer property (repeatable): max.partition.fetch.bytes=4194304
     #[arg(long = "consumer-prop")]
     pub consumer_props: Vec<String>,
@@ -152,6 +156,7 @@ impl Default for FetchCostArgs {
             ssl_ca: None,
             broker_pid: None,
             peer: None,
+            warmup_rounds: None,
             consumer_props: Vec::new(),
             json: None,
             plot: None,

@@ -69,6 +69,7 @@ pub fn run(args: &FetchCostArgs) -> Result<FetchCostReport> {
             given.peer = None;
             given.bootstrap = Some(peer.bootstrap.clone());
             given.broker_pid = Some(peer.pid);
+            given.warmup_rounds = Some(args.warmup_rounds.unwrap_or(2));
             let mut report = measure_report(&given);
             if let Ok(report) = &mut report {
                 report.broker = peer.describe();
