@@ -14,5 +14,6 @@ pub mod latency_sweep;
 pub mod limits;
 pub mod native;
 pub mod null_broker;
+pub mod peer;
 pub mod perf;
 pub mod plot;

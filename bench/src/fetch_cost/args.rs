@@ -114,6 +114,14 @@ pub struct FetchCostArgs {
     /// With --bootstrap: the broker's pid (default: the process listening on its port).
     #[arg(long)]
     pub broker_pid: Option<u32>,
+    /// Measure a peer started for the run with scripts/kafka-peer.sh instead of our broker
+    /// (as --bootstrap with its pid: its configured plaintext path only).
+    #[arg(long, value_enum, conflicts_with = "bootstrap")]
+    pub peer: Option<crate::peer::PeerKind>,
+    /// Unmeasured consumes before a given broker's measured rounds (--bootstrap, --peer):
+    /// a JVM's JIT warms up over the first GiB or so. Default: 2 with --peer, else 0.
+    #[arg(long)]
+    pub warmup_rounds: Option<u32>,
     /// A consumer property (repeatable): max.partition.fetch.bytes=4194304
     #[arg(long = "consumer-prop")]
     pub consumer_props: Vec<String>,
@@ -147,6 +155,8 @@ impl Default for FetchCostArgs {
             ssl_bootstrap: None,
             ssl_ca: None,
             broker_pid: None,
+            peer: None,
+            warmup_rounds: None,
             consumer_props: Vec::new(),
             json: None,
             plot: None,

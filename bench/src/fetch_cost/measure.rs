@@ -95,6 +95,7 @@ pub(super) fn run_in(
             } => match path {
                 PathKind::Zerocopy => {
                     let props = consumer_props(args, None)?;
+                    warm_up(args, bootstrap, *pid, &props, records)?;
                     consume_rounds(args, bootstrap, *pid, &props, records).map(|rounds| {
                         measured(
                             path,
@@ -108,6 +109,7 @@ pub(super) fn run_in(
                     (Some(ssl), Some(ca)) => {
                         let props = consumer_props(args, Some(ca))?;
                         let tls = probe_tls(ssl, &props);
+                        warm_up(args, ssl, *pid, &props, records)?;
                         consume_rounds(args, ssl, *pid, &props, records).map(|rounds| {
                             let mut r = measured(
                                 path,
@@ -161,6 +163,25 @@ pub(super) fn run_in(
         machine: crate::compare::machine_info(),
         date: perf::output::rfc3339(std::time::SystemTime::now()),
     })
+}
+
+/// `--warmup-rounds` unmeasured consumes of a given broker (a JVM's JIT).
+fn warm_up(
+    args: &FetchCostArgs,
+    bootstrap: &str,
+    pid: Option<u32>,
+    props: &[(String, String)],
+    records: u64,
+) -> Result<()> {
+    match args.warmup_rounds {
+        Some(n) if n > 0 => {
+            eprintln!("fetch-cost: {n} warm-up consume(s), not measured");
+            let mut warm = args.clone();
+            warm.rounds = n;
+            consume_rounds(&warm, bootstrap, pid, props, records).map(drop)
+        }
+        _ => Ok(()),
+    }
 }
 
 /// One path against a broker this command starts.

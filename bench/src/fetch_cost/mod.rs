@@ -1,6 +1,7 @@
 //! `bench fetch-cost`: what a GiB of fetched data costs the broker on each fetch path.
 //!
-//! The command starts our broker (or takes one by address), produces `--bytes` of records
+//! The command starts our broker (or takes one by address, or starts Apache Kafka with
+//! `--peer kafka`: see [`crate::peer`]), produces `--bytes` of records
 //! (2 GiB by default) into one topic, makes the segment files hot (read once through the
 //! page cache), then has the native consumer read all of it over each path in turn, the
 //! broker restarted on the same data directory with that path's keys:
@@ -59,6 +60,41 @@ const TOPIC: &str = "bench-fetch-cost";
 
 /// `bench fetch-cost`.
 pub fn run(args: &FetchCostArgs) -> Result<FetchCostReport> {
+    let report = match args.peer {
+        None => measure_report(args)?,
+        Some(kind) => {
+            let peer = crate::peer::Peer::start(kind, None)?;
+            eprintln!("fetch-cost: {}", peer.describe());
+            let mut given = args.clone();
+            given.peer = None;
+            given.bootstrap = Some(peer.bootstrap.clone());
+            given.broker_pid = Some(peer.pid);
+            given.warmup_rounds = Some(args.warmup_rounds.unwrap_or(2));
+            let mut report = measure_report(&given);
+            if let Ok(report) = &mut report {
+                report.broker = peer.describe();
+            }
+            drop(peer);
+            report?
+        }
+    };
+    let md = markdown(&report);
+    println!("{md}");
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, &md).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.json {
+        perf::output::write_json(path, &report)?;
+    }
+    if let Some(path) = &args.plot {
+        draw(path, &report)?;
+        eprintln!("fetch-cost: figure in {}", path.display());
+    }
+    Ok(report)
+}
+
+/// Produces, measures the limits and every path; the report.
+fn measure_report(args: &FetchCostArgs) -> Result<FetchCostReport> {
     anyhow::ensure!(args.record_size > 0, "--record-size must be positive");
     let records = (args.bytes / args.record_size as u64).max(1);
     let paths = if args.paths.is_empty() {
@@ -78,18 +114,5 @@ pub fn run(args: &FetchCostArgs) -> Result<FetchCostReport> {
     if remove_work {
         let _ = std::fs::remove_dir_all(&work);
     }
-    let report = result?;
-    let md = markdown(&report);
-    println!("{md}");
-    if let Some(path) = &args.markdown {
-        std::fs::write(path, &md).with_context(|| format!("writing {}", path.display()))?;
-    }
-    if let Some(path) = &args.json {
-        perf::output::write_json(path, &report)?;
-    }
-    if let Some(path) = &args.plot {
-        draw(path, &report)?;
-        eprintln!("fetch-cost: figure in {}", path.display());
-    }
-    Ok(report)
+    result
 }

@@ -110,6 +110,10 @@ pub struct LatencySweepArgs {
     /// Another broker: NAME=ADDR (repeatable), e.g. tansu=127.0.0.1:19192.
     #[arg(long = "other")]
     pub others: Vec<String>,
+    /// Start a peer for the run with scripts/kafka-peer.sh (repeatable): kafka (one KRaft
+    /// node), kafka3 (three nodes, CPU of node 1); named after it in the table.
+    #[arg(long = "peer", value_enum)]
+    pub peers: Vec<crate::peer::PeerKind>,
     /// Seconds of idle CPU measurement per target process (0: none).
     #[arg(long, default_value_t = 3.0)]
     pub idle_seconds: f64,
@@ -155,6 +159,7 @@ impl Default for LatencySweepArgs {
             null_broker: None,
             no_null: false,
             others: Vec::new(),
+            peers: Vec::new(),
             idle_seconds: 3.0,
             dir: None,
             markdown: None,

@@ -14,7 +14,9 @@
 //!   CPU) or given by `--null-broker ADDR` (a `bench null-broker` process, pid by port). It
 //!   stores nothing, so e2e rows are skipped for it;
 //! - **others**: `--other NAME=ADDR` (e.g. `tansu=127.0.0.1:19192`), pid by port
-//!   ([`cpu::resolve_broker_pid`]).
+//!   ([`cpu::resolve_broker_pid`]);
+//! - **peers**: `--peer kafka` (or `kafka3`), Apache Kafka started for the run by
+//!   `scripts/kafka-peer.sh` ([`crate::peer`]), its JVM's pid from the script.
 //!
 //! Single-record requests: with the native engine (default) every run uses `linger.ms=0`
 //! and `batch.size=1` (the engine's floor, 128 bytes, smaller than one record of
@@ -178,6 +180,23 @@ pub fn run(args: &LatencySweepArgs) -> Result<SweepReport> {
             }
         }
     }
+    // Peers (Apache Kafka) started for this run; stopped when `peers` is dropped.
+    let mut peers: Vec<crate::peer::Peer> = Vec::new();
+    for &kind in &args.peers {
+        let peer = crate::peer::Peer::start(kind, None)?;
+        eprintln!("latency-sweep: {}", peer.describe());
+        targets.push(Target {
+            info: TargetInfo {
+                name: kind.name().to_string(),
+                kind: TargetKind::Other,
+                bootstrap: peer.bootstrap.clone(),
+                pid: Some(peer.pid),
+                config: Vec::new(),
+            },
+            cpu: peer.pid.into(),
+        });
+        peers.push(peer);
+    }
     for o in &args.others {
         let (name, addr) = parse_other(o)?;
         let pid = cpu::resolve_broker_pid(None, &addr);
@@ -248,6 +267,7 @@ pub fn run(args: &LatencySweepArgs) -> Result<SweepReport> {
         b.stop();
     }
     drop(started);
+    drop(peers);
 
     let mut report = SweepReport {
         title: args
