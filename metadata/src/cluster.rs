@@ -177,3 +177,76 @@ impl ClusterLink {
         self.forward_sender.clone().try_send(request).is_ok()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use futures::StreamExt;
+
+    fn link() -> (Arc<ClusterLink>, mpsc::Receiver<Proposal>) {
+        let voters = (1..=3)
+            .map(|id| (id, SocketAddr::from(([127, 0, 0, 1], 9000 + id as u16))))
+            .collect();
+        ClusterLink::new(1, voters)
+    }
+
+    #[test]
+    fn publish_names_the_leader_and_the_committed_image() {
+        let (link, _proposals) = link();
+        assert_eq!((link.leader(), link.remote_leader()), (None, None));
+        let listener = link.changed.listen();
+        let mut image = Image::default();
+        image.offset = Some(5);
+        link.publish(Some((Arc::new(image), 5)), Some(2));
+        futures::executor::block_on(listener); // notified
+        assert_eq!(link.leader(), Some(2));
+        assert!(!link.is_leader());
+        assert_eq!(link.remote_leader().unwrap().port(), 9002);
+        assert_eq!(link.committed().1, 5);
+        link.publish(None, Some(1));
+        assert!(link.is_leader());
+        assert_eq!(
+            link.remote_leader(),
+            None,
+            "this node leads: nothing to forward to"
+        );
+        assert_eq!(link.applied(), 5, "no new image: the index stays");
+    }
+
+    #[test]
+    fn proposals_are_answered_and_refused_when_the_controller_is_gone() {
+        let (link, mut proposals) = link();
+        let controller = std::thread::spawn(move || {
+            let proposal = futures::executor::block_on(proposals.next()).unwrap();
+            assert_eq!(proposal.records.len(), 1);
+            proposal.reply.send(Ok(7)).unwrap();
+            // Dropping the receiver: the controller stopped.
+        });
+        let record = MetadataRecord::RemoveTopic { topic_id: [1; 16] };
+        assert_eq!(
+            futures::executor::block_on(link.propose(vec![record.clone()])),
+            Ok(7)
+        );
+        controller.join().unwrap();
+        assert_eq!(
+            futures::executor::block_on(link.propose(vec![record])),
+            Err(ProposeError::Stopped)
+        );
+        // Forwarded requests: taken once by the metadata core; refused once it is gone.
+        let mut forwarded = link.take_forwarded().unwrap();
+        assert!(link.take_forwarded().is_none());
+        let (reply, _answer) = futures::channel::oneshot::channel();
+        assert!(link.forward(ForwardedRequest {
+            frame: vec![0; 8],
+            reply
+        }));
+        assert!(futures::executor::block_on(forwarded.next()).is_some());
+        drop(forwarded);
+        let (reply, _answer) = futures::channel::oneshot::channel();
+        assert!(!link.forward(ForwardedRequest {
+            frame: vec![0; 8],
+            reply
+        }));
+    }
+}

@@ -803,6 +803,84 @@ mod tests {
         BTreeMap::new()
     }
 
+    /// An image with brokers 1..=n registered and unfenced.
+    fn cluster_image(n: i32) -> Arc<Image> {
+        let records: Vec<MetadataRecord> = (1..=n)
+            .map(|id| {
+                MetadataRecord::RegisterBroker(records::BrokerRegistration {
+                    broker_id: id,
+                    incarnation_id: [id as u8; 16],
+                    broker_epoch: i64::from(id),
+                    endpoints: Vec::new(),
+                    rack: None,
+                    fenced: false,
+                    in_controlled_shutdown: false,
+                })
+            })
+            .collect();
+        let mut image = Image::from_records(&records);
+        image.offset = Some(n as u64);
+        Arc::new(image)
+    }
+
+    #[test]
+    fn staged_changes_wait_for_the_quorum_and_revert_on_adopt() {
+        let committed = cluster_image(3);
+        let mut c = Controller::staged(cfg(&[]), committed.clone());
+        assert!(c.is_staged());
+        c.create_topic("t", 6, 3, none(), CLUSTER_SHARD_SLOTS, false)
+            .unwrap();
+        // The speculative image has it, so a second create in the same change is refused.
+        assert!(matches!(
+            c.create_topic("t", 1, 1, none(), CLUSTER_SHARD_SLOTS, false),
+            Err(CreateTopicError::TopicAlreadyExists(_))
+        ));
+        let staged = c.take_staged();
+        assert_eq!(staged.len(), 1 + 6, "the topic and its partitions");
+        let mut leaders = std::collections::BTreeSet::new();
+        for record in &staged[1..] {
+            let MetadataRecord::Partition {
+                replicas, leader, ..
+            } = record
+            else {
+                panic!("not a partition: {record:?}");
+            };
+            let mut sorted = replicas.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, vec![1, 2, 3]);
+            leaders.insert(*leader);
+        }
+        assert_eq!(leaders.len(), 3, "leaders spread over the brokers");
+        assert!(c.take_staged().is_empty(), "taken once");
+        // Nothing reached a log: the committed image is what the quorum says.
+        c.adopt(committed.clone());
+        assert!(c.image().topic("t").is_none());
+        // rf 4 over 3 brokers, and growing a topic over the brokers.
+        assert!(matches!(
+            c.create_topic("u", 1, 4, none(), CLUSTER_SHARD_SLOTS, false),
+            Err(CreateTopicError::InvalidReplicationFactor(_))
+        ));
+        c.create_topic("u", 1, 2, none(), CLUSTER_SHARD_SLOTS, false)
+            .unwrap();
+        c.create_partitions("u", 3, None, CLUSTER_SHARD_SLOTS, false)
+            .unwrap();
+        let image = c.image();
+        let partitions = &image.topic("u").unwrap().partitions;
+        assert_eq!(partitions.len(), 3);
+        assert!(partitions.iter().all(|p| p.replicas.len() == 2));
+        assert!(matches!(
+            c.create_partitions("u", 4, Some(&[vec![1, 9]]), CLUSTER_SHARD_SLOTS, false),
+            Err(CreatePartitionsError::InvalidReplicaAssignment(_))
+        ));
+        // A producer id block is staged like any change.
+        let first = c.allocate_producer_ids().unwrap();
+        assert_eq!(first, 0);
+        assert!(c
+            .take_staged()
+            .iter()
+            .any(|r| matches!(r, MetadataRecord::ProducerIds { .. })));
+    }
+
     #[test]
     fn topic_name_rules() {
         for ok in ["a", "A-b_c.9", &"x".repeat(249)] {

@@ -419,3 +419,75 @@ def parse_create_topics_v2(r: Reader):
         msg = r.string()
         out[name] = (err, msg)
     return out
+
+
+# --- Produce v10 (flexible; KIP-951's CurrentLeader and NodeEndpoints in the response) ----
+def _compact_array(items):
+    return uvarint(len(items) + 1) + b"".join(items)
+
+
+def produce_v10(correlation_id, topic, partition, batch, acks=-1, timeout_ms=10000):
+    body = (
+        compact_string(None)  # transactional_id
+        + i16(acks)
+        + i32(timeout_ms)
+        + _compact_array([
+            compact_string(topic)
+            + _compact_array([i32(partition) + uvarint(len(batch) + 1) + batch + uvarint(0)])
+            + uvarint(0)
+        ])
+        + uvarint(0)
+    )
+    return frame(request_header_v2(PRODUCE, 10, correlation_id) + body)
+
+
+def _uvarint(r):
+    shift = value = 0
+    while True:
+        b = r.i8() & 0xFF
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value
+        shift += 7
+
+
+def _compact_str(r):
+    n = _uvarint(r) - 1
+    return None if n < 0 else r.take(n).decode()
+
+
+def _tagged(r, handlers):
+    for _ in range(_uvarint(r)):
+        tag, size = _uvarint(r), _uvarint(r)
+        data = r.take(size)
+        if tag in handlers:
+            handlers[tag](Reader(data))
+
+
+def parse_produce_v10(r: Reader):
+    """{(topic, partition): (error, base_offset, (leader_id, leader_epoch) or None)} and the
+    node endpoints {node_id: (host, port)}; `r` starts after the correlation id."""
+    _tagged(r, {})  # response header v1
+    out, endpoints = {}, {}
+    for _ in range(_uvarint(r) - 1):
+        topic = _compact_str(r)
+        for _ in range(_uvarint(r) - 1):
+            index, error, base = r.i32(), r.i16(), r.i64()
+            r.i64(), r.i64()  # log_append_time_ms, log_start_offset
+            for _ in range(_uvarint(r) - 1):  # record_errors
+                r.i32(), _compact_str(r), _tagged(r, {})
+            _compact_str(r)  # error_message
+            leader = []
+            _tagged(r, {0: lambda t: leader.append((t.i32(), t.i32()))})
+            out[(topic, index)] = (error, base, leader[0] if leader else None)
+        _tagged(r, {})
+    r.i32()  # throttle_time_ms
+
+    def node_endpoints(t):
+        for _ in range(_uvarint(t) - 1):
+            node, host, port = t.i32(), _compact_str(t), t.i32()
+            _compact_str(t), _tagged(t, {})
+            endpoints[node] = (host, port)
+
+    _tagged(r, {0: node_endpoints})
+    return out, endpoints

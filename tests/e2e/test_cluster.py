@@ -28,8 +28,9 @@ import time
 import pytest
 from conftest import BROKER_BIN
 
+import kproto as kp
 from cluster_harness import (INVALID_REPLICATION_FACTOR, NOT_LEADER_OR_FOLLOWER, Cluster,
-                             wait_until)
+                             request, wait_until)
 from e2e_helpers import (admin, assert_same, by_partition, ck_consume, ck_produce,
                          ck_producer, kp_consume, kp_produce, kp_producer, unique)
 
@@ -176,6 +177,16 @@ def test_produce_to_a_follower_is_not_leader(cluster):
                 err, _ = c.produce(i, name, p, b"to-a-follower")
                 assert err == NOT_LEADER_OR_FOLLOWER, \
                     f"partition {p} (leader {v['leader']}) through node {i}: error {err}"
+                # KIP-951 (Produce v10+): the refusal names the leader, its epoch and its
+                # endpoint, so the client moves without a Metadata round trip.
+                batch = kp.record_batch([(None, b"to-a-follower")])
+                out, endpoints = request(
+                    c.addr(i), lambda corr: kp.produce_v10(corr, name, p, batch),
+                    kp.parse_produce_v10)
+                err, _, leader = out[(name, p)]
+                assert err == NOT_LEADER_OR_FOLLOWER
+                assert leader == (v["leader"], 0), f"current leader through node {i}: {leader}"
+                assert endpoints == {v["leader"]: ("127.0.0.1", c.broker_ports[v["leader"]])}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,3 +390,36 @@ def test_describe_quorum_through_any_node_names_the_leader_and_three_voters(clus
     assert out.returncode == 0, out.stderr
     assert f"LeaderId:               {controller}" in out.stdout, out.stdout
     assert "kafka-tpc-cluster" in out.stdout, out.stdout
+
+
+def test_config_changes_through_a_node_that_is_not_the_controller(cluster):
+    """IncrementalAlterConfigs and AlterConfigs sent to a broker whose controller is not the
+    active one are forwarded (KIP-590): the change is committed once and every node's
+    DescribeConfigs shows it."""
+    from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       ResourceType)
+
+    c = cluster
+    controller = c.controller_id()
+    other = next(i for i in c.ids if i != controller)
+    name, _ = rf3_topic(c, other)
+    ck = admin(c.bootstrap(other))
+    resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=[
+        ConfigEntry("retention.ms", "3600000",
+                    incremental_operation=AlterConfigOpType.SET)])
+    ck.incremental_alter_configs([resource])[resource].result(timeout=30)
+
+    def retention(i):
+        reader = admin(c.bootstrap(i))
+        res = ConfigResource(ResourceType.TOPIC, name)
+        return reader.describe_configs([res])[res].result(timeout=30)["retention.ms"].value
+
+    for i in c.ids:
+        wait_until(lambda: retention(i) == "3600000", 10, f"retention.ms on node {i}",
+                   lambda: retention(i))
+    # The legacy AlterConfigs (a whole new override set) takes the same way.
+    legacy = ConfigResource(ResourceType.TOPIC, name, set_config={"retention.ms": "7200000"})
+    ck.alter_configs([legacy])[legacy].result(timeout=30)
+    for i in c.ids:
+        wait_until(lambda: retention(i) == "7200000", 10, f"retention.ms on node {i}",
+                   lambda: retention(i))

@@ -220,7 +220,53 @@ pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestConte
     let results = results
         .into_iter()
         .map(|result| result.unwrap_or_else(|| failed(ErrorCode::UnknownServerError)));
-    encode_response(&ctx, ctx.api_version, &build_response(&request, results))
+    let mut response = build_response(&request, results);
+    if shard.cluster.is_some() && ctx.api_version >= KIP_951_PRODUCE_VERSION {
+        point_to_leaders(&shard, &ctx.listener, &mut response);
+    }
+    encode_response(&ctx, ctx.api_version, &response)
+}
+
+/// The first Produce version whose response names the current leader (KIP-951).
+const KIP_951_PRODUCE_VERSION: i16 = 10;
+
+/// KIP-951: a partition refused with NOT_LEADER_OR_FOLLOWER names its current leader and
+/// epoch, and the response carries that leader's endpoint, so the client moves at once
+/// instead of refreshing its metadata first (v10+; older versions have neither field).
+fn point_to_leaders(shard: &Rc<Shard>, listener: &str, response: &mut ProduceResponse) {
+    let image = shard.image();
+    let not_leader = ErrorCode::NotLeaderOrFollower.code();
+    let mut leaders = Vec::new();
+    for topic in &mut response.responses {
+        let Some(known) = image.topic(&topic.name) else {
+            continue;
+        };
+        for partition in topic
+            .partition_responses
+            .iter_mut()
+            .filter(|p| p.error_code == not_leader)
+        {
+            if let Some(current) = known.partition(partition.index).filter(|p| p.leader >= 0) {
+                partition.current_leader.leader_id = current.leader;
+                partition.current_leader.leader_epoch = current.leader_epoch;
+                leaders.push(current.leader);
+            }
+        }
+    }
+    if leaders.is_empty() {
+        return;
+    }
+    response.node_endpoints = super::cluster_view::brokers(shard, listener)
+        .into_iter()
+        .filter(|b| leaders.contains(&b.node_id))
+        .map(|b| wire::generated::produce_response::NodeEndpoint {
+            node_id: b.node_id,
+            host: b.host,
+            port: b.port,
+            rack: b.rack,
+            ..Default::default()
+        })
+        .collect();
 }
 
 #[cfg(test)]

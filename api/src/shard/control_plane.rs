@@ -312,22 +312,10 @@ impl Shard {
             .controller
             .as_ref()
             .expect("AlterConfigs runs on the metadata core");
-        let _serial = self.topic_changes.acquire_permit(1).await;
-        if self.forward_target().is_some() {
-            // Not forwarded yet: the client retries NOT_CONTROLLER against another broker.
-            return changes
-                .into_iter()
-                .map(|(_, name, _)| TopicOutcome {
-                    name,
-                    topic_id: [0; 16],
-                    error_code: ErrorCode::NotController.code(),
-                    error_message: Some(
-                        "Config changes are made through the active controller's node.".into(),
-                    ),
-                    num_partitions: 0,
-                })
-                .collect();
+        if let Some(to) = self.forward_target() {
+            return super::to_controller::alter_configs(to, changes, validate_only).await;
         }
+        let _serial = self.topic_changes.acquire_permit(1).await;
         self.adopt_committed();
         let mut changed = false;
         let mut outcomes: Vec<TopicOutcome> = changes

@@ -245,3 +245,132 @@ pub async fn allocate_producer_ids(to: Option<SocketAddr>, broker_id: i32) -> Re
         }
     }
 }
+
+const ALTER_CONFIGS_VERSION: i16 = 2;
+const INCREMENTAL_ALTER_CONFIGS_VERSION: i16 = 1;
+
+/// AlterConfigs (every change a `Replace`) or IncrementalAlterConfigs (every change
+/// `Incremental`), as the metadata core got them from one request: one outcome per change,
+/// in order.
+pub async fn alter_configs(
+    to: Option<SocketAddr>,
+    changes: Vec<(i8, String, crate::metadata::ConfigChange)>,
+    validate_only: bool,
+) -> Vec<TopicOutcome> {
+    use crate::metadata::ConfigChange;
+    use wire::generated::{
+        alter_configs_request as legacy, incremental_alter_configs_request as inc,
+    };
+    let incremental = changes
+        .iter()
+        .any(|(_, _, change)| matches!(change, ConfigChange::Incremental(_)));
+    let answered: Result<Vec<(i16, Option<String>)>, ForwardError> = if incremental {
+        let request = wire::generated::IncrementalAlterConfigsRequest {
+            resources: changes
+                .iter()
+                .map(|(resource_type, name, change)| inc::AlterConfigsResource {
+                    resource_type: *resource_type,
+                    resource_name: name.clone(),
+                    configs: match change {
+                        ConfigChange::Incremental(ops) => ops
+                            .iter()
+                            .map(|(key, op, value)| inc::AlterableConfig {
+                                name: key.clone(),
+                                config_operation: *op as i8,
+                                value: value.clone(),
+                                ..Default::default()
+                            })
+                            .collect(),
+                        ConfigChange::Replace(_) => Vec::new(),
+                    },
+                    ..Default::default()
+                })
+                .collect(),
+            validate_only,
+            ..Default::default()
+        };
+        call::<_, wire::generated::IncrementalAlterConfigsResponse>(
+            to,
+            ApiKey::IncrementalAlterConfigs,
+            INCREMENTAL_ALTER_CONFIGS_VERSION,
+            &request,
+        )
+        .await
+        .map(|r| {
+            r.responses
+                .into_iter()
+                .map(|r| (r.error_code, r.error_message))
+                .collect()
+        })
+    } else {
+        let request = wire::generated::AlterConfigsRequest {
+            resources: changes
+                .iter()
+                .map(
+                    |(resource_type, name, change)| legacy::AlterConfigsResource {
+                        resource_type: *resource_type,
+                        resource_name: name.clone(),
+                        configs: match change {
+                            ConfigChange::Replace(configs) => configs
+                                .iter()
+                                .map(|(key, value)| legacy::AlterableConfig {
+                                    name: key.clone(),
+                                    value: value.clone(),
+                                    ..Default::default()
+                                })
+                                .collect(),
+                            ConfigChange::Incremental(_) => Vec::new(),
+                        },
+                        ..Default::default()
+                    },
+                )
+                .collect(),
+            validate_only,
+            ..Default::default()
+        };
+        call::<_, wire::generated::AlterConfigsResponse>(
+            to,
+            ApiKey::AlterConfigs,
+            ALTER_CONFIGS_VERSION,
+            &request,
+        )
+        .await
+        .map(|r| {
+            r.responses
+                .into_iter()
+                .map(|r| (r.error_code, r.error_message))
+                .collect()
+        })
+    };
+    match answered {
+        Ok(codes) if codes.len() == changes.len() => changes
+            .into_iter()
+            .zip(codes)
+            .map(|((_, name, _), (error_code, error_message))| TopicOutcome {
+                name,
+                topic_id: [0; 16],
+                error_code,
+                error_message,
+                num_partitions: 0,
+            })
+            .collect(),
+        Ok(_) => changes
+            .into_iter()
+            .map(|(_, name, _)| TopicOutcome {
+                name,
+                topic_id: [0; 16],
+                error_code: ErrorCode::UnknownServerError.code(),
+                error_message: Some("the controller's answer lists other resources".into()),
+                num_partitions: 0,
+            })
+            .collect(),
+        Err(error) => changes
+            .into_iter()
+            .map(|(_, name, _)| {
+                let mut outcome = not_controller(name, &error);
+                outcome.num_partitions = 0;
+                outcome
+            })
+            .collect(),
+    }
+}
