@@ -196,8 +196,10 @@ mod tests {
         let (link, _proposals) = link();
         assert_eq!((link.leader(), link.remote_leader()), (None, None));
         let listener = link.changed.listen();
-        let mut image = Image::default();
-        image.offset = Some(5);
+        let image = Image {
+            offset: Some(5),
+            ..Default::default()
+        };
         link.publish(Some((Arc::new(image), 5)), Some(2));
         futures::executor::block_on(listener); // notified
         assert_eq!(link.leader(), Some(2));
