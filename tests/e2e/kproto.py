@@ -491,3 +491,45 @@ def parse_produce_v10(r: Reader):
 
     _tagged(r, {0: node_endpoints})
     return out, endpoints
+
+
+def fetch_v12(correlation_id, topic, partition, offset, max_wait_ms=0, max_bytes=1 << 20):
+    body = (
+        i32(-1) + i32(max_wait_ms) + i32(1) + i32(max_bytes) + i8(0)  # replica, waits, bytes
+        + i32(0) + i32(-1)  # no session
+        + _compact_array([
+            compact_string(topic)
+            + _compact_array([i32(partition) + i32(-1) + i64(offset) + i32(-1) + i64(-1)
+                              + i32(max_bytes) + uvarint(0)])
+            + uvarint(0)
+        ])
+        + _compact_array([])  # forgotten topics
+        + compact_string("")  # rack
+        + uvarint(0)
+    )
+    return frame(request_header_v2(FETCH, 12, correlation_id) + body)
+
+
+def parse_fetch_v12(r: Reader):
+    """{(topic, partition): (error, (leader_id, leader_epoch) or None)}; `r` starts after the
+    correlation id."""
+    _tagged(r, {})
+    r.i32(), r.i16(), r.i32()  # throttle, error, session
+    out = {}
+    for _ in range(_uvarint(r) - 1):
+        topic = _compact_str(r)
+        for _ in range(_uvarint(r) - 1):
+            index, error = r.i32(), r.i16()
+            r.i64(), r.i64(), r.i64()
+            for _ in range(_uvarint(r) - 1):  # aborted transactions
+                r.i64(), r.i64(), _tagged(r, {})
+            r.i32()  # preferred read replica
+            n = _uvarint(r) - 1
+            if n > 0:
+                r.take(n)
+            leader = []
+            _tagged(r, {1: lambda t: leader.append((t.i32(), t.i32()))})
+            out[(topic, index)] = (error, leader[0] if leader else None)
+        _tagged(r, {})
+    _tagged(r, {})
+    return out

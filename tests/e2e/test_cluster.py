@@ -187,6 +187,11 @@ def test_produce_to_a_follower_is_not_leader(cluster):
                 assert err == NOT_LEADER_OR_FOLLOWER
                 assert leader == (v["leader"], 0), f"current leader through node {i}: {leader}"
                 assert endpoints == {v["leader"]: ("127.0.0.1", c.broker_ports[v["leader"]])}
+                # The same for a consumer's Fetch (v12+).
+                fetched = request(c.addr(i), lambda corr: kp.fetch_v12(corr, name, p, 0),
+                                  kp.parse_fetch_v12)
+                assert fetched[(name, p)] == (NOT_LEADER_OR_FOLLOWER, (v["leader"], 0)), \
+                    f"Fetch of {name}/{p} through node {i}: {fetched}"
 
 
 # ---------------------------------------------------------------------------------------------

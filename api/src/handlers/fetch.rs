@@ -412,7 +412,62 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
     let mut response = build_response(&request, &ctx, results.into_iter());
     response.session_id = answer.session_id;
     response.error_code = answer.error_code;
+    if shard.cluster.is_some() && ctx.api_version >= KIP_951_FETCH_VERSION {
+        point_to_leaders(&shard, &ctx, &mut response);
+    }
     encode_with_files(&ctx, &response, files)
+}
+
+/// The first Fetch version whose partitions name the current leader (KIP-951); its node
+/// endpoints come with v16.
+const KIP_951_FETCH_VERSION: i16 = 12;
+const FETCH_NODE_ENDPOINTS_VERSION: i16 = 16;
+
+/// KIP-951: a partition refused with NOT_LEADER_OR_FOLLOWER names its current leader and
+/// epoch (and, from v16, the response carries the leader's endpoint), so a consumer moves
+/// at once instead of refreshing its metadata first.
+fn point_to_leaders(shard: &Rc<Shard>, ctx: &RequestContext, response: &mut FetchResponse) {
+    let image = shard.image();
+    let not_leader = ErrorCode::NotLeaderOrFollower.code();
+    let mut leaders = Vec::new();
+    for topic in &mut response.responses {
+        let known = if ctx.api_version >= 13 {
+            image.topic_by_id(&topic.topic_id.0)
+        } else {
+            image.topic(&topic.topic)
+        };
+        let Some(known) = known else {
+            continue;
+        };
+        for partition in topic
+            .partitions
+            .iter_mut()
+            .filter(|p| p.error_code == not_leader)
+        {
+            if let Some(current) = known
+                .partition(partition.partition_index)
+                .filter(|p| p.leader >= 0)
+            {
+                partition.current_leader.leader_id = current.leader;
+                partition.current_leader.leader_epoch = current.leader_epoch;
+                leaders.push(current.leader);
+            }
+        }
+    }
+    if leaders.is_empty() || ctx.api_version < FETCH_NODE_ENDPOINTS_VERSION {
+        return;
+    }
+    response.node_endpoints = super::cluster_view::brokers(shard, &ctx.listener)
+        .into_iter()
+        .filter(|b| leaders.contains(&b.node_id))
+        .map(|b| wire::generated::fetch_response::NodeEndpoint {
+            node_id: b.node_id,
+            host: b.host,
+            port: b.port,
+            rack: b.rack,
+            ..Default::default()
+        })
+        .collect();
 }
 
 /// Bytes that stand for one partition's file-backed records in the encoded response until
