@@ -6,6 +6,7 @@
 
 mod broker_process;
 pub mod compare;
+pub mod compare_table;
 pub mod cpu;
 pub mod engine;
 pub mod fetch_cost;

@@ -231,7 +231,8 @@ pub async fn run(
                     }),
                 );
             }
-            Event::Lifecycle(Some(LifecycleCall::Describe { reply })) => {
+            Event::Command(Some(Command::Status { reply }))
+            | Event::Lifecycle(Some(LifecycleCall::Describe { reply })) => {
                 let _ = reply.send(Status {
                     id: config.id,
                     leader: node.leader_id(),
@@ -270,7 +271,7 @@ pub async fn run(
                             }
                         }
                     }
-                    (Some(_), LifecycleCall::Describe { .. }) => {} // answered above
+                    (Some(_), LifecycleCall::Describe { .. }) => {} // matched before this arm
                     (Some(lifecycle), LifecycleCall::Heartbeat { request, reply }) => {
                         match lifecycle.heartbeat(&image, request, now) {
                             Err(error) => {
@@ -297,17 +298,6 @@ pub async fn run(
                         }
                     }
                 }
-            }
-            Event::Command(Some(Command::Status { reply })) => {
-                let _ = reply.send(Status {
-                    id: config.id,
-                    leader: node.leader_id(),
-                    term: node.term(),
-                    commit: node.commit_index(),
-                    applied: node.applied_index(),
-                    image: sm.image(),
-                    voters: node.voter_progress(),
-                });
             }
             Event::Peer(None) | Event::Command(None) | Event::Proposal(None) => break,
             Event::Lifecycle(None) => {}

@@ -68,3 +68,23 @@ pub fn placement(shard: &Shard, partition: &PartitionImage) -> (i32, Vec<i32>, V
         ),
     }
 }
+
+/// KIP-951: the current leader and leader epoch of `partition` of `topic` (None: unknown, or
+/// no leader).
+pub fn current_leader(
+    topic: Option<&crate::metadata::image::TopicImage>,
+    partition: i32,
+) -> Option<(i32, i32)> {
+    topic?
+        .partition(partition)
+        .filter(|p| p.leader >= 0)
+        .map(|p| (p.leader, p.leader_epoch))
+}
+
+/// The brokers among `leaders`, as reached through `listener` (KIP-951's node endpoints).
+pub fn endpoints_of(shard: &Rc<Shard>, listener: &str, leaders: &[i32]) -> Vec<BrokerView> {
+    brokers(shard, listener)
+        .into_iter()
+        .filter(|b| leaders.contains(&b.node_id))
+        .collect()
+}

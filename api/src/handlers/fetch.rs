@@ -427,6 +427,7 @@ const FETCH_NODE_ENDPOINTS_VERSION: i16 = 16;
 /// epoch (and, from v16, the response carries the leader's endpoint), so a consumer moves
 /// at once instead of refreshing its metadata first.
 fn point_to_leaders(shard: &Rc<Shard>, ctx: &RequestContext, response: &mut FetchResponse) {
+    use super::cluster_view::{current_leader, endpoints_of};
     let image = shard.image();
     let not_leader = ErrorCode::NotLeaderOrFollower.code();
     let mut leaders = Vec::new();
@@ -436,30 +437,23 @@ fn point_to_leaders(shard: &Rc<Shard>, ctx: &RequestContext, response: &mut Fetc
         } else {
             image.topic(&topic.topic)
         };
-        let Some(known) = known else {
-            continue;
-        };
-        for partition in topic
-            .partitions
-            .iter_mut()
-            .filter(|p| p.error_code == not_leader)
-        {
-            if let Some(current) = known
-                .partition(partition.partition_index)
-                .filter(|p| p.leader >= 0)
-            {
-                partition.current_leader.leader_id = current.leader;
-                partition.current_leader.leader_epoch = current.leader_epoch;
-                leaders.push(current.leader);
+        let known = known.map(|t| &**t);
+        for partition in &mut topic.partitions {
+            if partition.error_code != not_leader {
+                continue;
+            }
+            if let Some((leader, epoch)) = current_leader(known, partition.partition_index) {
+                partition.current_leader.leader_id = leader;
+                partition.current_leader.leader_epoch = epoch;
+                leaders.push(leader);
             }
         }
     }
-    if leaders.is_empty() || ctx.api_version < FETCH_NODE_ENDPOINTS_VERSION {
+    if ctx.api_version < FETCH_NODE_ENDPOINTS_VERSION {
         return;
     }
-    response.node_endpoints = super::cluster_view::brokers(shard, &ctx.listener)
+    response.node_endpoints = endpoints_of(shard, &ctx.listener, &leaders)
         .into_iter()
-        .filter(|b| leaders.contains(&b.node_id))
         .map(|b| wire::generated::fetch_response::NodeEndpoint {
             node_id: b.node_id,
             host: b.host,

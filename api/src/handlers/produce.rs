@@ -234,31 +234,25 @@ const KIP_951_PRODUCE_VERSION: i16 = 10;
 /// epoch, and the response carries that leader's endpoint, so the client moves at once
 /// instead of refreshing its metadata first (v10+; older versions have neither field).
 fn point_to_leaders(shard: &Rc<Shard>, listener: &str, response: &mut ProduceResponse) {
+    use super::cluster_view::{current_leader, endpoints_of};
     let image = shard.image();
     let not_leader = ErrorCode::NotLeaderOrFollower.code();
     let mut leaders = Vec::new();
     for topic in &mut response.responses {
-        let Some(known) = image.topic(&topic.name) else {
-            continue;
-        };
-        for partition in topic
-            .partition_responses
-            .iter_mut()
-            .filter(|p| p.error_code == not_leader)
-        {
-            if let Some(current) = known.partition(partition.index).filter(|p| p.leader >= 0) {
-                partition.current_leader.leader_id = current.leader;
-                partition.current_leader.leader_epoch = current.leader_epoch;
-                leaders.push(current.leader);
+        let known = image.topic(&topic.name).map(|t| &**t);
+        for partition in &mut topic.partition_responses {
+            if partition.error_code != not_leader {
+                continue;
+            }
+            if let Some((leader, epoch)) = current_leader(known, partition.index) {
+                partition.current_leader.leader_id = leader;
+                partition.current_leader.leader_epoch = epoch;
+                leaders.push(leader);
             }
         }
     }
-    if leaders.is_empty() {
-        return;
-    }
-    response.node_endpoints = super::cluster_view::brokers(shard, listener)
+    response.node_endpoints = endpoints_of(shard, listener, &leaders)
         .into_iter()
-        .filter(|b| leaders.contains(&b.node_id))
         .map(|b| wire::generated::produce_response::NodeEndpoint {
             node_id: b.node_id,
             host: b.host,
