@@ -20,6 +20,7 @@ Cases run in order, on a fresh connection each; later cases see the effects of e
 """
 import os
 import sys
+import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 import kproto  # noqa: E402  (record batches and CRC-32C)
@@ -96,6 +97,8 @@ CASES = [
      "request": create(("bad name!", 1, 1))},
     {"name": "create_topics_validate_only", "api": "CreateTopics", "version": 7,
      "request": create(("diff-validate", 3, 1), validate_only=True)},
+    {"name": "create_topics_default_partitions", "api": "CreateTopics", "version": 7,
+     "request": create(("diff-default", -1, -1))},
     # --- Metadata ---------------------------------------------------------------------------
     {"name": "metadata_known_topic", "api": "Metadata", "version": 12,
      "request": metadata("diff-a")},
@@ -122,6 +125,9 @@ CASES = [
      "request": produce("diff-a", 1, batch(2, corrupt_crc=True))},
     {"name": "produce_too_large", "api": "Produce", "version": 9,
      "request": produce("diff-small", 0, batch(1, size=4000))},
+    # all topics: after the produce cases, as Kafka's metadata cache learns of a new topic a
+    # moment after CreateTopics answers
+    {"name": "metadata_v1_all_topics", "api": "Metadata", "version": 1, "request": {"topics": None}},
     # --- Fetch ------------------------------------------------------------------------------
     {"name": "fetch_from_0", "api": "Fetch", "version": 12, "request": fetch("diff-a", 0, 0)},
     {"name": "fetch_offset_out_of_range", "api": "Fetch", "version": 12,
@@ -159,4 +165,41 @@ CASES = [
     {"name": "offset_fetch_unknown_group_all", "api": "OffsetFetch", "version": 8,
      "request": {"groups": [{"group_id": "diff-group", "topics": None}],
                  "require_stable": False}, "retry": {"error_code": 16}},
+    # --- more error paths (last: they may append to diff-a partition 1) ---------------------
+    {"name": "produce_v2_unsupported_format", "api": "Produce", "version": 2,
+     "request": {"acks": -1, "timeout_ms": 10000, "topic_data": [{"name": "diff-a",
+                 "partition_data": [{"index": 1, "records": batch(1)}]}]}},
+    {"name": "produce_invalid_acks", "api": "Produce", "version": 9,
+     "request": produce("diff-a", 1, batch(1), acks=2)},
+    {"name": "produce_duplicate_partition", "api": "Produce", "version": 9,
+     "request": {"transactional_id": None, "acks": -1, "timeout_ms": 10000,
+                 "topic_data": [{"name": "diff-a", "partition_data": [
+                     {"index": 1, "records": batch(1)}, {"index": 1, "records": batch(1)}]}]}},
+    {"name": "fetch_mid_batch", "api": "Fetch", "version": 12, "request": fetch("diff-a", 0, 4)},
+    {"name": "fetch_tiny_partition_max_bytes", "api": "Fetch", "version": 12,
+     "request": {**fetch("diff-a", 0, 0), "topics": [{"topic": "diff-a", "partitions": [{
+         "partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
+         "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1}]}]}},
+    {"name": "fetch_v4_from_0", "api": "Fetch", "version": 4,
+     "request": {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+                 "isolation_level": 0, "topics": [{"topic": "diff-a", "partitions": [
+                     {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}},
+    {"name": "fetch_stale_leader_epoch", "api": "Fetch", "version": 12,
+     "request": {**fetch("diff-a", 0, 0), "topics": [{"topic": "diff-a", "partitions": [{
+         "partition": 0, "current_leader_epoch": 5, "fetch_offset": 0,
+         "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]}},
+    {"name": "list_offsets_unknown_topic", "api": "ListOffsets", "version": 7,
+     "request": list_offsets("diff-unknown", 0, -1)},
+    {"name": "list_offsets_duplicate_partition", "api": "ListOffsets", "version": 7,
+     "request": {"replica_id": -1, "isolation_level": 0, "topics": [{"name": "diff-a",
+                 "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1},
+                                {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -2}]}]}},
+    {"name": "delete_topics_unknown_id", "api": "DeleteTopics", "version": 6,
+     "request": {"topics": [{"name": None,
+                             "topic_id": uuid.UUID("5b1e0f3c-1d2e-4f5a-8b9c-0d1e2f3a4b5c")}],
+                 "timeout_ms": 10000}},
+    {"name": "describe_configs_unknown_broker", "api": "DescribeConfigs", "version": 4,
+     "request": {"resources": [{"resource_type": 4, "resource_name": "999",
+                                "configuration_keys": None}],
+                 "include_synonyms": False, "include_documentation": False}},
 ]
