@@ -13,6 +13,8 @@
 #   E2E_ONLY=1          skip `cargo test` (still builds the broker)
 #   PYTEST_ADDOPTS="..." extra pytest arguments (pytest's own variable), e.g. "-k restart -vv"
 #   JAVA_TESTS=0        skip the Java stage (tests/java: Apache Kafka's Java client and tools)
+#   DIFFERENTIAL_TESTS=0 skip the differential stage (tests/differential: the same raw requests
+#                       to Apache Kafka and to our broker, answers compared field by field)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -105,6 +107,24 @@ if [[ "${JAVA_TESTS:-1}" != "0" ]]; then
     # -q hides surefire's summary on success: print each class's line from its reports
     grep -h "^Tests run:" tests/java/target/surefire-reports/*.txt | sed 's/ -- in io.broker.javatests./  /'
     echo "Java stage: $(( $(date +%s) - java_start )) s"
+fi
+
+if [[ "${DIFFERENTIAL_TESTS:-1}" != "0" ]]; then
+    section "differential: Apache Kafka vs our broker (scripts/differential.py)"
+    # tests/differential/README.md: the corpus, the explained differences and the known bugs.
+    # Kafka 4.4.0 runs from the jars in ~/.m2 (scripts/kafka-peer.sh; the Java stage fetches
+    # them). Fails on a difference neither explained nor listed as a known bug.
+    kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' bench/kafka-peer/pom.xml)
+    kafka_jar="$HOME/.m2/repository/org/apache/kafka/kafka_2.13/$kafka_version/kafka_2.13-$kafka_version.jar"
+    if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
+        echo "differential stage skipped: java or mvn not found (the Java stage installs them)"
+    elif [[ ! -s "$kafka_jar" ]]; then
+        echo "differential stage skipped: Kafka jars not in ~/.m2 ($kafka_jar; the Java stage downloads them)"
+    else
+        diff_start=$(date +%s)
+        BROKER_BIN="$ROOT/target/release/broker" "$VENV/bin/python" scripts/differential.py
+        echo "differential stage: $(( $(date +%s) - diff_start )) s"
+    fi
 fi
 
 section "done in $(( $(date +%s) - start_all )) s"
