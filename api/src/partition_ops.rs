@@ -437,10 +437,12 @@ pub async fn fetch(
             log_start_offset,
             records,
         },
+        // Kafka's `LogReadResult` for an out-of-range read carries unknown offsets (-1): the
+        // consumer resets through ListOffsets, not from these.
         Err(LogError::OffsetOutOfRange { .. }) => FetchResult {
             error_code: ErrorCode::OffsetOutOfRange.code(),
-            high_watermark,
-            log_start_offset,
+            high_watermark: -1,
+            log_start_offset: -1,
             records: Records::default(),
         },
         Err(error) => {

@@ -234,6 +234,7 @@ def test_fetch_offset_out_of_range(b):
         r = kproto.roundtrip(s, kproto.fetch_v4(1, topic, 0, 1000), 1)
         (err, hw, records), = kproto.parse_fetch_v4(r).values()
         assert err == kproto.OFFSET_OUT_OF_RANGE
+        assert hw == -1, "Kafka's out-of-range answer carries unknown offsets"
         assert not records
         # at the log end exactly: no error, no records
         r = kproto.roundtrip(s, kproto.fetch_v4(2, topic, 0, 3, max_wait_ms=0), 2)

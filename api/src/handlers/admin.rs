@@ -102,8 +102,13 @@ pub async fn handle_create_topics(
                 error_code: outcome.error_code,
                 error_message: outcome.error_message,
                 num_partitions: if created { outcome.num_partitions } else { -1 },
-                replication_factor: if created { 1 } else { -1 },
-                configs: created.then(|| {
+                replication_factor: match (created, topic.replication_factor) {
+                    (false, _) => -1,
+                    (true, -1) => shard.config.default_replication_factor,
+                    (true, asked) => asked,
+                },
+                // A topic not created lists no configs (an empty list, as Kafka, not null).
+                configs: Some(if created {
                     config::describe_topic(&shard.topic_defaults(), &spec_configs)
                         .into_iter()
                         .map(|entry| CreatableTopicConfigs {
@@ -115,6 +120,8 @@ pub async fn handle_create_topics(
                             ..Default::default()
                         })
                         .collect()
+                } else {
+                    Vec::new()
                 }),
                 ..Default::default()
             }

@@ -240,7 +240,18 @@ fn build_response(
                         high_watermark: result.high_watermark,
                         last_stable_offset: result.high_watermark,
                         log_start_offset: result.log_start_offset,
-                        aborted_transactions: read_committed.then(Vec::new),
+                        // A partition refused before any read (unknown topic or partition) has
+                        // an empty list (Kafka's generated default, from
+                        // `FetchResponse.partitionResponse`); one read (or refused by the
+                        // read) null unless read_committed.
+                        aborted_transactions: if result.error_code
+                            == ErrorCode::UnknownTopicOrPartition.code()
+                            || result.error_code == ErrorCode::UnknownTopicId.code()
+                        {
+                            Some(Vec::new())
+                        } else {
+                            read_committed.then(Vec::new)
+                        },
                         preferred_read_replica: -1,
                         // Only bytes here: file ranges were swapped for markers (`detach_files`).
                         records: Some(result.records.to_bytes().unwrap_or_default()),

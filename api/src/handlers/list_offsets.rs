@@ -56,8 +56,12 @@ fn build_response(
                         error_code: result.error_code,
                         timestamp: result.timestamp,
                         offset: result.offset,
-                        // v4+ only (not ignorable in older versions).
-                        leader_epoch: if result.error_code == 0 && ctx.api_version >= 4 {
+                        // v4+ only (not ignorable in older versions); -1 with no offset found
+                        // (a timestamp past every record), as Kafka.
+                        leader_epoch: if result.error_code == 0
+                            && result.offset >= 0
+                            && ctx.api_version >= 4
+                        {
                             0
                         } else {
                             -1

@@ -215,7 +215,20 @@ pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestConte
         fill(&mut results, &slots, reply);
     }
     if acks == 0 {
-        return Ok(None);
+        // An acks=0 client reads no answer: as Kafka, a failed partition closes the
+        // connection, the only signal it gets (it then refreshes its metadata).
+        let failed = results
+            .iter()
+            .flatten()
+            .find(|result| result.error_code != 0)
+            .map(|result| result.error_code);
+        return match failed {
+            None => Ok(None),
+            Some(code) => Err(format!(
+                "acks=0 produce failed with {}: closing the connection as Kafka does",
+                ErrorCode::from_code_or_unknown(code).kafka_name()
+            )),
+        };
     }
     let results = results
         .into_iter()
