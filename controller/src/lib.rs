@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod describe;
 pub mod listener;
+pub mod observer;
 pub mod runtime;
 pub mod state_machine;
 
