@@ -4,7 +4,8 @@ and controller-only nodes (process.roles=controller), through cluster_harness.
 - 3 combined nodes + 1 broker-only node: the broker-only node registers and every broker
   lists it; it follows the committed metadata (a topic created through another node appears
   there); CreateTopics through it (forwarded) with rf 4 gives it a leadership; librdkafka
-  produces (idempotent: InitProducerId, AllocateProducerIds forwarded) and consumes through it.
+  produces (idempotent: InitProducerId, AllocateProducerIds forwarded) and consumes through it;
+  killed and restarted, it registers again and sees a topic created while it was down.
 - 3 controller-only nodes + 2 broker-only nodes: both brokers register and see each other;
   DescribeCluster names a broker as the controller (clients cannot reach a controller-only
   node); CreateTopics and AllocateProducerIds are executed by a controller-only active
@@ -73,6 +74,15 @@ def test_broker_only_node_beside_three_combined_nodes(make_cluster):
     assert sorted(p["leader"] for p in parts.values()) == [1, 2, 3, 4], parts
     assert all(sorted(p["replicas"]) == [1, 2, 3, 4] for p in parts.values()), parts
     produce_and_consume(c, 4, name, 4, idempotent=True)
+
+    # kill -9 of the observer; a topic created meanwhile; restarted, it registers again and
+    # follows from an empty image to the current one.
+    c.kill9(4)
+    while_down = unique("while-down")
+    assert c.create_topic(2, while_down, 1, 3)[0] == 0
+    c.restart(4)
+    c.wait_topic(while_down, 1, among=[4])
+    assert c.brokers_seen(4) == [1, 2, 3, 4]
 
 
 def test_three_controller_only_nodes_and_two_broker_only_nodes(make_cluster):
