@@ -1,7 +1,9 @@
-//! A node of a multi-node cluster (`process.roles=broker,controller` with other voters): its
-//! controller runs on a thread and glommio executor of its own (the quorum voter, its
-//! CONTROLLER listener, the broker's registration and heartbeats), and talks to the shards
-//! through a `metadata::cluster::ClusterLink`. On SIGTERM the broker first asks the active
+//! A node of a multi-node cluster: its controller thread runs on a glommio executor of its own
+//! and talks to the shards through a `metadata::cluster::ClusterLink`. What it runs follows
+//! `process.roles`: a controller (`controller`, `broker,controller`) runs the quorum voter and
+//! its CONTROLLER listener; a broker (`broker`, `broker,controller`) runs its registration and
+//! heartbeats (`controller::agent`); a broker-only node runs no voter but the quorum observer
+//! (`controller::observer`), which follows the committed image through a voter. On SIGTERM the broker first asks the active
 //! controller for a controlled shutdown (its leaderships move away), for at most
 //! `CONTROLLED_SHUTDOWN_WAIT`, then stops its shards, then its controller.
 
@@ -50,11 +52,25 @@ impl ClusterNode {
     /// Starts the controller thread: its log in `dir`, listening on the CONTROLLER listener.
     pub fn start(config: &BrokerConfig, dir: PathBuf) -> anyhow::Result<ClusterNode> {
         let quorum = &config.quorum;
-        let listener = quorum
-            .controller_listener
-            .as_ref()
-            .and_then(|c| c.listener.clone())
-            .ok_or_else(|| anyhow!("a controller needs a CONTROLLER listener in `listeners`"))?;
+        let (is_broker, is_controller) = (quorum.roles.is_broker(), quorum.roles.is_controller());
+        let listener = match is_controller {
+            true => Some(
+                quorum
+                    .controller_listener
+                    .as_ref()
+                    .and_then(|c| c.listener.clone())
+                    .ok_or_else(|| {
+                        anyhow!("a controller needs a CONTROLLER listener in `listeners`")
+                    })?,
+            ),
+            false => None,
+        };
+        if quorum.voters.is_empty() {
+            return Err(anyhow!(
+                "controller.quorum.voters is empty: a node of a cluster finds its voters there \
+                 (controller.quorum.bootstrap.servers alone is not supported yet)"
+            ));
+        }
         let mut voters = Vec::new();
         let mut addresses = BTreeMap::new();
         for voter in &quorum.voters {
@@ -65,7 +81,9 @@ impl ClusterNode {
                 addr,
             });
         }
-        let bind = resolve(&listener.host, listener.port)?;
+        let bind = listener
+            .map(|listener| resolve(&listener.host, listener.port))
+            .transpose()?;
         let (link, proposals) = ClusterLink::new(config.node_id, addresses);
         let cluster_id = config
             .cluster_id
@@ -114,9 +132,11 @@ impl ClusterNode {
         let thread = LocalExecutorBuilder::new(Placement::Unbound)
             .name("controller")
             .spawn(move || async move {
-                let listener = match glommio::net::TcpListener::bind(bind) {
-                    Ok(listener) => listener,
-                    Err(error) => {
+                let listener = match bind.map(|bind| (bind, glommio::net::TcpListener::bind(bind)))
+                {
+                    None => None,
+                    Some((_, Ok(listener))) => Some(listener),
+                    Some((bind, Err(error))) => {
                         let _ =
                             started_tx.send(Err(format!("controller listener {bind}: {error}")));
                         return;
@@ -132,13 +152,20 @@ impl ClusterNode {
                     watcher_stop.set(true);
                 })
                 .detach();
-                glommio::spawn_local(controller::agent::run(
-                    agent,
-                    role_link.clone(),
-                    thread_shutdown,
-                    local_stop.clone(),
-                ))
-                .detach();
+                if is_broker {
+                    glommio::spawn_local(controller::agent::run(
+                        agent,
+                        role_link.clone(),
+                        thread_shutdown,
+                        local_stop.clone(),
+                    ))
+                    .detach();
+                }
+                let Some(listener) = listener else {
+                    // A broker-only node: a quorum observer, no voter.
+                    controller::observer::run(role_link, local_stop).await;
+                    return;
+                };
                 // Commands are for tests and tools; this node proposes through the link.
                 let (_commands, receiver) = glommio::channels::local_channel::new_bounded(1);
                 let role = ClusterRole {
@@ -166,13 +193,30 @@ impl ClusterNode {
             Ok(Err(reason)) => return Err(anyhow!(reason)),
             Err(_) => return Err(anyhow!("the controller thread stopped while starting")),
         }
-        tracing::info!(node = config.node_id, voters = quorum.voters.len(), listener = %bind, "controller started");
+        tracing::info!(
+            node = config.node_id,
+            voters = quorum.voters.len(),
+            listener = ?bind,
+            broker = is_broker,
+            controller = is_controller,
+            "controller thread started"
+        );
         Ok(ClusterNode {
             link,
             shutdown,
             stop,
             thread: Some(thread),
         })
+    }
+
+    /// A broker-only node: waits until the observer has published a first committed image,
+    /// at most `wait` (the shards then start from it; later ones follow).
+    pub fn wait_first_image(&self, wait: Duration) -> bool {
+        let started = Instant::now();
+        while self.link.applied() == 0 && started.elapsed() < wait {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.link.applied() > 0
     }
 
     /// Asks the active controller for a controlled shutdown and waits until it says this

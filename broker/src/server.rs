@@ -34,6 +34,9 @@ static CLUSTER_MODE: AtomicBool = AtomicBool::new(false);
 /// share of an idle broker's CPU (20 wakes a second per listener and shard); shutdown may
 /// start this much later.
 const STOP_POLL: Duration = Duration::from_millis(250);
+/// How long a broker-only node waits for its first committed image before its shards start
+/// (they start from it, so partitions it leads open before it listens; later images follow).
+const OBSERVER_FIRST_IMAGE_WAIT: Duration = Duration::from_secs(5);
 /// The log cleaner's share of a shard's CPU when other work is waiting (the default queue
 /// has 1000): it runs at full speed only on an otherwise idle core.
 const CLEANER_SHARES: usize = 50;
@@ -60,18 +63,15 @@ fn install_signal_handlers() {
 }
 
 pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
-    // A controller-only node would run the quorum and no shard: not built yet. A broker-only
-    // node would follow the quorum as an observer: not built yet either.
-    if !config.quorum.roles.is_broker() {
+    // A controller-only node runs the quorum voter and one shard, the metadata core that
+    // executes the admin requests brokers forward to it, with no broker listener (see
+    // ARCHITECTURE.md, "Running as a cluster"). A broker-only node follows the quorum as an
+    // observer.
+    let controller_only = config.quorum.kraft && !config.quorum.roles.is_broker();
+    if controller_only && !config.listeners.is_empty() {
+        // config::quorum refuses it already (Kafka's rule); kept as the invariant here.
         return Err(anyhow!(
-            "process.roles=controller: a controller-only node is not supported yet; use \
-             process.roles=broker,controller"
-        ));
-    }
-    if config.quorum.kraft && !config.quorum.roles.is_controller() {
-        return Err(anyhow!(
-            "process.roles=broker: a broker-only node (a quorum observer) is not supported yet; \
-             use process.roles=broker,controller"
+            "process.roles=controller: `listeners` must hold only controller listeners"
         ));
     }
     let data_dir = resolve_data_dir(&mut config)?;
@@ -84,7 +84,9 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    let shard_count = if config.num_shards == 0 {
+    let shard_count = if controller_only {
+        1 // the metadata core only
+    } else if config.num_shards == 0 {
         cpus
     } else {
         usize::from(config.num_shards)
@@ -118,8 +120,19 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     } else {
         None
     };
+    if let Some(node) = cluster
+        .as_ref()
+        .filter(|_| !config.quorum.roles.is_controller())
+    {
+        if !node.wait_first_image(OBSERVER_FIRST_IMAGE_WAIT) {
+            tracing::warn!(
+                wait_ms = OBSERVER_FIRST_IMAGE_WAIT.as_millis() as u64,
+                "no committed metadata from the controllers yet; starting the shards anyway"
+            );
+        }
+    }
     let link = cluster.as_ref().map(|node| node.link.clone());
-    if config.listeners.is_empty() {
+    if config.listeners.is_empty() && !controller_only {
         return Err(anyhow!("no listener configured"));
     }
     for listener in &config.listeners {
@@ -257,7 +270,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         while !SIGNALLED.load(Ordering::SeqCst) && !STOP.load(Ordering::SeqCst) {
             std::thread::sleep(STOP_POLL);
         }
-        if !STOP.load(Ordering::SeqCst) {
+        if !STOP.load(Ordering::SeqCst) && !controller_only {
             node.controlled_shutdown();
         }
         STOP.store(true, Ordering::SeqCst);
@@ -456,6 +469,12 @@ async fn run_shard(
             ))
         })
         .collect();
+    if accepting.is_empty() {
+        // A controller-only node's metadata core: no listener; it serves until the stop.
+        while !STOP.load(Ordering::SeqCst) {
+            glommio::timer::sleep(STOP_POLL).await;
+        }
+    }
     for task in accepting {
         task.await;
     }

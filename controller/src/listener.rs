@@ -4,7 +4,8 @@
 //! the runtime's loop; ApiVersions; and the admin requests brokers forward to the active
 //! controller (KIP-590: CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 //! IncrementalAlterConfigs, and AllocateProducerIds), which this node's metadata core
-//! executes (see `metadata::cluster`).
+//! executes (see `metadata::cluster`); and broker-only nodes' FetchMetadata (a private key,
+//! see `crate::observer`), answered from this voter's applied image.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -84,6 +85,9 @@ async fn answer(
 ) -> Result<Vec<u8>, String> {
     if frame.len() < 8 {
         return Err("request shorter than a request header".into());
+    }
+    if crate::observer::is_fetch_request(&frame) {
+        return fetch_metadata(&frame, lifecycle).await;
     }
     let key = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);
@@ -188,6 +192,31 @@ async fn answer(
             other.name()
         )),
     }
+}
+
+/// A broker-only node's FetchMetadata (see `crate::observer`): the voter's applied image.
+async fn fetch_metadata(
+    frame: &[u8],
+    lifecycle: &LocalSender<LifecycleCall>,
+) -> Result<Vec<u8>, String> {
+    let (correlation_id, from_index) = crate::observer::decode_request(frame)?;
+    let (reply, answer) = oneshot::channel();
+    if lifecycle
+        .try_send(LifecycleCall::Describe { reply })
+        .is_err()
+    {
+        return Err("the controller is busy".into());
+    }
+    let status = answer
+        .await
+        .map_err(|_| "the controller stopped".to_string())?;
+    Ok(crate::observer::encode_response(
+        correlation_id,
+        from_index,
+        status.leader,
+        status.applied,
+        &status.image,
+    ))
 }
 
 fn registration(request: BrokerRegistrationRequest) -> Registration {

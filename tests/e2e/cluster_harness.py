@@ -167,31 +167,45 @@ class Node(Broker):
             super().wait_ready(*([timeout] if timeout is not None else []))
 
 
+COMBINED, CONTROLLER, BROKER = "broker,controller", "controller", "broker"
+
+
 class Cluster:
-    def __init__(self, workdir, n=3, overrides=None, host="127.0.0.1"):
+    """`roles`: one process.roles per node (default: every node combined). Voters are the
+    nodes with the controller role; a controller-only node has only its CONTROLLER listener
+    (it is waited for there), a broker-only node only its PLAINTEXT one. Questions go to
+    broker nodes only."""
+
+    def __init__(self, workdir, n=3, overrides=None, host="127.0.0.1", roles=None):
         self.workdir = Path(workdir)
-        self.n = n
+        self.roles = {i: r for i, r in enumerate(roles or [COMBINED] * n, start=1)}
+        self.n = n = len(self.roles)
         self.host = host
         ports = unique_ports(2 * n)
         self.broker_ports = {i: ports[2 * (i - 1)] for i in range(1, n + 1)}
         self.controller_ports = {i: ports[2 * (i - 1) + 1] for i in range(1, n + 1)}
-        voters = ",".join(f"{i}@{host}:{self.controller_ports[i]}" for i in self.ids)
+        voters = ",".join(f"{i}@{host}:{self.controller_ports[i]}" for i in self.voter_ids)
         self.nodes = {}
         for i in self.ids:
             node_dir = self.workdir / f"node-{i}"
+            role = self.roles[i]
+            listeners = []
+            if "broker" in role:
+                listeners.append(f"PLAINTEXT://{host}:{self.broker_ports[i]}")
+            if "controller" in role:
+                listeners.append(f"CONTROLLER://{host}:{self.controller_ports[i]}")
             settings = {
-                "process.roles": "broker,controller",
+                "process.roles": role,
                 "node.id": i,
                 "controller.quorum.voters": voters,
-                "listeners": f"PLAINTEXT://{host}:{self.broker_ports[i]},"
-                             f"CONTROLLER://{host}:{self.controller_ports[i]}",
+                "listeners": ",".join(listeners),
                 "controller.listener.names": "CONTROLLER",
                 "log.dirs": str(node_dir / "data"),
                 "num.shards": 1,
             }
             settings.update(overrides or {})
-            self.nodes[i] = Node(node_dir, overrides=settings, port=self.broker_ports[i],
-                                   name=f"node{i}")
+            port = self.broker_ports[i] if "broker" in role else self.controller_ports[i]
+            self.nodes[i] = Node(node_dir, overrides=settings, port=port, name=f"node{i}")
         self.stopped = set()  # SIGSTOPped
 
     # -- addresses ---------------------------------------------------------------------------
@@ -199,12 +213,21 @@ class Cluster:
     def ids(self):
         return list(range(1, self.n + 1))
 
+    @property
+    def voter_ids(self):
+        return [i for i in self.ids if "controller" in self.roles[i]]
+
+    @property
+    def broker_ids(self):
+        return [i for i in self.ids if "broker" in self.roles[i]]
+
     def addr(self, i):
         return f"{self.host}:{self.broker_ports[i]}"
 
     def bootstrap(self, i=None):
-        """One node's address (i), or all of them."""
-        return self.addr(i) if i is not None else ",".join(self.addr(j) for j in self.ids)
+        """One node's address (i), or all the brokers'."""
+        return self.addr(i) if i is not None else ",".join(self.addr(j)
+                                                             for j in self.broker_ids)
 
     def alive(self, i):
         return self.nodes[i].alive()
@@ -212,6 +235,10 @@ class Cluster:
     def live(self):
         """Ids of the nodes running and not SIGSTOPped."""
         return [i for i in self.ids if self.alive(i) and i not in self.stopped]
+
+    def live_brokers(self):
+        """Ids of the live nodes with the broker role (those clients can ask)."""
+        return [i for i in self.live() if i in self.broker_ids]
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self, wait=True):
@@ -317,7 +344,7 @@ class Cluster:
     def controllers(self, among=None):
         """{node: controller id its DescribeCluster names (None: no answer or an error)}."""
         out = {}
-        for i in among or self.live():
+        for i in among or self.live_brokers():
             d = self.try_(self.describe_cluster, i, timeout=2)
             out[i] = d["controller"] if d and d["error"] == 0 else None
         return out
@@ -337,7 +364,7 @@ class Cluster:
         """Every live node lists every live node as a broker (at its PLAINTEXT address) and
         all name the same live controller. Returns the controller id."""
         def formed():
-            live = self.live()
+            live = self.live_brokers()
             for i in live:
                 md = self.try_(self.metadata, i, [])
                 if md is None or sorted(md["brokers"]) != live:
@@ -351,7 +378,8 @@ class Cluster:
     def wait_registered(self, i, timeout=FORM_TIMEOUT, among=None):
         """Every live node (or `among`) lists broker i."""
         def listed():
-            return all(i in (self.brokers_seen(j) or []) for j in (among or self.live()))
+            return all(i in (self.brokers_seen(j) or [])
+                       for j in (among or self.live_brokers()))
 
         return wait_until(listed, timeout, f"node {i} listed by all", self.describe_state,
                           interval=0.1)
@@ -375,7 +403,7 @@ class Cluster:
         partitions as the first of them sees them."""
         def ready():
             first = None
-            for i in among or self.live():
+            for i in among or self.live_brokers():
                 md = self.try_(self.metadata, i, [name])
                 t = md and md["topics"].get(name)
                 if not t or t["error"] != 0 or len(t["partitions"]) != partitions:
@@ -394,9 +422,9 @@ class Cluster:
         for i in self.ids:
             state = ("SIGSTOPped" if i in self.stopped else "alive") if self.alive(i) \
                 else "dead"
-            md = self.try_(self.metadata, i, [topic] if topic else []) if i in self.live() \
-                else None
-            dc = self.try_(self.describe_cluster, i, timeout=2) if i in self.live() else None
+            asked = i in self.live_brokers()
+            md = self.try_(self.metadata, i, [topic] if topic else []) if asked else None
+            dc = self.try_(self.describe_cluster, i, timeout=2) if asked else None
             brokers = sorted(md["brokers"]) if md else None
             parts = None
             if md and topic and topic in md["topics"]:
@@ -408,6 +436,6 @@ class Cluster:
         return "; ".join(lines)
 
     def tails(self, lines=40):
-        return "\n".join(f"--- node {i} ({self.addr(i)}) ---\n{self.nodes[i].tail(lines)}"
+        return "\n".join(f"--- node {i} ({self.roles[i]}) ---\n{self.nodes[i].tail(lines)}"
                          for i in self.ids)
 

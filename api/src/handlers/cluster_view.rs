@@ -46,12 +46,35 @@ pub fn brokers(shard: &Rc<Shard>, listener: &str) -> Vec<BrokerView> {
         .collect()
 }
 
-/// The active controller's id (-1 when none is known).
+/// The active controller's id (-1 when none is known). Clients send admin requests to the
+/// node named here, so an active controller that is no broker (`process.roles=controller`,
+/// unreachable to clients) is replaced, as Kafka's KRaft brokers do, by an unfenced broker:
+/// the lowest id (Kafka draws one at random; a fixed choice lets every broker name the same),
+/// which forwards what it gets to the active controller.
 pub fn controller_id(shard: &Shard) -> i32 {
-    match &shard.cluster {
-        None => shard.config.node_id,
-        Some(link) => link.leader().unwrap_or(-1),
+    let Some(link) = &shard.cluster else {
+        return shard.config.node_id;
+    };
+    let Some(leader) = link.leader() else {
+        return -1;
+    };
+    let image = shard.image();
+    let is_broker = |id: i32| {
+        image
+            .brokers
+            .values()
+            .any(|b| b.broker_id == id && !b.fenced)
+    };
+    if is_broker(leader) {
+        return leader;
     }
+    image
+        .brokers
+        .values()
+        .filter(|b| !b.fenced)
+        .map(|b| b.broker_id)
+        .min()
+        .unwrap_or(-1)
 }
 
 /// A partition's leader, replicas and ISR as Metadata reports them (a single node: itself).
