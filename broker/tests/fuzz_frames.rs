@@ -161,8 +161,10 @@ fn request_generators() -> Vec<ApiGen> {
 enum Fate {
     /// Decodes: a response with the frame's correlation id comes back, in order.
     Answered,
-    /// Decodes but gets no response (Produce with acks=0).
-    Silent,
+    /// Produce with acks=0: decodes and gets no response, and the connection closes when a partition fails
+    /// (as Kafka: the only signal an acks=0 client gets); which, the fuzzer cannot tell, so
+    /// the session ends after it.
+    SilentOrCloses,
     /// Does not decode: the broker closes the connection after answering what came before.
     Closes,
     /// The size prefix lies: the rest of the stream is unpredictable.
@@ -194,7 +196,8 @@ impl Served {
 /// The broker's dispatch rules (ARCHITECTURE.md, "Errors and hostile input") applied to a
 /// frame body with the same codecs: unknown API key or version, a header or body that does
 /// not decode, close; a known but unserved version of ApiVersions, Produce, Fetch or
-/// ListOffsets is answered (UNSUPPORTED_VERSION); acks=0 Produce is not answered.
+/// ListOffsets is answered (UNSUPPORTED_VERSION); acks=0 Produce is not answered (and closes
+/// the connection when it fails).
 fn predict(body: &[u8], table: &[ApiGen], served: &Served) -> Fate {
     if body.len() < 8 {
         return Fate::Closes;
@@ -225,7 +228,7 @@ fn predict(body: &[u8], table: &[ApiGen], served: &Served) -> Fate {
     }
     if key == ApiKey::Produce as i16 {
         return match ProduceRequest::decode(&mut rest, version) {
-            Ok(request) if request.acks == 0 => Fate::Silent,
+            Ok(request) if request.acks == 0 => Fate::SilentOrCloses,
             Ok(_) => Fate::Answered,
             Err(_) => Fate::Closes,
         };
@@ -675,7 +678,7 @@ fn session(shared: &Shared, rng: &mut StdRng) -> Result<(), String> {
                 Fate::Answered => {
                     expected.push_back((frame.correlation_id, frame.description.clone()))
                 }
-                Fate::Silent => {}
+                Fate::SilentOrCloses => ending = true,
                 Fate::Closes => {
                     counters.predicted_closes.fetch_add(1, Ordering::Relaxed);
                     ending = true;
