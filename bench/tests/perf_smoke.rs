@@ -39,9 +39,13 @@ const DATE: &str = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}:\d{3}";
 const E2E_AVG: &str = r"^Avg latency: (\d+\.\d{4}) ms$";
 const E2E_PERCENTILES: &str = r"^Percentiles: 50th = (\d+), 99th = (\d+), 99.9th = (\d+)$";
 
+/// A rate as Kafka's ConsumerPerformance prints it: Java's double division, so a run whose
+/// fetch took 0 ms (a fast machine) prints `Infinity` (and 0/0 `NaN`).
+const RATE: &str = r"\d+\.\d{4}|Infinity|NaN";
+
 fn consumer_summary_re() -> Regex {
     Regex::new(&format!(
-        r"^({DATE}), ({DATE}), (\d+\.\d{{4}}), (\d+\.\d{{4}}), (\d+), (\d+\.\d{{4}}), (\d+), (\d+), (\d+\.\d{{4}}), (\d+\.\d{{4}})$"
+        r"^({DATE}), ({DATE}), (\d+\.\d{{4}}), ({RATE}), (\d+), ({RATE}), (\d+), (\d+), ({RATE}), ({RATE})$"
     ))
     .unwrap()
 }
