@@ -139,10 +139,7 @@ async fn answer(
                 request: registration(request),
                 reply,
             };
-            let outcome = match lifecycle.try_send(call) {
-                Ok(()) => answer.await.unwrap_or(Err(ErrorCode::NotController.code())),
-                Err(_) => Err(ErrorCode::NotController.code()),
-            };
+            let outcome = ask(lifecycle, call, answer).await;
             let (error_code, broker_epoch) = match outcome {
                 Ok(epoch) => (0, epoch),
                 Err(code) => (code, -1),
@@ -168,10 +165,7 @@ async fn answer(
                 },
                 reply,
             };
-            let outcome = match lifecycle.try_send(call) {
-                Ok(()) => answer.await.unwrap_or(Err(ErrorCode::NotController.code())),
-                Err(_) => Err(ErrorCode::NotController.code()),
-            };
+            let outcome = ask(lifecycle, call, answer).await;
             let response = match outcome {
                 Ok(reply) => BrokerHeartbeatResponse {
                     is_caught_up: reply.is_caught_up,
@@ -217,6 +211,19 @@ async fn fetch_metadata(
         status.applied,
         &status.image,
     ))
+}
+
+/// Hands `call` to the runtime's loop and waits for its answer: NOT_CONTROLLER when the
+/// loop's queue is full or the loop is gone.
+async fn ask<T>(
+    lifecycle: &LocalSender<LifecycleCall>,
+    call: LifecycleCall,
+    answer: oneshot::Receiver<Result<T, i16>>,
+) -> Result<T, i16> {
+    match lifecycle.try_send(call) {
+        Ok(()) => answer.await.unwrap_or(Err(ErrorCode::NotController.code())),
+        Err(_) => Err(ErrorCode::NotController.code()),
+    }
 }
 
 fn registration(request: BrokerRegistrationRequest) -> Registration {
