@@ -16,6 +16,7 @@ pub mod config;
 pub mod flush;
 pub mod log;
 pub mod mesh;
+pub mod replication;
 
 // The storage seam is its own crate (the metadata quorum's log uses it too); these keep the
 // paths the partition log has always used.
