@@ -1,7 +1,7 @@
 //! AlterPartition (API 56) over real sockets: three voters on loopback, each on its own
 //! thread and executor; three brokers registered and a partition created through the active
 //! controller; a raw AlterPartition v3 to the active controller's CONTROLLER listener shrinks
-//! the ISR, every voter's image shows it, a stale partition epoch is refused, and a voter
+//! the ISR (the listener advertises it in ApiVersions), every voter's image shows it, a stale partition epoch is refused, and a voter
 //! that is not active answers NOT_CONTROLLER.
 
 #![allow(clippy::unwrap_used)]
@@ -26,7 +26,9 @@ use metadata::records::{BrokerRegistration, MetadataRecord};
 use storage::Disk;
 use wire::generated::alter_partition_request::{BrokerState, PartitionData, TopicData};
 use wire::generated::api::ApiKey;
-use wire::generated::{AlterPartitionRequest, AlterPartitionResponse};
+use wire::generated::{
+    AlterPartitionRequest, AlterPartitionResponse, ApiVersionsRequest, ApiVersionsResponse,
+};
 use wire::primitives::Uuid;
 
 const TICK: Duration = Duration::from_millis(50);
@@ -261,6 +263,22 @@ fn alter_partition_commits_an_isr_change_on_every_voter() {
     wait_for(Duration::from_secs(30), "the partition everywhere", || {
         nodes.iter().all(|r| partition(r).is_some())
     });
+
+    // The listener advertises AlterPartition v0-3.
+    {
+        use std::io::Write;
+        let addr = voters[(leader - 1) as usize].addr.to_string();
+        let mut stream = connect_tcp(&addr, Duration::from_secs(5)).unwrap();
+        let mut out = BytesMut::new();
+        let body = ApiVersionsRequest::default();
+        encode_request(&mut out, ApiKey::ApiVersions, 3, 9, "t", &body).unwrap();
+        stream.write_all(&out).unwrap();
+        let frame = read_frame(&mut stream, 1 << 20).unwrap();
+        let versions: ApiVersionsResponse =
+            decode_response(frame, ApiKey::ApiVersions, 3, 9).unwrap();
+        let alter = versions.api_keys.iter().find(|k| k.api_key == 56).unwrap();
+        assert_eq!((alter.min_version, alter.max_version), (0, 3));
+    }
 
     let response = send(voters[(leader - 1) as usize].addr, 1, &request(0, &[1, 2]));
     assert_eq!(response.error_code, 0, "{response:?}");
