@@ -1,7 +1,8 @@
 //! Kafka requests on the CONTROLLER listener (beside the voters' Raft messages, see
 //! `net::peer`): brokers' BrokerRegistration (62) and BrokerHeartbeat (63), answered by the
 //! active controller's [`BrokerLifecycle`](metadata::broker_lifecycle::BrokerLifecycle) in
-//! the runtime's loop; ApiVersions; and the admin requests brokers forward to the active
+//! the runtime's loop; partition leaders' AlterPartition (56, see
+//! `metadata::alter_partition`), validated and committed by that loop too; ApiVersions; and the admin requests brokers forward to the active
 //! controller (KIP-590: CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 //! IncrementalAlterConfigs, and AllocateProducerIds), which this node's metadata core
 //! executes (see `metadata::cluster`); and broker-only nodes' FetchMetadata (a private key,
@@ -13,14 +14,16 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use futures::channel::oneshot;
 use glommio::channels::local_channel::LocalSender;
+use metadata::alter_partition::refuse_all;
 use metadata::broker_lifecycle::{Heartbeat, HeartbeatReply, Registration};
 use metadata::cluster::{ClusterLink, ForwardedRequest};
 use metadata::records::BrokerEndpoint;
 use net::peer::RequestHandler;
 use wire::generated::api::{request_header_version, response_header_version, ApiKey};
 use wire::generated::{
-    ApiVersionsResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-    BrokerRegistrationRequest, BrokerRegistrationResponse, DescribeQuorumRequest, RequestHeader,
+    AlterPartitionRequest, AlterPartitionResponse, ApiVersionsResponse, BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
+    DescribeQuorumRequest, RequestHeader,
 };
 use wire::primitives::{Decodable, Encodable};
 use wire::ErrorCode;
@@ -49,6 +52,12 @@ pub enum LifecycleCall {
     Describe {
         reply: oneshot::Sender<crate::Status>,
     },
+    /// AlterPartition (KIP-497) of `version`: answered once its records are committed.
+    AlterPartition {
+        version: i16,
+        request: AlterPartitionRequest,
+        reply: oneshot::Sender<AlterPartitionResponse>,
+    },
 }
 
 impl LifecycleCall {
@@ -60,6 +69,9 @@ impl LifecycleCall {
             }
             LifecycleCall::Heartbeat { reply, .. } => {
                 let _ = reply.send(Err(code));
+            }
+            LifecycleCall::AlterPartition { reply, .. } => {
+                let _ = reply.send(refuse_all(code));
             }
             LifecycleCall::Describe { .. } => {}
         }
@@ -181,6 +193,22 @@ async fn answer(
             };
             encode(api, version, correlation_id, &response)
         }
+        ApiKey::AlterPartition => {
+            let request = AlterPartitionRequest::decode(&mut body, version)
+                .map_err(|error| format!("undecodable AlterPartition: {error}"))?;
+            let (reply, answer) = oneshot::channel();
+            let call = LifecycleCall::AlterPartition {
+                version,
+                request,
+                reply,
+            };
+            let not_controller = || refuse_all(ErrorCode::NotController.code());
+            let response = match lifecycle.try_send(call) {
+                Ok(()) => answer.await.unwrap_or_else(|_| not_controller()),
+                Err(_) => not_controller(),
+            };
+            encode(api, version, correlation_id, &response)
+        }
         other => Err(format!(
             "{} is not served on the controller listener",
             other.name()
@@ -246,7 +274,8 @@ fn registration(request: BrokerRegistrationRequest) -> Registration {
     }
 }
 
-/// What the controller listener serves: the lifecycle APIs and the forwarded ones.
+/// What the controller listener serves: the lifecycle APIs, AlterPartition and the forwarded
+/// ones.
 fn api_versions() -> ApiVersionsResponse {
     use wire::generated::api_versions_response::ApiVersion;
     let keys = [
@@ -254,6 +283,7 @@ fn api_versions() -> ApiVersionsResponse {
         ApiKey::BrokerRegistration,
         ApiKey::BrokerHeartbeat,
         ApiKey::DescribeQuorum,
+        ApiKey::AlterPartition,
     ];
     ApiVersionsResponse {
         api_keys: keys

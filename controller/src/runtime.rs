@@ -7,6 +7,12 @@
 //! loop (persist, send, apply), hands the outgoing messages to the links, and answers the
 //! proposals whose entries were applied: with their index when the entry applied at that
 //! index has the proposal's term, else `Lost` (a leader change dropped it).
+//!
+//! Brokers' registrations and heartbeats, session expiry and AlterPartition compute their
+//! records from the applied image, so on the active controller they wait (in their channel)
+//! while a record of an earlier one, or an entry of an earlier leader, is in the log and not
+//! applied yet (`settled_at`): an ISR change and a fencing validated against the same image
+//! would otherwise undo each other (Kafka validates against its uncommitted state instead).
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -22,6 +28,7 @@ use futures::channel::{mpsc, oneshot};
 use futures::StreamExt;
 use glommio::channels::local_channel::{self, LocalReceiver};
 use glommio::net::TcpListener;
+use metadata::alter_partition::{alter_partition, refuse_all};
 use metadata::broker_lifecycle::BrokerLifecycle;
 pub use metadata::cluster::ProposeError;
 use metadata::cluster::{ClusterLink, Proposal};
@@ -165,8 +172,9 @@ pub async fn run(
     let now_ms = || i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     // The active controller's view of brokers' sessions (rebuilt on each new leadership).
     let mut lifecycle: Option<BrokerLifecycle> = None;
-    // A fencing proposed and not applied yet: no other until it is.
-    let mut expiring_until: u64 = 0;
+    // The last log index this controller's lifecycle and ISR decisions must see applied
+    // before the next one is made (see the module docs).
+    let mut settled_at: u64 = 0;
     let mut published: u64 = u64::MAX;
     tracing::info!(
         id = config.id,
@@ -179,15 +187,20 @@ pub async fn run(
     let mut next_tick = Instant::now() + config.tick;
     while !stop.get() {
         let wait = next_tick.saturating_duration_since(Instant::now());
+        let settled = lifecycle.is_none() || sm.last_applied().0 >= settled_at;
         let mut waits: Vec<Pin<Box<dyn Future<Output = Event> + '_>>> = vec![
             Box::pin(async { Event::Peer(inbox.recv().await) }),
             Box::pin(async { Event::Command(commands.recv().await) }),
-            Box::pin(async { Event::Lifecycle(lifecycle_calls.recv().await) }),
             Box::pin(async move {
                 glommio::timer::sleep(wait).await;
                 Event::Tick
             }),
         ];
+        if settled {
+            waits.push(Box::pin(async {
+                Event::Lifecycle(lifecycle_calls.recv().await)
+            }));
+        }
         if let Some(proposals) = proposals.as_mut() {
             waits.push(Box::pin(async { Event::Proposal(proposals.next().await) }));
         }
@@ -196,11 +209,11 @@ pub async fn run(
             Event::Tick => {
                 node.tick();
                 if let Some(lifecycle) = lifecycle.as_mut() {
-                    if sm.last_applied().0 >= expiring_until {
+                    if settled {
                         let records = lifecycle.expire(&sm.image(), now_ms());
                         if !records.is_empty() {
                             if let Ok(proposed) = node.propose(encode_batch(&records)) {
-                                expiring_until = proposed.index;
+                                settled_at = proposed.index;
                                 pending.push((proposed, Box::new(|_| {})));
                             }
                         }
@@ -256,7 +269,7 @@ pub async fn run(
                             }
                             Ok(outcome) => {
                                 let epoch = outcome.reply;
-                                propose(
+                                settled_at = propose(
                                     &mut node,
                                     &mut pending,
                                     &outcome.records,
@@ -267,11 +280,39 @@ pub async fn run(
                                         };
                                         let _ = reply.send(answer);
                                     }),
-                                );
+                                )
+                                .unwrap_or(settled_at);
                             }
                         }
                     }
                     (Some(_), LifecycleCall::Describe { .. }) => {} // matched before this arm
+                    (
+                        Some(_),
+                        LifecycleCall::AlterPartition {
+                            version,
+                            request,
+                            reply,
+                        },
+                    ) => {
+                        let altered = alter_partition(&image, version, &request);
+                        if altered.records.is_empty() {
+                            let _ = reply.send(altered.response);
+                        } else {
+                            let response = altered.response;
+                            settled_at = propose(
+                                &mut node,
+                                &mut pending,
+                                &altered.records,
+                                Box::new(move |applied| {
+                                    let _ = reply.send(match applied {
+                                        Ok(_) => response,
+                                        Err(_) => refuse_all(ErrorCode::NotController.code()),
+                                    });
+                                }),
+                            )
+                            .unwrap_or(settled_at);
+                        }
+                    }
                     (Some(lifecycle), LifecycleCall::Heartbeat { request, reply }) => {
                         match lifecycle.heartbeat(&image, request, now) {
                             Err(error) => {
@@ -282,7 +323,7 @@ pub async fn run(
                             }
                             Ok(outcome) => {
                                 let answer = outcome.reply;
-                                propose(
+                                settled_at = propose(
                                     &mut node,
                                     &mut pending,
                                     &outcome.records,
@@ -293,7 +334,8 @@ pub async fn run(
                                                 .map_err(|_| ErrorCode::NotController.code()),
                                         );
                                     }),
-                                );
+                                )
+                                .unwrap_or(settled_at);
                             }
                         }
                     }
@@ -315,6 +357,8 @@ pub async fn run(
                     "this node is the active controller"
                 );
                 lifecycle = Some(BrokerLifecycle::new(session_timeout_ms));
+                // Entries of earlier leaders (and this term's first) apply before any decision.
+                settled_at = node.next_index().saturating_sub(1);
             }
             (false, true) => lifecycle = None,
             _ => {}
@@ -356,18 +400,29 @@ fn send(node: &mut QuorumNode, links: &HashMap<u64, PeerLink>, msg: Message) {
 }
 
 /// Proposes `records` as one entry; `answer` hears the outcome (at once when refused).
+/// Returns the entry's index when proposed.
 fn propose(
     node: &mut QuorumNode,
     pending: &mut Vec<(Proposed, Answer)>,
     records: &[MetadataRecord],
     answer: Answer,
-) {
+) -> Option<u64> {
     match node.propose(encode_batch(records)) {
-        Ok(proposed) => pending.push((proposed, answer)),
-        Err(QuorumError::NotLeader { leader_hint }) => answer(Err(ProposeError::NotLeader {
-            leader: leader_hint,
-        })),
-        Err(error) => answer(Err(ProposeError::Refused(error.to_string()))),
+        Ok(proposed) => {
+            let index = proposed.index;
+            pending.push((proposed, answer));
+            Some(index)
+        }
+        Err(QuorumError::NotLeader { leader_hint }) => {
+            answer(Err(ProposeError::NotLeader {
+                leader: leader_hint,
+            }));
+            None
+        }
+        Err(error) => {
+            answer(Err(ProposeError::Refused(error.to_string())));
+            None
+        }
     }
 }
 

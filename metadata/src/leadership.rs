@@ -3,12 +3,18 @@
 //! controller commits them through the quorum and the image applies them.
 //!
 //! - Taken out (fenced, or in controlled shutdown): every partition whose ISR holds the broker
-//!   loses it from the ISR; where it led, the first other ISR member that is usable (registered,
+//!   loses it from the ISR; where it led, the first replica (in replica order, as Kafka's
+//!   `PartitionChangeBuilder` elects) that is in the remaining ISR and usable (registered,
 //!   unfenced, not shutting down) leads instead. The last member of an ISR is never removed:
 //!   the partition is left with no leader (-1) and that one-member ISR, so that only a replica
 //!   that holds every acknowledged record can lead it again (no unclean election).
 //! - Returned (unfenced): every partition left with no leader whose ISR holds the broker gets
-//!   it as leader.
+//!   a leader: the first replica in the ISR that is the returning broker or usable (in
+//!   practice the returning broker: a leaderless partition's ISR holds no usable broker, or
+//!   it would have been elected when that one returned).
+//!
+//! ISRs also shrink and grow through AlterPartition (see `alter_partition`), so an ISR's
+//! order need not be the replicas' order; elections follow the replicas' order either way.
 //!
 //! Each change is one PartitionChangeRecord; applying it bumps the partition epoch, and the
 //! leader epoch when the leader changes (see `image`).
@@ -44,10 +50,7 @@ pub fn take_out(image: &Image, broker: i32) -> Vec<MetadataRecord> {
             }
             let isr: Vec<i32> = p.isr.iter().copied().filter(|&r| r != broker).collect();
             let leader = if p.leader == broker {
-                isr.iter()
-                    .copied()
-                    .find(|&r| usable(image, r))
-                    .unwrap_or(NO_LEADER)
+                elect(p, &isr, |r| usable(image, r))
             } else {
                 NO_LEADER_CHANGE
             };
@@ -63,11 +66,22 @@ pub fn elect_returned(image: &Image, broker: i32) -> Vec<MetadataRecord> {
     for topic in image.topics_by_name.values() {
         for p in &topic.partitions {
             if p.leader == NO_LEADER && p.isr.contains(&broker) {
-                out.push(change(topic.topic_id, p, broker, None));
+                let leader = elect(p, &p.isr, |r| r == broker || usable(image, r));
+                out.push(change(topic.topic_id, p, leader, None));
             }
         }
     }
     out
+}
+
+/// Kafka's election without unclean leaders: the first replica in `isr` that `acceptable`
+/// takes, else no leader.
+fn elect(p: &PartitionImage, isr: &[i32], acceptable: impl Fn(i32) -> bool) -> i32 {
+    p.replicas
+        .iter()
+        .copied()
+        .find(|&r| isr.contains(&r) && acceptable(r))
+        .unwrap_or(NO_LEADER)
 }
 
 /// How many partitions `broker` leads.
@@ -171,6 +185,43 @@ pub(crate) mod tests {
         let p2 = partition(&img, 2);
         assert_eq!((p2.leader, p2.isr.clone()), (NO_LEADER, vec![1]));
         assert_eq!(leader_count(&img, 1), 0);
+    }
+
+    #[test]
+    fn a_new_leader_is_elected_in_replica_order_whatever_the_isr_order() {
+        let mut img = cluster();
+        // An AlterPartition left p0's ISR as [1, 3, 2] (2 re-added last).
+        img.apply(&MetadataRecord::PartitionChange {
+            topic_id: [5u8; 16],
+            partition_id: 0,
+            leader: NO_LEADER_CHANGE,
+            isr: Some(vec![1, 3, 2]),
+            replicas: None,
+        });
+        img.apply_all(&take_out(&img, 1));
+        let p0 = partition(&img, 0);
+        assert_eq!((p0.leader, p0.isr.clone()), (2, vec![3, 2]));
+        // The leader goes again: 3, the last in-sync replica but one, leads; then 3 goes and
+        // is kept alone with no leader; only 3 returning leads it again.
+        img.apply_all(&take_out(&img, 2));
+        assert_eq!(
+            (partition(&img, 0).leader, partition(&img, 0).isr),
+            (3, vec![3])
+        );
+        img.apply_all(&take_out(&img, 3));
+        assert_eq!(
+            (partition(&img, 0).leader, partition(&img, 0).isr),
+            (NO_LEADER, vec![3])
+        );
+        assert!(elect_returned(&img, 1).iter().all(|r| !matches!(
+            r,
+            MetadataRecord::PartitionChange {
+                partition_id: 0,
+                ..
+            }
+        )));
+        img.apply_all(&elect_returned(&img, 3));
+        assert_eq!(partition(&img, 0).leader, 3);
     }
 
     #[test]
