@@ -223,6 +223,8 @@ parked!(
 /// the part of one Produce request that shard owns. One result per part, in order.
 pub struct Produce {
     pub acks: i16,
+    /// The request's `timeout_ms` (how long acks=all may wait for replication).
+    pub timeout_ms: u64,
     pub parts: Vec<ProducePart>,
 }
 
@@ -243,6 +245,15 @@ pub struct FetchPart {
     pub offset: i64,
     pub max_bytes: usize,
     pub min_one: bool,
+    /// A follower's fetch (None: a consumer's).
+    pub replica: Option<ReplicaFetch>,
+}
+
+/// What a follower's fetch of a partition adds (Fetch's replica id, `last_fetched_epoch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaFetch {
+    pub broker: i32,
+    pub last_fetched_epoch: i32,
 }
 
 /// Read these partitions of the target shard; one result per part, in order.
@@ -256,6 +267,8 @@ pub struct WaitPart {
     pub topic_id: TopicId,
     pub partition: i32,
     pub offset: i64,
+    /// A follower waits for the log end, a consumer for the high watermark.
+    pub replica: bool,
 }
 
 /// Resolve once any of these partitions' log end passes its offset, or `wait_ms` elapses
@@ -398,6 +411,8 @@ pub struct FetchResult {
     pub high_watermark: i64,
     pub log_start_offset: i64,
     pub records: crate::transport::Records,
+    /// DivergingEpoch for a follower whose log departs from the leader's: (epoch, end).
+    pub diverging: Option<(i32, i64)>,
 }
 
 /// Results of a partition ListOffsets.

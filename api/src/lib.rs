@@ -21,6 +21,7 @@ pub mod log_config;
 pub mod logging;
 pub mod metrics;
 pub mod partition_ops;
+pub mod replication;
 pub mod shard;
 
 // The crates below, under the names these modules used when they were part of the broker.

@@ -25,7 +25,7 @@ use wire::ErrorCode;
 // re-exported here, beside the code that makes them, under their old paths.
 pub use crate::forward::{ProducePart, RefusedRecords};
 
-use crate::forward::{FetchResult, OffsetResult, ProduceResult, ProducerInfo};
+use crate::forward::{FetchPart, FetchResult, OffsetResult, ProduceResult, ProducerInfo, WaitPart};
 use crate::metadata::records::TopicId;
 use crate::shard::{Shard, Stats};
 use crate::transport::Records;
@@ -193,7 +193,18 @@ fn batch_error_code(error: &BatchError) -> ErrorCode {
 struct Appended {
     target: Rc<crate::shard::Partition>,
     wait_durable: bool,
+    /// acks=all on a replicated partition: the batch's last offset, which the high
+    /// watermark must pass before the answer (Kafka's DelayedProduce).
+    replicated_past: Option<i64>,
+    /// How long that may take (the request's `timeout_ms`).
+    timeout_ms: u64,
     result: ProduceResult,
+}
+
+impl Appended {
+    fn waits(&self) -> bool {
+        self.wait_durable || self.replicated_past.is_some()
+    }
 }
 
 /// Appends `records` (one record batch) to a partition of this shard.
@@ -212,8 +223,8 @@ pub async fn produce(
         partition,
         records,
     };
-    match append(shard, &part, acks, wall_clock_ms()) {
-        Ok(appended) if appended.wait_durable => durable(shard, appended).await,
+    match append(shard, &part, acks, DEFAULT_TIMEOUT_MS, wall_clock_ms()) {
+        Ok(appended) if appended.waits() => durable(shard, appended).await,
         Ok(appended) => appended.result,
         Err(result) => result,
     }
@@ -227,6 +238,7 @@ pub async fn produce(
 pub async fn produce_many(
     shard: &Rc<Shard>,
     acks: i16,
+    timeout_ms: u64,
     parts: Vec<ProducePart>,
 ) -> Vec<ProduceResult> {
     // One clock reading for the whole request, as Kafka's validator takes one per batch.
@@ -234,8 +246,8 @@ pub async fn produce_many(
     let mut results = Vec::with_capacity(parts.len());
     let mut waits = Vec::new();
     for (slot, part) in parts.iter().enumerate() {
-        match append(shard, part, acks, now) {
-            Ok(appended) if appended.wait_durable => {
+        match append(shard, part, acks, timeout_ms, now) {
+            Ok(appended) if appended.waits() => {
                 // A placeholder until durable (`refused` is `None`: no allocation).
                 results.push(appended.result.clone());
                 waits.push((slot, appended));
@@ -260,15 +272,45 @@ pub async fn produce_many(
     results
 }
 
-/// Waits until `appended` is on disk: its result then, or KAFKA_STORAGE_ERROR.
+/// The produce timeout of appends made for this broker itself (the group coordinator's).
+const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+
+/// Waits until `appended` is on disk (`ack` flush policy) and, for acks=all on a replicated
+/// partition, replicated: its result then, or KAFKA_STORAGE_ERROR, NOT_LEADER_OR_FOLLOWER
+/// (leadership lost meanwhile), NOT_ENOUGH_REPLICAS_AFTER_APPEND or REQUEST_TIMED_OUT.
 async fn durable(shard: &Rc<Shard>, appended: Appended) -> ProduceResult {
     // A retry still waits for durability: its original may not be on disk yet.
-    match shard.group_commit.wait_durable(&appended.target.log).await {
-        Ok(()) => appended.result,
-        Err(error) => {
+    if appended.wait_durable {
+        if let Err(error) = shard.group_commit.wait_durable(&appended.target.log).await {
             tracing::error!(%error, "fdatasync failed; acks=all produce not acknowledged");
-            produce_error(ErrorCode::KafkaStorageError)
+            return produce_error(ErrorCode::KafkaStorageError);
         }
+    }
+    let Some(last_offset) = appended.replicated_past else {
+        return appended.result;
+    };
+    let target = &appended.target;
+    let deadline = std::time::Instant::now() + Duration::from_millis(appended.timeout_ms);
+    loop {
+        let listener = target.appended.listen();
+        let Some(isr) = target.replica.isr_len() else {
+            return produce_error(ErrorCode::NotLeaderOrFollower);
+        };
+        let end = target.log.borrow().log_end_offset();
+        if target.replica.high_watermark(end) > last_offset {
+            // Kafka's `checkEnoughReplicasReachOffset`.
+            let min_insync = target.config().min_insync_replicas.max(1) as usize;
+            if isr < min_insync {
+                return produce_error(ErrorCode::NotEnoughReplicasAfterAppend);
+            }
+            return appended.result;
+        }
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            return produce_error(ErrorCode::RequestTimedOut);
+        }
+        let timer = glommio::timer::Timer::new(deadline - now);
+        futures::future::select(listener, timer).await;
     }
 }
 
@@ -277,6 +319,7 @@ fn append(
     shard: &Rc<Shard>,
     part: &ProducePart,
     acks: i16,
+    timeout_ms: u64,
     now: i64,
 ) -> Result<Appended, ProduceResult> {
     Stats::bump(&shard.stats.produce_batches);
@@ -290,6 +333,13 @@ fn append(
     if records.len() > config.max_message_bytes as usize {
         return Err(produce_error(ErrorCode::MessageTooLarge));
     }
+    // Kafka's `appendRecordsToLeader`: acks=all is refused before appending while the ISR is
+    // smaller than `min.insync.replicas`.
+    let isr = target.replica.isr_len();
+    if acks == -1 && isr.is_some_and(|isr| isr < config.min_insync_replicas.max(1) as usize) {
+        return Err(produce_error(ErrorCode::NotEnoughReplicas));
+    }
+    let leader_epoch = target.replica.leader_epoch().unwrap_or(0);
     let mut batches = record_batch::batches(records);
     let header = match batches.next() {
         Some(Ok((header, _))) => header,
@@ -330,7 +380,7 @@ fn append(
     let append = target
         .log
         .borrow_mut()
-        .append_stamped(records, &header, 0, stamp, now);
+        .append_stamped(records, &header, leader_epoch, stamp, now);
     let info = match append {
         Ok(info) => info,
         Err(LogError::RecordTooLarge { .. }) => {
@@ -350,6 +400,9 @@ fn append(
     };
     if !info.duplicate {
         target.appended.notify(usize::MAX);
+        if isr.is_some() {
+            crate::replication::leader::advance_high_watermark(shard, &target);
+        }
     }
     let log_append_time_ms = if timestamp_type == TimestampType::LogAppendTime {
         info.log_append_time_ms
@@ -358,6 +411,8 @@ fn append(
     };
     Ok(Appended {
         wait_durable: acks == -1 && config.flush_policy == FlushPolicy::Ack,
+        replicated_past: (acks == -1 && isr.is_some()).then_some(info.last_offset),
+        timeout_ms,
         target,
         result: ProduceResult {
             error_code: 0,
@@ -392,39 +447,65 @@ pub fn describe_producers(
     (0, producers)
 }
 
-/// Reads whole batches from `offset` of a partition of this shard: at most `max_bytes`, or
-/// at least one whole batch when `min_one`.
-pub async fn fetch(
-    shard: &Rc<Shard>,
-    topic_id: &TopicId,
-    partition: i32,
-    offset: i64,
-    max_bytes: usize,
-    min_one: bool,
-) -> FetchResult {
+/// Reads whole batches from `part.offset` of a partition of this shard: at most
+/// `max_bytes`, or at least one whole batch when `min_one`. A consumer reads below the high
+/// watermark; a follower (`part.replica`) up to the log end, its fetch offset counting as its
+/// progress, or gets DivergingEpoch instead of records (`replication::leader`).
+pub async fn fetch(shard: &Rc<Shard>, part: &FetchPart) -> FetchResult {
     Stats::bump(&shard.stats.fetches);
-    let Some(target) = shard.partition(topic_id, partition) else {
-        return FetchResult {
-            error_code: ErrorCode::NotLeaderOrFollower.code(),
-            high_watermark: -1,
-            log_start_offset: -1,
-            records: Records::default(),
-        };
+    let refused = |code: ErrorCode| FetchResult {
+        error_code: code.code(),
+        high_watermark: -1,
+        log_start_offset: -1,
+        records: Records::default(),
+        diverging: None,
     };
-    // One node: the high watermark is the log end offset.
+    let Some(target) = shard.partition(&part.topic_id, part.partition) else {
+        return refused(ErrorCode::NotLeaderOrFollower);
+    };
+    let mut diverging = None;
+    if let Some(replica) = part.replica {
+        match crate::replication::leader::on_replica_fetch(
+            shard,
+            (part.topic_id, part.partition),
+            &target,
+            replica.broker,
+            part.offset,
+            replica.last_fetched_epoch,
+        ) {
+            Ok(answer) => diverging = answer.map(|d| (d.epoch, d.end_offset)),
+            Err(code) => return refused(code),
+        }
+    }
+    let (offset, max_bytes, min_one) = (part.offset, part.max_bytes, part.min_one);
     let (read, high_watermark, log_start_offset) = {
         let log = target.log.borrow();
-        let high_watermark = log.log_end_offset();
+        let log_end = log.log_end_offset();
+        let high_watermark = target.replica.high_watermark(log_end);
+        if diverging.is_some() {
+            return FetchResult {
+                error_code: 0,
+                high_watermark,
+                log_start_offset: log.log_start_offset(),
+                records: Records::default(),
+                diverging,
+            };
+        }
+        let upto = if part.replica.is_some() {
+            log_end
+        } else {
+            high_watermark
+        };
         // `fetch.path=copy` reads the records into memory; otherwise they stay in the
         // segment files as ranges, sent from the page cache by the connection's writer.
         let read = if shard.config.fetch_copy {
             Either::Left(
-                log.read_bounded(offset, max_bytes, high_watermark, min_one)
+                log.read_bounded(offset, max_bytes, upto, min_one)
                     .map(|read| read.map(Records::from)),
             )
         } else {
             Either::Right(
-                log.read_ranges(offset, max_bytes, high_watermark, min_one)
+                log.read_ranges(offset, max_bytes, upto, min_one)
                     .map(|read| read.map(Records::from_pieces)),
             )
         };
@@ -436,42 +517,38 @@ pub async fn fetch(
             high_watermark,
             log_start_offset,
             records,
+            diverging: None,
         },
         // Kafka's `LogReadResult` for an out-of-range read carries unknown offsets (-1): the
         // consumer resets through ListOffsets, not from these.
-        Err(LogError::OffsetOutOfRange { .. }) => FetchResult {
-            error_code: ErrorCode::OffsetOutOfRange.code(),
-            high_watermark: -1,
-            log_start_offset: -1,
-            records: Records::default(),
-        },
+        Err(LogError::OffsetOutOfRange { .. }) => refused(ErrorCode::OffsetOutOfRange),
         Err(error) => {
             tracing::error!(%error, "fetch read failed");
             FetchResult {
-                error_code: ErrorCode::KafkaStorageError.code(),
                 high_watermark,
                 log_start_offset,
-                records: Records::default(),
+                ..refused(ErrorCode::KafkaStorageError)
             }
         }
     }
 }
 
-/// Parks until the partition's log end passes `offset` or `wait_ms` elapses.
-pub async fn wait_for_data(
-    shard: &Rc<Shard>,
-    topic_id: &TopicId,
-    partition: i32,
-    offset: i64,
-    wait_ms: u64,
-) {
-    let Some(target) = shard.partition(topic_id, partition) else {
+/// Parks until the partition has data past `part.offset` (its log end for a follower, its
+/// high watermark for a consumer), its role changes, or `wait_ms` elapses.
+pub async fn wait_for_data(shard: &Rc<Shard>, part: &WaitPart, wait_ms: u64) {
+    let Some(target) = shard.partition(&part.topic_id, part.partition) else {
         return;
     };
     let deadline = std::time::Instant::now() + Duration::from_millis(wait_ms);
     loop {
         let listener = target.appended.listen();
-        if target.log.borrow().log_end_offset() > offset {
+        let end = target.log.borrow().log_end_offset();
+        let available = if part.replica {
+            end
+        } else {
+            target.replica.high_watermark(end)
+        };
+        if available > part.offset || !target.replica.serves_clients() {
             return;
         }
         let now = std::time::Instant::now();
@@ -520,7 +597,8 @@ pub async fn list_offsets(
     let batch = {
         let log = target.log.borrow();
         match timestamp {
-            LATEST_TIMESTAMP => return found(log.log_end_offset()),
+            // A consumer's latest offset is the high watermark (Kafka's read_uncommitted).
+            LATEST_TIMESTAMP => return found(target.replica.high_watermark(log.log_end_offset())),
             EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => return found(log.log_start_offset()),
             MAX_TIMESTAMP => match log.max_timestamp() {
                 Some((offset, max_timestamp)) => Ok(Some((offset, max_timestamp))),

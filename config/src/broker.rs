@@ -30,6 +30,16 @@ pub struct GroupConfig {
     pub consumer: crate::ConsumerGroupConfig,
 }
 
+/// The replication settings of a broker (Kafka's keys and defaults).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplicationConfig {
+    pub lag_time_max_ms: i64,
+    pub fetch_wait_max_ms: i32,
+    pub fetch_max_bytes: i32,
+    pub fetch_response_max_bytes: i32,
+    pub fetchers: i32,
+}
+
 /// Typed broker configuration. Effective values: aliases and unit variants are already folded
 /// (e.g. `log_roll_ms` comes from log.roll.ms or log.roll.hours).
 #[derive(Clone, Debug)]
@@ -73,6 +83,9 @@ pub struct BrokerConfig {
     pub log_cleaner_dedupe_buffer_size: u64,
     /// `log.cleaner.backoff.ms`: a shard's cleaner sleeps this long when nothing is due.
     pub log_cleaner_backoff_ms: u64,
+    /// Replication (issue 21): `replica.lag.time.max.ms`, `replica.fetch.wait.max.ms`,
+    /// `replica.fetch.max.bytes`, `replica.fetch.response.max.bytes`, `num.replica.fetchers`.
+    pub replication: ReplicationConfig,
     pub log_flush_interval_messages: u64,
     /// `None` = never flush on a timer.
     pub log_flush_interval_ms: Option<u64>,
@@ -433,6 +446,19 @@ impl BrokerConfig {
                 get("log.cleaner.dedupe.buffer.size"),
             )?,
             log_cleaner_backoff_ms: num("log.cleaner.backoff.ms", get("log.cleaner.backoff.ms"))?,
+            replication: ReplicationConfig {
+                lag_time_max_ms: num("replica.lag.time.max.ms", get("replica.lag.time.max.ms"))?,
+                fetch_wait_max_ms: num(
+                    "replica.fetch.wait.max.ms",
+                    get("replica.fetch.wait.max.ms"),
+                )?,
+                fetch_max_bytes: num("replica.fetch.max.bytes", get("replica.fetch.max.bytes"))?,
+                fetch_response_max_bytes: num(
+                    "replica.fetch.response.max.bytes",
+                    get("replica.fetch.response.max.bytes"),
+                )?,
+                fetchers: num("num.replica.fetchers", get("num.replica.fetchers"))?,
+            },
             log_flush_interval_messages: num(
                 "log.flush.interval.messages",
                 get("log.flush.interval.messages"),

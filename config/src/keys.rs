@@ -128,6 +128,42 @@ pub const BROKER_KEYS: &[Spec] = &[
          made (KRaft).",
     ),
     spec(
+        "replica.lag.time.max.ms",
+        T::Long,
+        Some("30000"),
+        Check::AtLeast(1),
+        "If a follower has not sent any fetch requests or has not consumed up to the leader's \
+         log end offset for at least this time, the leader will remove the follower from the ISR.",
+    ),
+    spec(
+        "replica.fetch.wait.max.ms",
+        T::Int,
+        Some("500"),
+        Check::AtLeast(0),
+        "The maximum wait time for each fetcher request issued by follower replicas.",
+    ),
+    spec(
+        "replica.fetch.max.bytes",
+        T::Int,
+        Some("1048576"),
+        Check::AtLeast(0),
+        "The number of bytes of messages to attempt to fetch for each partition.",
+    ),
+    spec(
+        "replica.fetch.response.max.bytes",
+        T::Int,
+        Some("10485760"),
+        Check::AtLeast(0),
+        "Maximum bytes expected for the entire fetch response.",
+    ),
+    spec(
+        "num.replica.fetchers",
+        T::Int,
+        Some("1"),
+        Check::AtLeast(1),
+        "Ours: fetcher connections per leader per shard (Kafka: fetcher threads per source broker).",
+    ),
+    spec(
         "metadata.log.dir",
         T::String,
         None,

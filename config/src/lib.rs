@@ -65,7 +65,9 @@ pub use alter::{
     alter_broker_overrides, alter_topic_overrides, incremental_alter_broker_overrides,
     incremental_alter_topic_overrides, AlterError, AlterOp,
 };
-pub use broker::{from_pairs, load, validate_broker_overrides, BrokerConfig, GroupConfig};
+pub use broker::{
+    from_pairs, load, validate_broker_overrides, BrokerConfig, GroupConfig, ReplicationConfig,
+};
 pub use consumer_group::{Assignor, ConsumerGroupConfig, ASSIGNOR_NAMES};
 pub use describe::{describe_broker, describe_topic, ConfigEntry, ConfigSource, ConfigSynonym};
 pub use docs::render_markdown;

@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use futures::FutureExt;
-use wire::generated::fetch_response::{FetchableTopicResponse, PartitionData};
+use wire::generated::fetch_response::{EpochEndOffset, FetchableTopicResponse, PartitionData};
 use wire::generated::{FetchRequest, FetchResponse};
 use wire::primitives::Uuid;
 use wire::ErrorCode;
@@ -40,6 +40,8 @@ struct Wanted {
     offset: i64,
     /// The request's `partition_max_bytes` for this partition.
     max_bytes: usize,
+    /// A follower's fetch: its broker id and the epoch of its last batch.
+    replica: Option<forward::ReplicaFetch>,
 }
 
 fn failed(code: ErrorCode) -> FetchResult {
@@ -48,6 +50,7 @@ fn failed(code: ErrorCode) -> FetchResult {
         high_watermark: -1,
         log_start_offset: -1,
         records: Default::default(),
+        diverging: None,
     }
 }
 
@@ -76,6 +79,7 @@ async fn read_many(shard: &Rc<Shard>, wanted: &[Wanted], reads: &[Read]) -> Vec<
                     offset: want.offset,
                     max_bytes: read.max_bytes,
                     min_one: read.min_one,
+                    replica: want.replica,
                 };
                 by_shard.add(target, slot, part);
             }
@@ -253,6 +257,14 @@ fn build_response(
                             read_committed.then(Vec::new)
                         },
                         preferred_read_replica: -1,
+                        diverging_epoch: match result.diverging {
+                            Some((epoch, end_offset)) => EpochEndOffset {
+                                epoch,
+                                end_offset,
+                                ..Default::default()
+                            },
+                            None => EpochEndOffset::default(),
+                        },
                         // Only bytes here: file ranges were swapped for markers (`detach_files`).
                         records: Some(result.records.to_bytes().unwrap_or_default()),
                         ..Default::default()
@@ -301,6 +313,14 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
     } else {
         ErrorCode::UnknownTopicOrPartition
     };
+    // A follower names itself (the replica id, in ReplicaState from v15, KIP-903); only a
+    // cluster has followers, so a single node serves such a fetch as a consumer's.
+    let replica_id = if ctx.api_version >= 15 {
+        request.replica_state.replica_id
+    } else {
+        request.replica_id
+    };
+    let follower = (replica_id >= 0 && shard.cluster.is_some()).then_some(replica_id);
     let budget = request
         .max_bytes
         .clamp(0, shard.config.fetch_max_bytes as i32) as usize;
@@ -350,6 +370,10 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
                 partition: partition.partition,
                 offset: partition.fetch_offset,
                 max_bytes: partition.partition_max_bytes.max(0) as usize,
+                replica: follower.map(|broker| forward::ReplicaFetch {
+                    broker,
+                    last_fetched_epoch: partition.last_fetched_epoch,
+                }),
             });
         }
     }
@@ -363,7 +387,10 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(wait_ms);
     loop {
         let bytes: usize = results.iter().map(|result| result.records.len()).sum();
-        let any_error = results.iter().any(|result| result.error_code != 0);
+        // A follower told to truncate is answered at once, as an error is.
+        let any_error = results
+            .iter()
+            .any(|result| result.error_code != 0 || result.diverging.is_some());
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if bytes >= request.min_bytes.max(1) as usize
             || left.is_zero()
@@ -381,7 +408,12 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
                 parts_by_target[target].push(WaitPart {
                     topic_id,
                     partition: want.partition,
-                    offset: want.offset.max(result.high_watermark),
+                    offset: if want.replica.is_some() {
+                        want.offset
+                    } else {
+                        want.offset.max(result.high_watermark)
+                    },
+                    replica: want.replica.is_some(),
                 });
             }
         }

@@ -39,6 +39,7 @@ fn result(records: Records) -> FetchResult {
         high_watermark: 42,
         log_start_offset: 3,
         records,
+        diverging: None,
     }
 }
 

@@ -186,6 +186,7 @@ fn fill(results: &mut [Option<ProduceResult>], slots: &[usize], answers: Vec<Pro
 
 pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestContext) -> Response {
     let acks = request.acks;
+    let timeout_ms = request.timeout_ms.max(0) as u64;
     let Plan {
         mut results,
         mut shards,
@@ -206,6 +207,7 @@ pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestConte
         async move {
             let request = forward::Produce {
                 acks,
+                timeout_ms,
                 parts: s.parts,
             };
             (s.slots, shard.call(s.target, request).await)

@@ -338,7 +338,7 @@ fn produce_many_appends_in_order_and_answers_each_partition() {
             part(A, 7, batch(1)),
             part(B, 0, batch(1)),
         ];
-        let results = produce_many(&shard, 1, parts).await;
+        let results = produce_many(&shard, 1, 30_000, parts).await;
         let summary: Vec<(i16, i64)> = results
             .iter()
             .map(|r| (r.error_code, r.base_offset))
@@ -375,7 +375,7 @@ fn produce_many_acks_all_answers_once_every_part_is_durable() {
             part(B, 0, batch(2)),
             part(A, 1, corrupt()),
         ];
-        let results = produce_many(&shard, -1, parts).await;
+        let results = produce_many(&shard, -1, 30_000, parts).await;
         assert_eq!(results[0].error_code, 0);
         assert_eq!(results[1].error_code, 0);
         assert_eq!(results[2].error_code, ErrorCode::CorruptMessage.code());

@@ -155,7 +155,7 @@ impl shard::mesh::Inbox<ShardMsg, ShardReply> for Inbox {
 /// `forward::serve_request`, local ones straight from `Shard::call`).
 impl Serve<Shard> for forward::Produce {
     async fn serve(self, shard: &Rc<Shard>) -> Vec<forward::ProduceResult> {
-        crate::partition_ops::produce_many(shard, self.acks, self.parts).await
+        crate::partition_ops::produce_many(shard, self.acks, self.timeout_ms, self.parts).await
     }
 }
 
@@ -163,16 +163,10 @@ impl Serve<Shard> for forward::Fetch {
     async fn serve(self, shard: &Rc<Shard>) -> Vec<forward::FetchResult> {
         // Read at once, as the per-partition calls of old were: a copy-path read waits on
         // the disk. One future per part; parts are distinct partitions of this shard.
-        let reads = self.parts.iter().map(|part| {
-            crate::partition_ops::fetch(
-                shard,
-                &part.topic_id,
-                part.partition,
-                part.offset,
-                part.max_bytes,
-                part.min_one,
-            )
-        });
+        let reads = self
+            .parts
+            .iter()
+            .map(|part| crate::partition_ops::fetch(shard, part));
         futures::future::join_all(reads).await
     }
 }
@@ -185,9 +179,7 @@ impl Serve<Shard> for forward::WaitForData {
         let waits = self.parts.iter().map(|part| {
             Box::pin(crate::partition_ops::wait_for_data(
                 shard,
-                &part.topic_id,
-                part.partition,
-                part.offset,
+                part,
                 self.wait_ms,
             ))
         });

@@ -506,7 +506,7 @@ impl Shard {
             }
             for partition in &topic.partitions {
                 if self.owner(partition) == self.id
-                    && self.leads(partition)
+                    && self.replicates(topic, partition)
                     && self
                         .partition(&topic.topic_id, partition.partition_id)
                         .is_none()
@@ -561,17 +561,17 @@ impl Shard {
             })
             .filter(|key| self.partitions.borrow().contains_key(key))
             .collect();
-        // A cluster node that no longer leads a partition stops serving it (its files stay:
-        // it may lead again).
+        // A cluster node that no longer holds a replica of a partition stops serving it (its
+        // files stay: it may hold one again).
         let demoted: Vec<(TopicId, i32)> = if self.cluster.is_some() {
             self.partitions
                 .borrow()
                 .keys()
                 .filter(|(topic_id, partition_id)| {
-                    image
-                        .topic_by_id(topic_id)
-                        .and_then(|t| t.partition(*partition_id))
-                        .is_some_and(|p| !self.leads(p))
+                    image.topic_by_id(topic_id).is_some_and(|t| {
+                        t.partition(*partition_id)
+                            .is_some_and(|p| !self.replicates(t, p))
+                    })
                 })
                 .copied()
                 .collect()
@@ -589,7 +589,8 @@ impl Shard {
             }
         }
         self.apply_config_changes(&previous, &image).await;
-        *self.image.borrow_mut() = image;
+        *self.image.borrow_mut() = image.clone();
+        crate::replication::roles::update(self, &previous, &image);
         self.image_adopted.notify(usize::MAX);
         for key in removed {
             let Some(partition) = self.partitions.borrow_mut().remove(&key) else {
@@ -645,11 +646,14 @@ impl Shard {
         .await
         {
             Ok(mut log) => {
-                // This node leads every partition: its epoch starts at the log end unless it
-                // is already the latest (OffsetForLeaderEpoch answers from it).
-                let epoch = topic.partition(partition_id).map_or(0, |p| p.leader_epoch);
-                if let Err(error) = log.assign_leader_epoch(epoch) {
-                    tracing::warn!(dir = %dir.display(), %error, "leader epoch checkpoint not written");
+                // A single node leads every partition: its epoch starts at the log end unless
+                // it is already the latest (OffsetForLeaderEpoch answers from it). A cluster
+                // node takes its role once the image is adopted (`replication::roles`).
+                if self.cluster.is_none() {
+                    let epoch = topic.partition(partition_id).map_or(0, |p| p.leader_epoch);
+                    if let Err(error) = log.assign_leader_epoch(epoch) {
+                        tracing::warn!(dir = %dir.display(), %error, "leader epoch checkpoint not written");
+                    }
                 }
                 let log: LogHandle = Rc::new(RefCell::new(log));
                 self.group_commit.register(&log);
@@ -657,6 +661,12 @@ impl Shard {
                     log,
                     config: RefCell::new(Rc::new(topic_config)),
                     appended: event_listener::Event::new(),
+                    replica: if self.cluster.is_some() && topic.name != crate::group::OFFSETS_TOPIC
+                    {
+                        crate::replication::state::Replica::unassigned()
+                    } else {
+                        crate::replication::state::Replica::unreplicated()
+                    },
                 });
                 self.partitions
                     .borrow_mut()

@@ -84,8 +84,11 @@ pub struct Partition {
     /// The topic's typed config; replaced (never edited) when the topic's overrides change,
     /// so a request holds one consistent version (see [`Partition::config`]).
     config: RefCell<Rc<TopicConfig>>,
-    /// Notified after every append, for parked long-poll fetches.
+    /// Notified after every append and every move of the high watermark or the role, for
+    /// parked long-poll fetches and acks=all produces.
     pub appended: event_listener::Event,
+    /// Leader, follower or only copy; the high watermark (see `replication`).
+    pub replica: crate::replication::state::Replica,
 }
 
 /// Per-shard counters, logged at shutdown (and by tests, to see every core work).
@@ -177,6 +180,8 @@ pub struct Shard {
     pub fetch_sessions: crate::handlers::fetch_session::cache::ShardSessions,
     /// What connections moved in need (see `handoff`).
     pub handoff: crate::handoff::ShardHandoff,
+    /// Follower fetchers and the ISR check (see `replication`).
+    pub replication: crate::replication::state::ShardReplication,
 }
 
 impl Shard {
@@ -214,6 +219,7 @@ impl Shard {
             coordinator: crate::group::state::Coordinator::default(),
             fetch_sessions: Default::default(),
             handoff: Default::default(),
+            replication: Default::default(),
         })
     }
 
@@ -247,12 +253,6 @@ impl Shard {
         owner(partition.shard, self.shard_count())
     }
 
-    /// Whether this node serves `partition`: a single node serves all; a cluster node those it
-    /// leads (the others answer NOT_LEADER_OR_FOLLOWER and name the leader in Metadata).
-    pub fn leads(&self, partition: &PartitionImage) -> bool {
-        self.cluster.is_none() || partition.leader == self.config.node_id
-    }
-
     /// The broker config topics inherit (static config and dynamic broker configs).
     pub fn topic_defaults(&self) -> Arc<BrokerConfig> {
         self.topic_defaults.borrow().clone()
@@ -283,11 +283,29 @@ impl Shard {
         }
     }
 
+    /// A partition this shard serves clients for (it leads it, or it is not replicated).
     pub fn partition(&self, topic_id: &TopicId, partition: i32) -> Option<Rc<Partition>> {
+        self.local_replica(topic_id, partition)
+            .filter(|p| p.replica.serves_clients())
+    }
+
+    /// A partition this shard holds a replica of, leader or follower.
+    pub fn local_replica(&self, topic_id: &TopicId, partition: i32) -> Option<Rc<Partition>> {
         self.partitions
             .borrow()
             .get(&(*topic_id, partition))
             .cloned()
+    }
+
+    /// Whether this node holds a replica of `partition` of `topic`: a single node all; a
+    /// cluster node those it is a replica of, except `__consumer_offsets`, which is not
+    /// replicated yet and lives on its leader only.
+    pub fn replicates(&self, topic: &TopicImage, partition: &PartitionImage) -> bool {
+        if self.cluster.is_none() || partition.leader == self.config.node_id {
+            return true;
+        }
+        topic.name != crate::group::OFFSETS_TOPIC
+            && partition.replicas.contains(&self.config.node_id)
     }
 
     pub fn partition_count(&self) -> usize {
@@ -310,6 +328,7 @@ impl Shard {
     /// Clean shutdown: syncs every log; closes (trimmed indexes, clean-shutdown marker) those
     /// no request still holds, so the next start skips their recovery.
     pub async fn close(self: &Rc<Self>) {
+        self.replication.stopped.set(true);
         let partitions: Vec<_> = self
             .partitions
             .borrow_mut()
