@@ -743,7 +743,20 @@ pub fn delete_records(
     if internal {
         return (ErrorCode::InvalidTopicException.code(), -1);
     }
-    let result = target.log.borrow_mut().delete_records(offset);
+    // Kafka's bound is the high watermark (records not yet replicated cannot be deleted);
+    // -1 means the high watermark itself.
+    let result = {
+        let mut log = target.log.borrow_mut();
+        let high_watermark = target.replica.high_watermark(log.log_end_offset());
+        match offset {
+            -1 => log.delete_records(high_watermark),
+            offset if offset > high_watermark => Err(LogError::LogStartOutOfRange {
+                offset,
+                high_watermark,
+            }),
+            offset => log.delete_records(offset),
+        }
+    };
     match result {
         Ok(low_watermark) => (0, low_watermark),
         Err(LogError::DeletePolicy) => (ErrorCode::PolicyViolation.code(), -1),

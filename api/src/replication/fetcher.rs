@@ -238,6 +238,16 @@ async fn fetch_once(
             let records = data.records.unwrap_or_default();
             let end = {
                 let mut log = p.local.log.borrow_mut();
+                // The leader's log start moved (retention, DeleteRecords): so does the
+                // follower's (Kafka's `maybeIncrementLogStartOffset`).
+                if data.log_start_offset > log.log_start_offset()
+                    && data.log_start_offset <= log.log_end_offset()
+                    && log.config().cleanup_delete
+                {
+                    if let Err(error) = log.delete_records(data.log_start_offset) {
+                        tracing::warn!(partition = p.partition_id, %error, "follower log start not moved");
+                    }
+                }
                 if !records.is_empty() {
                     if let Err(error) = log.append_replica(&records) {
                         tracing::error!(partition = p.partition_id, %error, "follower append failed");
