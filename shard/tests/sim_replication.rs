@@ -123,6 +123,10 @@ struct Mutation {
     truncate_to_leader_answer: bool,
     /// Under `ack`, replicas report and count their written end, not their durable end.
     ack_counts_written_end: bool,
+    /// `isr_change_done(None)` on every refusal, as `LeaderState`'s docs suggest ("or refused
+    /// it: None"), also a stale one: the leader falls back to its committed ISR although the
+    /// controller may have applied the change (see `stale_refusal_must_keep_the_change_in_flight`).
+    reset_on_stale_refusal: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -327,6 +331,16 @@ enum FetchBody {
     OutOfRange(i64),
 }
 
+/// Why the controller refused an AlterPartition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AlterError {
+    /// INELIGIBLE_REPLICA: the epochs matched, the change was not applied.
+    NotApplied,
+    /// FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION: the leader's state is stale; the change
+    /// may have been applied (a retry of a committed request whose answer was lost).
+    Stale,
+}
+
 #[derive(Clone, Debug)]
 enum Msg {
     Fetch(FetchReq),
@@ -344,7 +358,7 @@ enum Msg {
     AlterResp {
         id: u64,
         leader_epoch: i32,
-        result: Option<Part>,
+        result: Result<Part, AlterError>,
     },
     /// `incarnation`: the broker's registration the controller knows (a restarted broker acts
     /// on metadata only once registered, i.e. once its old incarnation was fenced).
@@ -418,6 +432,8 @@ struct World {
     cut: BTreeSet<(i32, i32)>,
     loss_ppm: u64,
     max_delay_ms: u64,
+    /// Faults are drawn from `0..fault_den` each step (smaller: more faults).
+    fault_den: u64,
     /// Scripted: every message delivered at once (unless cut), nothing periodic.
     instant: bool,
     next_payload: u64,
@@ -444,6 +460,7 @@ impl World {
         let mut rng = Rng(seed);
         let loss_ppm = [0, 0, 10_000, 50_000, 150_000][rng.below(5) as usize];
         let max_delay_ms = 1 + rng.below(40);
+        let fault_den = [2_500, 5_000, 10_000][rng.below(3) as usize];
         let w = World {
             policy,
             mutation,
@@ -471,6 +488,7 @@ impl World {
             cut: BTreeSet::new(),
             loss_ppm,
             max_delay_ms,
+            fault_den,
             instant: false,
             next_payload: 1,
             acked: BTreeMap::new(),
@@ -694,19 +712,22 @@ impl World {
                 let added_ok = isr
                     .iter()
                     .all(|b| p.isr.contains(b) || !self.ctl.fenced.contains(b));
-                let ok = p.leader == from
+                let current = p.leader == from
                     && p.leader_epoch == leader_epoch
                     && p.partition_epoch == partition_epoch
-                    && isr.contains(&from)
-                    && added_ok;
-                let result = if ok {
+                    && isr.contains(&from);
+                let result = if current && added_ok {
                     self.stats.isr_changes += 1;
                     let leader = self.ctl.part.leader;
                     self.change(leader, isr);
-                    Some(self.ctl.part.clone())
+                    Ok(self.ctl.part.clone())
                 } else {
                     self.stats.alter_refused += 1;
-                    None
+                    Err(if current {
+                        AlterError::NotApplied
+                    } else {
+                        AlterError::Stale
+                    })
                 };
                 self.send(
                     CONTROLLER,
@@ -1048,7 +1069,17 @@ impl World {
         }
     }
 
-    fn on_alter_resp(&mut self, id: i32, aid: u64, leader_epoch: i32, result: Option<Part>) {
+    /// Kafka's `Partition.handleAlterPartitionError`: back to the committed ISR only when the
+    /// controller says the change was not applied; a stale refusal keeps the change in flight
+    /// (its members still count for the high watermark) until a newer state arrives.
+    fn on_alter_resp(
+        &mut self,
+        id: i32,
+        aid: u64,
+        leader_epoch: i32,
+        result: Result<Part, AlterError>,
+    ) {
+        let mutation = self.mutation;
         let r = &mut self.reps[idx(id)];
         let Role::Leader(ls) = &mut r.role else {
             return;
@@ -1057,15 +1088,23 @@ impl World {
             return;
         }
         r.alter = None;
-        if let Some(p) = &result {
-            if r.known
-                .as_ref()
-                .is_none_or(|k| k.partition_epoch < p.partition_epoch)
-            {
-                r.known = Some(p.clone());
+        match &result {
+            Ok(p) => {
+                if r.known
+                    .as_ref()
+                    .is_none_or(|k| k.partition_epoch < p.partition_epoch)
+                {
+                    r.known = Some(p.clone());
+                }
+                ls.isr_change_done(Some(&p.committed()));
+            }
+            Err(AlterError::NotApplied) => ls.isr_change_done(None),
+            Err(AlterError::Stale) => {
+                if mutation.reset_on_stale_refusal {
+                    ls.isr_change_done(None);
+                }
             }
         }
-        ls.isr_change_done(result.as_ref().map(Part::committed).as_ref());
         self.leader_advance(id);
     }
 
@@ -1364,7 +1403,7 @@ impl World {
             .copied()
             .filter(|&id| self.reps[idx(id)].up)
             .collect();
-        let roll = self.rng.below(10_000);
+        let roll = self.rng.below(self.fault_den);
         match roll {
             0..=14 => {
                 if let Some(id) = self.rng.pick(&up) {
@@ -1909,4 +1948,26 @@ fn random_runs_catch_mutated_rules() {
         let caught = (1..=150).find(|&seed| run_seed(seed, Policy::Ack, m).is_err());
         assert!(caught.is_some(), "{m:?} not caught in 150 seeds");
     }
+}
+
+/// Found by this simulation (`REPLICATION_SIM_EXPLORE`, ack policy): leader 3 (epoch 6) asked
+/// to add 2 to ISR [3, 1]; the controller committed [3, 1, 2] but its answer and metadata were
+/// lost; the leader's retry was refused as stale (INVALID_UPDATE_VERSION) and, calling
+/// `LeaderState::isr_change_done(None)` as its docs say for a refusal, the leader went back to
+/// ISR [3, 1] and advanced its high watermark without 2. The controller then fenced 3 and 1
+/// and elected 2 from its ISR: an acknowledged batch lost. Kafka resets to the committed ISR
+/// only on OPERATION_NOT_ATTEMPTED / INELIGIBLE_REPLICA (the controller says not applied) and
+/// keeps the pending (maximal) ISR on INVALID_UPDATE_VERSION / FENCED_LEADER_EPOCH until the
+/// metadata brings the new state; this simulation does that, and this seed replays the loss
+/// with the reset.
+#[test]
+fn stale_refusal_must_keep_the_change_in_flight() {
+    const SEED: u64 = 7_597_498_457_392_828_109;
+    let reset = Mutation {
+        reset_on_stale_refusal: true,
+        ..Mutation::default()
+    };
+    let err = run_seed(SEED, Policy::Ack, reset).unwrap_err();
+    assert!(err.contains("AckedLost"), "{err}");
+    run_seed(SEED, Policy::Ack, Mutation::default()).unwrap();
 }
