@@ -13,7 +13,9 @@
 //!   the leader counts only its own durable end, an acknowledgement waits for both) and
 //!   `replication` (Kafka's: the written end; a power loss may lose an acknowledged batch);
 //! - a controller: partition state (leader, leader epoch, ISR, partition epoch), AlterPartition
-//!   validation (leader and both epochs must match, added members unfenced, else refused),
+//!   validation (leader and both epochs must match, else refused as stale; added members
+//!   unfenced, else refused as not applied: the leader goes back to its committed ISR only then,
+//!   as Kafka's `handleAlterPartitionError`, see `stale_refusal_must_keep_the_change_in_flight`),
 //!   `metadata::leadership`'s election (a fenced leader's place goes to the first other usable
 //!   ISR member; the last ISR member is kept with no leader and elected when it returns),
 //!   fencing after a session timeout of missed heartbeats, and a restarted broker fenced at its
@@ -46,7 +48,10 @@
 //! that the checker must catch: KIP-101's scenario 1 (truncating by high watermark, then leading)
 //! and 2 (divergent logs after power loss of both replicas), KIP-279 (fast leader failover with
 //! several divergent epochs), KAFKA-7128 (joining the ISR below the epoch start), and a high
-//! watermark taken from the leader's log end alone.
+//! watermark taken from the leader's log end alone. The random runs catch some mutations on
+//! their own (`random_runs_catch_mutated_rules`); the KIP-279 and KAFKA-7128 ones need the
+//! scripted timings. Several-round truncations (`Truncation::completed == false`) are rare in
+//! the random runs (a few in 60,000).
 //!
 //! Budget: each random test runs a fixed sequence of seeds for `REPLICATION_SIM_SECONDS`
 //! (default 6); `REPLICATION_SIM_EXPLORE=1` draws new seeds from the clock,
@@ -1726,6 +1731,9 @@ fn kip_101_scenario_1(policy: Policy, mutation: Mutation) -> World {
     assert_eq!((w.reps[1].hw, w.reps[2].hw), (1, 1));
     w.crash(1);
     w.fence(1);
+    // 3 follows 2 now: it keeps m1 (epoch rules) or truncated to its high watermark.
+    let kept = if mutation.truncate_by_hw { 1 } else { 2 };
+    assert_eq!(w.reps[2].end(), kept);
     w.crash(2);
     w.fence(2);
     assert_eq!(w.ctl.part.leader, 3);
@@ -1782,6 +1790,12 @@ fn kip_101_scenario_2(policy: Policy, mutation: Mutation) -> World {
     produce_replicated(&mut w, 2, &[3]);
     w.come_back(1);
     w.catch_up(1);
+    // With the epoch rules 1 learnt that its m1 diverged.
+    assert_eq!(
+        w.stats.divergence_truncations > 0,
+        !mutation.truncate_by_hw,
+        "{policy:?}"
+    );
     w.tick(2);
     w.heal_and_check();
     w
@@ -1884,6 +1898,7 @@ fn kafka_7128(policy: Policy, mutation: Mutation) -> World {
     assert_eq!(w.ctl.part.leader, 2);
     w.fetch_losing_answer(3);
     w.tick(2);
+    assert_eq!(w.ctl.part.isr.contains(&3), mutation.join_below_epoch_start);
     w.crash(2);
     w.fence(2);
     w.heal_and_check();
