@@ -27,6 +27,9 @@ const ALTER_PARTITION_VERSION: i16 = 3;
 /// that a caught-up follower joins promptly).
 const ISR_CHECK_MAX_INTERVAL: Duration = Duration::from_millis(250);
 
+/// Pause before sending an unanswered AlterPartition again.
+const ALTER_PARTITION_RETRY: Duration = Duration::from_millis(100);
+
 /// Milliseconds on a monotonic clock (lag is measured on it, never on the wall clock).
 pub fn now_ms() -> i64 {
     static BASE: OnceLock<Instant> = OnceLock::new();
@@ -158,9 +161,36 @@ pub fn maybe_change_isr(shard: &Shard, key: (TopicId, i32), partition: &Rc<Parti
         request
     };
     let partition = partition.clone();
+    glommio::spawn_local(send_alter_partition(link, partition, request)).detach();
+}
+
+/// What the controller said to an ISR change.
+enum Answer {
+    Committed(CommittedState),
+    /// OPERATION_NOT_ATTEMPTED, INELIGIBLE_REPLICA: not applied; the committed ISR stands.
+    NotApplied,
+    /// INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH, ...: this leader is behind; the change
+    /// stays in flight until the image brings the newer state.
+    Stale,
+    /// Not delivered, or NOT_CONTROLLER: it may or may not have been committed; sent again.
+    Retry,
+}
+
+/// Sends `request` (one partition's ISR change) to the active controller until it is
+/// answered, as Kafka's `AlterPartitionManager` does, and ends the change in flight as the
+/// answer says (see `LeaderState::isr_change_done`).
+async fn send_alter_partition(
+    link: std::sync::Arc<crate::metadata::cluster::ClusterLink>,
+    partition: Rc<Partition>,
+    request: AlterPartitionRequest,
+) {
     let leader_epoch = request.topics[0].partitions[0].leader_epoch;
-    let to = link.leader().and_then(|id| link.voters.get(&id).copied());
-    glommio::spawn_local(async move {
+    let still_pending = || match &*partition.replica.role.borrow() {
+        Role::Leader(state) => state.leader_epoch() == leader_epoch && state.change_in_flight(),
+        _ => false,
+    };
+    loop {
+        let to = link.leader().and_then(|id| link.voters.get(&id).copied());
         let answer: Result<AlterPartitionResponse, _> = crate::shard::to_controller::call(
             to,
             ApiKey::AlterPartition,
@@ -168,47 +198,72 @@ pub fn maybe_change_isr(shard: &Shard, key: (TopicId, i32), partition: &Rc<Parti
             &request,
         )
         .await;
-        let committed = match answer {
-            Ok(response) if response.error_code != 0 => {
-                tracing::info!(error = response.error_code, "AlterPartition refused");
-                None
+        let answer = match answer {
+            Err(error) => {
+                tracing::info!(%error, "AlterPartition not answered; sending it again");
+                Answer::Retry
             }
-            Ok(response) => response
-                .topics
-                .first()
-                .and_then(|t| t.partitions.first())
-                .and_then(|p| {
-                    if p.error_code != 0 {
-                        tracing::info!(
-                            error = p.error_code,
-                            "AlterPartition refused for the partition"
-                        );
-                        return None;
+            Ok(response) => classify(&response, leader_epoch),
+        };
+        match answer {
+            Answer::Retry => {
+                glommio::timer::sleep(ALTER_PARTITION_RETRY).await;
+                if !still_pending() {
+                    return;
+                }
+            }
+            Answer::Stale => return,
+            Answer::NotApplied => {
+                if let Role::Leader(state) = &mut *partition.replica.role.borrow_mut() {
+                    if state.leader_epoch() == leader_epoch {
+                        state.isr_change_done(None);
                     }
-                    (p.leader_epoch == leader_epoch).then(|| CommittedState {
+                }
+                return;
+            }
+            Answer::Committed(committed) => {
+                if let Role::Leader(state) = &mut *partition.replica.role.borrow_mut() {
+                    if state.leader_epoch() == leader_epoch {
+                        state.isr_change_done(Some(&committed));
+                    }
+                }
+                // A shrink may free the high watermark.
+                partition.appended.notify(usize::MAX);
+                return;
+            }
+        }
+    }
+}
+
+fn classify(response: &AlterPartitionResponse, leader_epoch: i32) -> Answer {
+    let code = if response.error_code != 0 {
+        response.error_code
+    } else {
+        match response.topics.first().and_then(|t| t.partitions.first()) {
+            None => return Answer::Retry,
+            Some(p) if p.error_code == 0 => {
+                return if p.leader_epoch == leader_epoch {
+                    Answer::Committed(CommittedState {
                         leader_epoch: p.leader_epoch,
                         partition_epoch: p.partition_epoch,
                         isr: p.isr.clone(),
                         replicas: Vec::new(),
                     })
-                }),
-            Err(error) => {
-                tracing::info!(%error, "AlterPartition not answered");
-                None
+                } else {
+                    Answer::Stale
+                };
             }
-        };
-        if committed.is_none() {
-            // Refused or lost: held as in flight a little longer, so that a partition whose
-            // change keeps failing is not proposed again at every fetch.
-            glommio::timer::sleep(Duration::from_millis(100)).await;
+            Some(p) => p.error_code,
         }
-        if let Role::Leader(state) = &mut *partition.replica.role.borrow_mut() {
-            if state.leader_epoch() == leader_epoch {
-                state.isr_change_done(committed.as_ref());
-            }
+    };
+    tracing::info!(error = code, "AlterPartition refused");
+    match ErrorCode::from_code(code) {
+        Some(ErrorCode::NotController) => Answer::Retry,
+        Some(ErrorCode::OperationNotAttempted) | Some(ErrorCode::IneligibleReplica) => {
+            Answer::NotApplied
         }
-    })
-    .detach();
+        _ => Answer::Stale,
+    }
 }
 
 /// The ISR check of one shard (Kafka's `isr-expiration` task): every partition it leads,

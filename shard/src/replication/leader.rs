@@ -245,7 +245,14 @@ impl LeaderState {
         self.pending = Some(isr);
     }
 
-    /// The controller answered the change in flight (or refused it: `None`).
+    /// The controller answered the change in flight: committed (`Some`), or refused as not
+    /// applicable (`None`: Kafka's OPERATION_NOT_ATTEMPTED / INELIGIBLE_REPLICA, after which
+    /// the committed ISR stands). Any other refusal (INVALID_UPDATE_VERSION,
+    /// FENCED_LEADER_EPOCH: this leader is behind) or a lost answer must NOT end the change:
+    /// it may have been committed, and counting only the old ISR would let the high
+    /// watermark pass a replica the controller may elect (the simulation's seed
+    /// 7597498457392828109); the change stays in flight until the image brings a newer
+    /// partition state (`adopt`) or a resend is answered.
     pub fn isr_change_done(&mut self, committed: Option<&CommittedState>) {
         self.pending = None;
         if let Some(state) = committed {
