@@ -61,7 +61,7 @@ def perf(bootstrap, topic, records, size):
     if m is None:
         raise RuntimeError(f"no summary from bench:\n{out.stdout}\n{out.stderr}")
     return {"records_per_s": float(m.group(2)), "mib_per_s": float(m.group(3)),
-            "p99_ms": int(m.group(9))}
+            "p99_ms": int(m.group(8))}
 
 
 def main():
