@@ -373,6 +373,10 @@ class Workload(threading.Thread):
             "acks": "all",
             "linger.ms": 10,
             "message.timeout.ms": 300000,
+            # A request in flight to a SIGSTOPped leader is given up (and retried where the
+            # new leader is) after 10 s instead of librdkafka's 30 s / 60 s.
+            "request.timeout.ms": 10000,
+            "socket.timeout.ms": 10000,
             "queue.buffering.max.messages": 1000000,
             "error_cb": on_error,
         })
@@ -391,6 +395,8 @@ class Workload(threading.Thread):
             self.crash = e
 
     def _run(self):
+        from confluent_kafka import KafkaException
+
         prod = self._producer()
         fatal_seen = 0
         counters = [0] * self.partitions
@@ -406,6 +412,12 @@ class Workload(threading.Thread):
                 except BufferError:
                     prod.poll(0.05)
                     continue
+                except KafkaException as e:  # a fatal producer refuses every produce()
+                    if not e.args[0].fatal():
+                        raise
+                    if len(self.fatal) == fatal_seen:
+                        self.fatal.append(str(e.args[0]))
+                    break
                 counters[p] += 1
                 self.sent += 1
             prod.poll(0.01)
@@ -463,7 +475,7 @@ def test_faults_lose_no_acknowledged_record(make_cluster):
         log.append(line)
         print(line)
 
-    def progress(what, n=20, timeout=60):
+    def progress(what, n=20, timeout=90):
         """Every partition gets n more acknowledgements (writes go on through the fault)."""
         start = list(work.acked_by)
         wait_until(lambda: all(a >= b + n for a, b in zip(work.acked_by, start)) or work.crash,
