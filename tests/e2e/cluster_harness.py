@@ -21,6 +21,11 @@ controller id), CreateTopics v2 and Produce v3.
     c.kill9(i); c.restart(i)        # SIGKILL; the same command, dir and ports again
     c.sigstop(i); c.sigcont(i)
     c.close()                       # SIGCONT + SIGTERM to all (SIGKILL after 30 s)
+
+For replication (issue 21, tests/e2e/test_replication.py): CreateTopics v2 with topic configs
+(`create_topic_configs`), ListOffsets v2 latest at READ_UNCOMMITTED (`latest_offset`, the high
+watermark a consumer sees), each partition's ISR as one node tells it (`partition_states`),
+`wait_isr_full` and each node's data dir (`data_dir`).
 """
 
 import os
@@ -33,6 +38,8 @@ import kproto as kp
 from conftest import Broker, free_port
 
 DESCRIBE_CLUSTER = 60
+LIST_OFFSETS = 2
+NOT_ENOUGH_REPLICAS = 19
 NOT_LEADER_OR_FOLLOWER = 6
 INVALID_REPLICATION_FACTOR = 38
 NOT_CONTROLLER = 41
@@ -152,6 +159,36 @@ def parse_describe_cluster_v0(r):
         _compact_str(r)  # rack
         _uvarint(r)  # tagged fields
         out["brokers"][node] = (host, port)
+    return out
+
+
+def create_topics_v2_configs(corr, name, partitions, rf, configs, timeout_ms=30000):
+    """CreateTopics v2 of one topic with topic configs ({name: value})."""
+    cfg = [kp.string(k) + kp.string(str(v)) for k, v in (configs or {}).items()]
+    body = (kp.array([kp.string(name) + kp.i32(partitions) + kp.i16(rf) + kp.array([])
+                      + kp.array(cfg)])
+            + kp.i32(timeout_ms) + kp.i8(0))
+    return kp.frame(kp.request_header_v1(kp.CREATE_TOPICS, 2, corr) + body)
+
+
+def list_offsets_v2(corr, topic, partitions, timestamp=-1):
+    """ListOffsets v2 (a consumer's: replica -1, READ_UNCOMMITTED) at `timestamp` (-1 latest,
+    -2 earliest) for each of `partitions`."""
+    parts = [kp.i32(p) + kp.i64(timestamp) for p in partitions]
+    body = kp.i32(-1) + kp.i8(0) + kp.array([kp.string(topic) + kp.array(parts)])
+    return kp.frame(kp.request_header_v1(LIST_OFFSETS, 2, corr) + body)
+
+
+def parse_list_offsets_v2(r):
+    """{partition: (error_code, offset)} of the one topic asked."""
+    r.i32()  # throttle_time_ms
+    out = {}
+    for _ in range(r.i32()):
+        r.string()
+        for _ in range(r.i32()):
+            p, err = r.i32(), r.i16()
+            r.i64()  # timestamp
+            out[p] = (err, r.i64())
     return out
 
 
@@ -328,6 +365,61 @@ class Cluster:
         return request(self.addr(i),
                        lambda c: kp.produce_v3(c, topic, partition, batch, acks=acks),
                        lambda r: kp.parse_produce_v3(r)[(topic, partition)][:2])
+
+    def create_topic_configs(self, i, name, partitions, rf, configs, timeout_ms=30000):
+        """CreateTopics v2 with topic configs through node i: (error_code, error_message)."""
+        res = request(self.addr(i),
+                      lambda c: create_topics_v2_configs(c, name, partitions, rf, configs,
+                                                         timeout_ms),
+                      kp.parse_create_topics_v2, timeout=timeout_ms / 1000 + 10)
+        return res[name]
+
+    def latest_offset(self, i, topic, partitions, timestamp=-1):
+        """ListOffsets v2 latest (or `timestamp`) through node i: {partition: (error, offset)}.
+        At READ_UNCOMMITTED a partition's leader answers its high watermark."""
+        return request(self.addr(i), lambda c: list_offsets_v2(c, topic, partitions, timestamp),
+                       parse_list_offsets_v2)
+
+    def partition_states(self, i, topic):
+        """{partition: {"error", "leader", "replicas", "isr"}} as node i's Metadata v1 tells
+        it, or None when it does not answer or does not know the topic."""
+        md = self.try_(self.metadata, i, [topic])
+        t = md and md["topics"].get(topic)
+        return t["partitions"] if t and t["error"] == 0 else None
+
+    def data_dir(self, i):
+        """Node i's log.dirs (a partition is <data_dir>/<topic>-<partition>)."""
+        return self.nodes[i].data_dir
+
+    def wait_isr_full(self, topic, partitions, timeout=60, among=None):
+        """Every node in `among` (default: the live brokers) names, for every partition of
+        `topic`, a live leader and an ISR holding every replica. Returns the partitions as the
+        first of them tells them."""
+        def full():
+            first = None
+            for i in among or self.live_brokers():
+                parts = self.partition_states(i, topic)
+                if not parts or len(parts) != partitions:
+                    return None
+                for v in parts.values():
+                    if v["error"] != 0 or v["leader"] not in self.live() or \
+                            sorted(v["isr"]) != sorted(v["replicas"]):
+                        return None
+                first = first or parts
+            return first
+
+        return wait_until(full, timeout, f"every ISR of {topic} full",
+                          lambda: self.describe_isr(topic), interval=0.1)
+
+    def describe_isr(self, topic):
+        out = []
+        for i in self.ids:
+            parts = self.partition_states(i, topic) if i in self.live_brokers() else None
+            view = None if parts is None else {
+                p: (v["error"], v["leader"], v["replicas"], v["isr"])
+                for p, v in sorted(parts.items())}
+            out.append(f"node {i}: {view}")
+        return "; ".join(out)
 
     def try_(self, fn, *args, **kw):
         """fn(*args) or None when the node does not answer."""
