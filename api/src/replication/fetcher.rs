@@ -77,6 +77,11 @@ fn followed(shard: &Shard, image: &Image, leader: i32) -> Vec<Followed> {
         .into_iter()
         .filter_map(|((topic_id, partition_id), local): ((TopicId, i32), _)| {
             let (l, leader_epoch) = local.replica.following()?;
+            // A log whose write failed refuses appends until a restart (its directory is
+            // offline, as Kafka's): fetching for it would only repeat the failure.
+            if local.log.borrow().failure().is_some() {
+                return None;
+            }
             (l == leader).then_some(())?;
             let topic = image.topic_by_id(&topic_id)?.name.clone();
             Some(Followed {
@@ -228,7 +233,7 @@ async fn fetch_once(
                 }
             }
             if data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0 {
-                truncate(
+                healthy &= truncate(
                     p,
                     data.diverging_epoch.epoch,
                     data.diverging_epoch.end_offset,
@@ -283,8 +288,9 @@ async fn fetch_once(
     Ok(healthy)
 }
 
-/// DivergingEpoch (`epoch`, `end_offset`): truncate to where the logs agree.
-fn truncate(p: &Followed, epoch: i32, end_offset: i64) {
+/// DivergingEpoch (`epoch`, `end_offset`): truncate to where the logs agree. False when the
+/// log could not be truncated.
+fn truncate(p: &Followed, epoch: i32, end_offset: i64) -> bool {
     let mut log = p.local.log.borrow_mut();
     let end = log.log_end_offset();
     let point = truncation_point(
@@ -305,6 +311,7 @@ fn truncate(p: &Followed, epoch: i32, end_offset: i64) {
     );
     if let Err(error) = log.truncate_to(point.offset) {
         tracing::error!(partition = p.partition_id, %error, "follower truncation failed");
+        return false;
     }
     let hw = p
         .local
@@ -312,6 +319,7 @@ fn truncate(p: &Followed, epoch: i32, end_offset: i64) {
         .stored_high_watermark()
         .min(log.log_end_offset());
     p.local.replica.set_high_watermark(hw);
+    true
 }
 
 /// The leader has no records at this follower's end: below its log start (retention or
