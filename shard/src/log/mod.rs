@@ -111,6 +111,10 @@ pub enum LogError {
         base_offset: i64,
         last_offset: i64,
     },
+    /// A truncation while a cleaner pass rewrites the log (Kafka aborts the pass first;
+    /// here the caller retries once the pass is done).
+    #[error("log {} is being cleaned; truncation refused", path.display())]
+    CleaningInProgress { path: PathBuf },
 }
 
 impl LogError {

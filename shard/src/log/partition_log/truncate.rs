@@ -204,7 +204,7 @@ impl PartitionLog {
     ///
     /// Durable when it returns (see the module doc); blocks the thread for the copy and five
     /// fsyncs. A failure part-way marks the log failed (reopen it: open finishes a committed
-    /// truncation).
+    /// truncation). Refused (`CleaningInProgress`) while a cleaner pass rewrites the log.
     pub fn truncate_to(&mut self, offset: i64) -> Result<bool, LogError> {
         if let Some(e) = self.failure() {
             return Err(e);
@@ -214,6 +214,11 @@ impl PartitionLog {
                 offset,
                 log_start: self.log_start_offset,
                 log_end: self.log_end_offset(),
+            });
+        }
+        if crate::log::cleaner::is_cleaning(&self.dir) {
+            return Err(LogError::CleaningInProgress {
+                path: self.dir.clone(),
             });
         }
         let result = self.truncate_inner(offset);
@@ -336,6 +341,11 @@ impl PartitionLog {
                 offset,
                 log_start: self.log_start_offset,
                 log_end: self.log_end_offset(),
+            });
+        }
+        if crate::log::cleaner::is_cleaning(&self.dir) {
+            return Err(LogError::CleaningInProgress {
+                path: self.dir.clone(),
             });
         }
         let result = self.truncate_fully_inner(offset);
