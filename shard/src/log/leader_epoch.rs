@@ -10,13 +10,20 @@
 //! (`truncateFromEnd`).
 //!
 //! File format (Kafka's `LeaderEpochCheckpointFile`): `0\n<count>\n<epoch> <offset>\n...`.
-//! Written only when an entry changes (a new epoch: rare; and once per new partition), to a
-//! temporary file renamed over the old one, not fsynced: an fsync of the file and its
-//! directory per new partition doubled the cost of creating thousands of partitions. A file
-//! lost or torn by a power loss reads as malformed, i.e. an empty cache, and opening the
-//! partition as leader adds (current epoch, log end) again; what is lost is only the start
-//! of older epochs (on one node the epoch never changes, so answers stay the same).
-//! Replication must make this durable (fsync on a leader change, which is rare).
+//! Written only when an entry changes (a new epoch, a truncation, a moved log start: rare;
+//! and once per new partition) durably: temporary file, fdatasync, rename over the old one,
+//! directory fsync (blocking the thread, as the durable log start does), so that a follower
+//! that truncated at an epoch boundary or took a new epoch does not find an older cache after
+//! a power loss (Kafka's `LeaderEpochFileCache` flushes the same way).
+//!
+//! One exception keeps creating thousands of partitions cheap (an fsync pair per new
+//! partition doubled its cost): the write that gives an empty cache its first entry is not
+//! synced. Losing it loses nothing that is not derived again: the file then reads as missing
+//! (or torn: malformed), i.e. an empty cache; opening the partition as leader adds
+//! (current epoch, log end) again, and a follower's next append under a newer epoch adds that
+//! one. What a follower can lose is the start of the one epoch it held before the power loss
+//! (OffsetForLeaderEpoch then answers from the epochs it has, as Kafka's does with a missing
+//! file).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -84,6 +91,7 @@ impl LeaderEpochCache {
         if !self.needs(epoch, start_offset) {
             return Ok(false);
         }
+        let was_empty = self.entries.is_empty();
         while self
             .entries
             .last()
@@ -95,7 +103,8 @@ impl LeaderEpochCache {
         if self.entries.len() > MAX_ENTRIES {
             self.entries.remove(0);
         }
-        self.flush().map(|()| true)
+        // The first entry of an empty cache is not synced (see the module doc).
+        self.flush(!was_empty).map(|()| true)
     }
 
     /// Kafka's `truncateFromStart`: entries starting at or below `start_offset` go, the last
@@ -112,7 +121,7 @@ impl LeaderEpochCache {
         let epoch = self.entries[below - 1].0;
         self.entries.drain(..below);
         self.entries.insert(0, (epoch, start_offset));
-        self.flush()
+        self.flush(true)
     }
 
     /// Kafka's `truncateFromEnd`: entries starting at or past `end_offset` go.
@@ -126,7 +135,16 @@ impl LeaderEpochCache {
             return Ok(());
         }
         self.entries.truncate(keep);
-        self.flush()
+        self.flush(true)
+    }
+
+    /// Kafka's `clearAndFlush`: no entries (a log truncated fully and restarted elsewhere).
+    pub(crate) fn clear(&mut self) -> io::Result<()> {
+        if self.entries.is_empty() && !self.disk.exists(&self.path) {
+            return Ok(());
+        }
+        self.entries.clear();
+        self.flush(true)
     }
 
     /// Kafka's `endOffsetFor(requestedEpoch, logEndOffset)`: (epoch, end offset) of the
@@ -151,10 +169,17 @@ impl LeaderEpochCache {
         }
     }
 
-    fn flush(&self) -> io::Result<()> {
+    /// Rewrites the file: durably (tmp, fdatasync, rename, directory fsync) when `durable`,
+    /// else tmp and rename only (page cache).
+    fn flush(&self, durable: bool) -> io::Result<()> {
         let mut text = format!("0\n{}\n", self.entries.len());
         for (epoch, offset) in &self.entries {
             text.push_str(&format!("{epoch} {offset}\n"));
+        }
+        if durable {
+            return self
+                .disk
+                .write_file_durable_blocking(&self.path, text.as_bytes());
         }
         let tmp = self.path.with_extension("tmp");
         self.disk.write_file(&tmp, text.as_bytes())?;

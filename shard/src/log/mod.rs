@@ -38,8 +38,8 @@ mod timeadmin_tests;
 use std::path::{Path, PathBuf};
 
 pub use partition_log::{
-    BatchStamp, DirtyLogs, PartitionLog, RecoveryReport, SyncJob, PREALLOCATE_MAX_BYTES,
-    PREALLOCATE_MIN_BYTES,
+    BatchStamp, DirtyLogs, PartitionLog, RecoveryReport, ReplicaAppend, SyncJob,
+    PREALLOCATE_MAX_BYTES, PREALLOCATE_MIN_BYTES,
 };
 
 /// What `PartitionLog::append` assigned.
@@ -101,6 +101,20 @@ pub enum LogError {
     /// (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH).
     #[error(transparent)]
     Producer(#[from] producer_state::ProducerError),
+    /// A follower append (`PartitionLog::append_replica`) got a batch that does not start at
+    /// the log end: a gap after it, or a batch straddling it.
+    #[error(
+        "replicated batch {base_offset}..={last_offset} does not start at the log end {log_end}"
+    )]
+    ReplicaOffsetMismatch {
+        log_end: i64,
+        base_offset: i64,
+        last_offset: i64,
+    },
+    /// A truncation while a cleaner pass rewrites the log (Kafka aborts the pass first;
+    /// here the caller retries once the pass is done).
+    #[error("log {} is being cleaned; truncation refused", path.display())]
+    CleaningInProgress { path: PathBuf },
 }
 
 impl LogError {

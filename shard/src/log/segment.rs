@@ -29,7 +29,7 @@ use super::index::OffsetIndex;
 use super::segment_paths;
 use super::time_index::TimeIndex;
 use super::LogError;
-use crate::storage::{Disk, File};
+use crate::storage::{Disk, File, Reader};
 
 /// Reads of the recovery scan: large, so a 1 GiB segment is a few hundred io_uring reads.
 const RECOVERY_CHUNK: usize = 4 << 20;
@@ -480,6 +480,90 @@ impl Segment {
             return Ok(Some(pos));
         }
         Ok(None)
+    }
+}
+
+impl Segment {
+    /// Rebuilds both indexes (in memory: the segment must be active) and the in-memory facts
+    /// (next offset, max timestamp) by walking the batch headers of the `.log` synchronously
+    /// (page-cache `pread`s), as `recover` does but without re-validating CRCs: used after a
+    /// truncation wrote the kept prefix of this segment (already valid batches) to a new
+    /// file. `size` must be the bytes of whole batches in the file.
+    pub(crate) fn rebuild_sync(&mut self, index_interval: u32) -> Result<(), LogError> {
+        self.index.inner.truncate_entries(0);
+        self.time_index.inner.truncate_entries(0);
+        self.bytes_since_index = 0;
+        self.max_timestamp = -1;
+        self.offset_of_max_timestamp = -1;
+        let path = self.log_path.clone();
+        let mut walker = SyncWalker::open(&self.disk, &path, self.size)?;
+        let mut pos = 0u64;
+        let mut next = self.base_offset;
+        while pos < self.size {
+            let b = walker
+                .bytes(pos, batch::PEEK_TS_BYTES)
+                .map_err(io_err("read", &path))?
+                .ok_or_else(|| corrupt_at(&path, pos, "partial batch header"))?;
+            let p = batch::peek(b).map_err(|r| corrupt_at(&path, pos, r))?;
+            let max_ts = batch::max_timestamp(b);
+            self.index_batch(pos, p.last_offset, max_ts, p.total as u64, index_interval);
+            next = p.last_offset + 1;
+            pos += p.total as u64;
+        }
+        self.next_offset = next;
+        Ok(())
+    }
+}
+
+fn corrupt_at(path: &Path, position: u64, reason: impl Into<String>) -> LogError {
+    LogError::Corrupt {
+        path: path.to_path_buf(),
+        position,
+        reason: reason.into(),
+    }
+}
+
+/// `Walker` with synchronous reads (page-cache `pread`s through `Disk::open_reader`), for the
+/// rare synchronous walks of a truncation.
+pub(crate) struct SyncWalker {
+    reader: Reader,
+    end: u64,
+    buf: Vec<u8>,
+    buf_start: u64,
+}
+
+/// Window of a `SyncWalker`.
+const SYNC_WALK_CHUNK: usize = 64 << 10;
+
+impl SyncWalker {
+    pub(crate) fn open(disk: &Disk, path: &Path, end: u64) -> Result<SyncWalker, LogError> {
+        let reader = disk.open_reader(path).map_err(io_err("open", path))?;
+        Ok(SyncWalker {
+            reader,
+            end,
+            buf: Vec::new(),
+            buf_start: 0,
+        })
+    }
+
+    /// Bytes `[pos, pos + len)`, or `None` if that passes `end`.
+    pub(crate) fn bytes(&mut self, pos: u64, len: usize) -> io::Result<Option<&[u8]>> {
+        if pos + len as u64 > self.end {
+            return Ok(None);
+        }
+        let have =
+            pos >= self.buf_start && pos + len as u64 <= self.buf_start + self.buf.len() as u64;
+        if !have {
+            let want = (len.max(SYNC_WALK_CHUNK) as u64).min(self.end - pos) as usize;
+            self.buf.resize(want, 0);
+            self.buf_start = pos;
+            if let Err(e) = self.reader.read_exact_at(&mut self.buf, pos) {
+                self.buf.clear();
+                return Err(e);
+            }
+        }
+        let at = (pos - self.buf_start) as usize;
+        Ok(Some(&self.buf[at..at + len]))
     }
 }
 

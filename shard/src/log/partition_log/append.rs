@@ -89,13 +89,6 @@ impl PartitionLog {
             BatchStamp::CreateTime(max) => (TimestampType::CreateTime, max),
             BatchStamp::LogAppendTime => (TimestampType::LogAppendTime, now),
         };
-        if self.should_roll(batch.len() as u64, last_offset, now, max_timestamp) {
-            self.roll(now)?;
-        }
-        if self.active().size == 0 {
-            // Kafka's `rollingBasedTimestamp`: segment.ms counts from the first batch's stamp.
-            self.active_first_timestamp = Some(max_timestamp);
-        }
         let restamp =
             timestamp_type != header.timestamp_type() || max_timestamp != header.max_timestamp;
         let prefix16;
@@ -113,6 +106,50 @@ impl PartitionLog {
             prefix16 = patched_prefix(batch, base_offset, leader_epoch);
             (&prefix16, &batch[16..])
         };
+        let header = BatchHeader {
+            base_offset,
+            partition_leader_epoch: leader_epoch,
+            max_timestamp,
+            ..*header
+        };
+        self.write_batch(prefix, rest, &header, now)?;
+        Ok(AppendInfo {
+            base_offset,
+            last_offset,
+            log_append_time_ms: now,
+            log_start_offset: self.log_start_offset,
+            duplicate: false,
+        })
+    }
+
+    /// The write path shared by leader appends (`append_stamped`) and follower appends
+    /// (`append_replica`): rolls the segment if due, writes `prefix` + `rest` (the batch as
+    /// it is to be stored) at the log end with one pwritev, and updates the bookkeeping: the
+    /// dirty-log list, the leader-epoch cache (Kafka's `maybeAssignEpochStartOffset` with the
+    /// stored `partition_leader_epoch`), the producer state (no checks: the caller did them,
+    /// or the leader did) and the `flush.messages` / `flush.ms` counters.
+    ///
+    /// `header` describes the batch as stored: its `base_offset` is the log end and its
+    /// `max_timestamp` the stored one. A write error marks the log failed.
+    pub(super) fn write_batch(
+        &mut self,
+        prefix: &[u8],
+        rest: &[u8],
+        header: &BatchHeader,
+        now: i64,
+    ) -> Result<(), LogError> {
+        let base_offset = header.base_offset;
+        debug_assert_eq!(base_offset, self.log_end_offset());
+        let last_offset = base_offset + header.last_offset_delta as i64;
+        let len = (prefix.len() + rest.len()) as u64;
+        let max_timestamp = header.max_timestamp;
+        if self.should_roll(len, last_offset, now, max_timestamp) {
+            self.roll(now)?;
+        }
+        if self.active().size == 0 {
+            // Kafka's `rollingBasedTimestamp`: segment.ms counts from the first batch's stamp.
+            self.active_first_timestamp = Some(max_timestamp);
+        }
         let interval = self.config.index_interval_bytes;
         let limit = self.config.effective_segment_bytes();
         let reserve_ahead = self.config.preallocate;
@@ -145,6 +182,7 @@ impl PartitionLog {
         }
         self.active_dirty = true;
         self.list_dirty();
+        let leader_epoch = header.partition_leader_epoch;
         if self.epochs.needs(leader_epoch, base_offset) {
             // The batch is written: a failed checkpoint write must not fail its append. The
             // cache in memory is updated; the file is rewritten at the next change.
@@ -152,20 +190,10 @@ impl PartitionLog {
                 tracing::warn!(dir = %self.dir.display(), %error, "leader epoch checkpoint not written");
             }
         }
-        let header = &BatchHeader {
-            max_timestamp,
-            ..*header
-        };
         self.producers.update(header, base_offset);
         self.messages_since_sync += header.records_count.max(0) as u64;
         self.first_unsynced_ms.get_or_insert(now);
-        Ok(AppendInfo {
-            base_offset,
-            last_offset,
-            log_append_time_ms: now,
-            log_start_offset: self.log_start_offset,
-            duplicate: false,
-        })
+        Ok(())
     }
 
     /// Kafka's `LogSegment.shouldRoll`. `segment.ms` uses `timeWaitedForRoll`: the incoming

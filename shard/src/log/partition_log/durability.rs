@@ -26,6 +26,8 @@ pub struct SyncJob {
     dir: Option<PathBuf>,
     target: i64,
     checkpoint: Checkpoint,
+    /// `PartitionLog::truncations` when the job was taken.
+    truncations: u64,
 }
 
 impl SyncJob {
@@ -146,6 +148,7 @@ impl PartitionLog {
                 segment_base: self.active().base_offset,
                 position: self.active().size,
             },
+            truncations: self.truncations,
         };
         self.active_dirty = false;
         self.dir_dirty = false;
@@ -162,6 +165,11 @@ impl PartitionLog {
         match result {
             Ok(()) => {
                 self.syncs_completed += 1;
+                if job.truncations != self.truncations {
+                    // The log was truncated meanwhile: the job's target and recovery point
+                    // may name records that are gone (the truncation set both itself).
+                    return Ok(());
+                }
                 if job.target > self.durable_offset {
                     self.durable_offset = job.target;
                 }

@@ -5,7 +5,7 @@
 //! recovery on open (recovery point + clean-shutdown marker), durability bookkeeping (what
 //! must be fdatasynced, the durable offset, the recovery point), retention, close and delete.
 //! Not here: deciding when to sync across partitions (`crate::flush`), validating produced
-//! batches (the broker calls wire's `validate_batch` first), leader epochs / replication.
+//! batches (the broker calls wire's `validate_batch` first), fetching from a leader.
 //!
 //! Borrowing: `read` and `offset_for_timestamp` do their index lookups synchronously and
 //! return a future that owns what it needs (cloned `Rc` fds, sizes), not `&self`. So with the
@@ -20,6 +20,9 @@
 //! - `read`: read plans (copied bytes or file ranges) and lookups by timestamp.
 //! - `durability`: sync jobs, the durable offset, the dirty-log list, flush policy, close.
 //! - `retention`: retention passes, DeleteRecords, deleting the log.
+//! - `replica`: the follower's append (the leader's batches stored as they are).
+//! - `truncate`: the follower's truncations (`truncate_to`, `truncate_fully_and_start_at`)
+//!   and finishing one a crash interrupted at open.
 
 use std::cell::RefCell;
 use std::io;
@@ -40,11 +43,16 @@ mod read;
 mod recovery;
 #[cfg(test)]
 mod recovery_tests;
+mod replica;
+#[cfg(test)]
+mod replica_tests;
 mod retention;
 #[cfg(test)]
 mod tests;
+mod truncate;
 
 pub use durability::SyncJob;
+pub use replica::ReplicaAppend;
 
 /// The logs of a shard that may have unsynced writes, each at most once: a log joins at its
 /// first append after it was last found clean, and the group commit's periodic check drops
@@ -99,6 +107,9 @@ pub struct PartitionLog {
     active_first_timestamp: Option<i64>,
     /// Where this log announces that it has unsynced writes (`GroupCommit::register`).
     watch: Option<DirtyWatch>,
+    /// Truncations so far (`truncate_to`, `truncate_fully_and_start_at`): a sync job taken
+    /// before one must not move the durable offset or the recovery point when it finishes.
+    truncations: u64,
 }
 
 /// How `append_stamped` sets a batch's timestamp type and max timestamp (Kafka's

@@ -103,6 +103,8 @@ impl PartitionLog {
         }
         // Finishes or discards a compaction swap a crash interrupted; true if ever compacted.
         let compacted = crate::log::cleaner::recover_dir(&disk, &dir).await?;
+        // Finishes the file-level part of a committed truncation a crash interrupted.
+        let pending_truncation = super::truncate::recover_truncation(&disk, &dir)?;
         let capacity = config.segment_index_bytes as u64;
         let interval = config.index_interval_bytes;
         let mut bases = list_segments(&disk, &dir)?;
@@ -257,6 +259,7 @@ impl PartitionLog {
             epochs: LeaderEpochCache::load(&disk, &dir),
             active_first_timestamp: None,
             watch: None,
+            truncations: 0,
         };
         if report.segments_recovered > 0 {
             tracing::info!(
@@ -308,6 +311,9 @@ impl PartitionLog {
                 .await
                 .map_err(|e| LogError::io("sync dir", &dir, e))?;
         }
+        if let Some(t) = pending_truncation {
+            log.finish_truncation(t)?;
+        }
         Ok(log)
     }
 
@@ -347,34 +353,7 @@ impl PartitionLog {
     /// the log below them) and unreadable ones are deleted, so state past a truncation point
     /// never comes back.
     async fn load_producer_state(&mut self, now: i64) -> Result<(), LogError> {
-        let log_end = self.log_end_offset();
-        let disk = self.env.disk.clone();
-        let mut snapshots = list_snapshots(&disk, &self.dir)?;
-        snapshots.sort_unstable_by(|a, b| b.cmp(a));
-        let mut from = self.log_start_offset;
-        for offset in snapshots {
-            let path = snapshot_path(&self.dir, offset);
-            if offset > log_end {
-                tracing::info!(path = %path.display(), log_end, "deleting producer snapshot past the log end");
-                remove_file_if_exists(&disk, &path)?;
-                continue;
-            }
-            let read = disk
-                .read_file(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|b| ProducerStateManager::from_snapshot(&b).map_err(|e| e.to_string()));
-            match read {
-                Ok(state) => {
-                    self.producers = state;
-                    from = offset.max(self.log_start_offset);
-                    break;
-                }
-                Err(error) => {
-                    tracing::warn!(path = %path.display(), %error, "ignoring unreadable producer snapshot");
-                    remove_file_if_exists(&disk, &path)?;
-                }
-            }
-        }
+        let from = self.load_producer_snapshot(self.log_end_offset())?;
         let mut batches = 0u64;
         let first = self
             .segments
@@ -411,6 +390,45 @@ impl PartitionLog {
             tracing::debug!(dir = %self.dir.display(), from, batches, producers = self.producers.len(), expired, "producer state loaded");
         }
         Ok(())
+    }
+}
+
+impl PartitionLog {
+    /// The first half of rebuilding the producer state (at open, and after a truncation):
+    /// replaces it with the newest readable snapshot at or below `log_end` (empty when there
+    /// is none) and returns the offset the batch headers must be replayed from. Snapshots
+    /// past `log_end` and unreadable ones are deleted, so state past a truncation point
+    /// never comes back.
+    pub(super) fn load_producer_snapshot(&mut self, log_end: i64) -> Result<i64, LogError> {
+        let disk = self.env.disk.clone();
+        let mut snapshots = list_snapshots(&disk, &self.dir)?;
+        snapshots.sort_unstable_by(|a, b| b.cmp(a));
+        self.producers = ProducerStateManager::new();
+        let mut from = self.log_start_offset;
+        for offset in snapshots {
+            let path = snapshot_path(&self.dir, offset);
+            if offset > log_end {
+                tracing::info!(path = %path.display(), log_end, "deleting producer snapshot past the log end");
+                remove_file_if_exists(&disk, &path)?;
+                continue;
+            }
+            let read = disk
+                .read_file(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|b| ProducerStateManager::from_snapshot(&b).map_err(|e| e.to_string()));
+            match read {
+                Ok(state) => {
+                    self.producers = state;
+                    from = offset.max(self.log_start_offset);
+                    break;
+                }
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "ignoring unreadable producer snapshot");
+                    remove_file_if_exists(&disk, &path)?;
+                }
+            }
+        }
+        Ok(from)
     }
 }
 
