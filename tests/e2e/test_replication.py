@@ -686,3 +686,62 @@ def test_checkers_catch_a_lossy_history():
     # Beyond the high watermark a follower may lag: not a difference.
     assert consistency_problems(acked, consumed, {**logs, 0: {**logs[0], 2: short}},
                                 {0: 3, 1: 6}) == []
+
+
+def test_group_coordinator_fails_over_with_its_committed_offsets(make_cluster):
+    """`__consumer_offsets` is replicated (rf 3 with 3 brokers): a group's committed offsets
+    survive kill -9 of its coordinator, whose partition's new leader loads them from its
+    replica of the log (issue 21, item 4)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    c = make_cluster()
+    topic = unique("grp")
+    create_replicated(c, topic, 1, 3)
+    p = Producer({"bootstrap.servers": c.bootstrap(), "acks": "all"})
+    for i in range(50):
+        p.produce(topic, value=b"%d" % i, partition=0)
+    assert p.flush(30) == 0
+    group = unique("g")
+    cons = Consumer({"bootstrap.servers": c.bootstrap(), "group.id": group,
+                     "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    cons.assign([TopicPartition(topic, 0, 0)])
+    got = 0
+    deadline = time.time() + 30
+    while got < 50 and time.time() < deadline:
+        m = cons.poll(0.5)
+        if m is not None and not m.error():
+            got += 1
+    assert got == 50
+    cons.commit(offsets=[TopicPartition(topic, 0, 42)], asynchronous=False)
+    cons.close()
+    admin = AdminClient({"bootstrap.servers": c.bootstrap()})
+    described = admin.describe_consumer_groups([group])[group].result(30)
+    coordinator = described.coordinator.id
+    # The commit is acknowledged once the high watermark passed it, i.e. on every member of
+    # the ISR; wait until every ISR of the offsets topic is full so that the election below
+    # may pick any replica.
+    n = len(c.partition_states(c.live_brokers()[0], "__consumer_offsets"))
+    assert n > 0
+    c.wait_isr_full("__consumer_offsets", n, timeout=60)
+    c.kill9(coordinator)
+    survivors = ",".join(c.addr(i) for i in c.live_brokers())
+
+    def committed():
+        k = Consumer({"bootstrap.servers": survivors, "group.id": group,
+                      "enable.auto.commit": False, "socket.timeout.ms": 3000})
+        try:
+            return k.committed([TopicPartition(topic, 0)], timeout=5)[0].offset
+        except Exception:  # noqa: BLE001 - coordinator moving: asked again
+            return None
+        finally:
+            k.close()
+
+    found = {}
+
+    def moved():
+        found["offset"] = committed()
+        return found["offset"] == 42
+
+    wait_until(moved, 60, "the committed offset from the new coordinator",
+               lambda: f"last answer {found.get('offset')}")

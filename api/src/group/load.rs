@@ -61,6 +61,18 @@ impl Coordinator {
         }
     }
 
+    /// This node no longer leads `partition` (a cluster's leader moved): its groups are not
+    /// served here any more (NOT_COORDINATOR sends clients to the new leader, which loads
+    /// them from its replica of the log).
+    pub fn unload(&self, partition: i32) {
+        if self.partitions.borrow_mut().remove(&partition).is_some() {
+            tracing::info!(
+                partition,
+                "group coordinator partition unloaded (leadership moved)"
+            );
+        }
+    }
+
     /// The partition's log could not be opened: it is offline, not served here.
     pub fn open_failed(&self, partition: i32) {
         let mut partitions = self.partitions.borrow_mut();

@@ -29,9 +29,7 @@ pub fn update(shard: &Rc<Shard>, previous: &Image, image: &Image) {
         {
             continue;
         }
-        if topic.name == crate::group::OFFSETS_TOPIC {
-            continue;
-        }
+        let offsets = topic.name == crate::group::OFFSETS_TOPIC;
         for p in &topic.partitions {
             let key = (topic.topic_id, p.partition_id);
             let Some(local) = shard.local_replica(&key.0, key.1) else {
@@ -62,6 +60,17 @@ pub fn update(shard: &Rc<Shard>, previous: &Image, image: &Image) {
                 local.replica.set_high_watermark(hw);
                 drop(role);
                 super::leader::advance_high_watermark(shard, &local);
+                if offsets {
+                    // The group coordinator of this partition moves here (Kafka's
+                    // `onElection`): its groups are loaded from this replica.
+                    shard.coordinator.opening(p.partition_id);
+                    glommio::spawn_local(crate::group::Coordinator::load(
+                        shard.clone(),
+                        topic.topic_id,
+                        p.partition_id,
+                    ))
+                    .detach();
+                }
                 if !shard.replication.isr_task_started.replace(true) {
                     glommio::spawn_local(super::leader::isr_task(shard.clone())).detach();
                 }
@@ -82,6 +91,10 @@ pub fn update(shard: &Rc<Shard>, previous: &Image, image: &Image) {
                 if was_leader {
                     // Parked acks=all produces and long polls see the new role.
                     local.appended.notify(usize::MAX);
+                }
+                if offsets {
+                    // Kafka's `onResignation`.
+                    shard.coordinator.unload(p.partition_id);
                 }
                 if p.leader >= 0 && !leaders.contains(&p.leader) {
                     leaders.push(p.leader);

@@ -383,7 +383,7 @@ impl Shard {
                 }
             };
             for partition in &topic.partitions {
-                if let Some(local) = self.partition(&topic.topic_id, partition.partition_id) {
+                if let Some(local) = self.local_replica(&topic.topic_id, partition.partition_id) {
                     local.set_config(topic_config.clone());
                 }
             }
@@ -506,12 +506,14 @@ impl Shard {
             }
             for partition in &topic.partitions {
                 if self.owner(partition) == self.id
-                    && self.replicates(topic, partition)
+                    && self.replicates(partition)
                     && self
-                        .partition(&topic.topic_id, partition.partition_id)
+                        .local_replica(&topic.topic_id, partition.partition_id)
                         .is_none()
                 {
-                    if topic.name == crate::group::OFFSETS_TOPIC {
+                    // A cluster node's coordinator loads a partition when it becomes its
+                    // leader (`replication::roles`).
+                    if topic.name == crate::group::OFFSETS_TOPIC && self.cluster.is_none() {
                         self.coordinator.opening(partition.partition_id);
                     }
                     wanted.push((topic.clone(), partition.partition_id));
@@ -570,7 +572,7 @@ impl Shard {
                 .filter(|(topic_id, partition_id)| {
                     image.topic_by_id(topic_id).is_some_and(|t| {
                         t.partition(*partition_id)
-                            .is_some_and(|p| !self.replicates(t, p))
+                            .is_some_and(|p| !self.replicates(p))
                     })
                 })
                 .copied()
@@ -586,6 +588,12 @@ impl Shard {
             );
             if let Some(partition) = self.partitions.borrow_mut().remove(&key) {
                 partition.appended.notify(usize::MAX);
+            }
+            if image
+                .topic_by_id(&key.0)
+                .is_some_and(|t| t.name == crate::group::OFFSETS_TOPIC)
+            {
+                self.coordinator.unload(key.1);
             }
         }
         self.apply_config_changes(&previous, &image).await;
@@ -661,8 +669,7 @@ impl Shard {
                     log,
                     config: RefCell::new(Rc::new(topic_config)),
                     appended: event_listener::Event::new(),
-                    replica: if self.cluster.is_some() && topic.name != crate::group::OFFSETS_TOPIC
-                    {
+                    replica: if self.cluster.is_some() {
                         crate::replication::state::Replica::unassigned()
                     } else {
                         crate::replication::state::Replica::unreplicated()
@@ -671,7 +678,7 @@ impl Shard {
                 self.partitions
                     .borrow_mut()
                     .insert((topic.topic_id, partition_id), partition);
-                if topic.name == crate::group::OFFSETS_TOPIC {
+                if topic.name == crate::group::OFFSETS_TOPIC && self.cluster.is_none() {
                     glommio::spawn_local(crate::group::Coordinator::load(
                         self.clone(),
                         topic.topic_id,

@@ -297,15 +297,12 @@ impl Shard {
             .cloned()
     }
 
-    /// Whether this node holds a replica of `partition` of `topic`: a single node all; a
-    /// cluster node those it is a replica of, except `__consumer_offsets`, which is not
-    /// replicated yet and lives on its leader only.
-    pub fn replicates(&self, topic: &TopicImage, partition: &PartitionImage) -> bool {
-        if self.cluster.is_none() || partition.leader == self.config.node_id {
-            return true;
-        }
-        topic.name != crate::group::OFFSETS_TOPIC
-            && partition.replicas.contains(&self.config.node_id)
+    /// Whether this node holds a replica of `partition`: a single node all; a cluster node
+    /// those it is a replica of (and one it leads, whatever the replica list says).
+    pub fn replicates(&self, partition: &PartitionImage) -> bool {
+        self.cluster.is_none()
+            || partition.leader == self.config.node_id
+            || partition.replicas.contains(&self.config.node_id)
     }
 
     pub fn partition_count(&self) -> usize {
