@@ -77,6 +77,20 @@ impl PartitionLog {
             let end = self.log_end_offset();
             if header.last_offset() < end {
                 out.skipped += 1;
+            } else if header.base_offset > end && self.config.cleanup_compact {
+                // A compacted leader's cleaned segments have gaps between batches, which
+                // Kafka's follower append accepts. Recovery accepts them in a log the cleaner
+                // has touched (its checkpoint exists), so this log is marked so first.
+                self.allow_offset_gaps()?;
+                if batch.len() > self.config.max_message_bytes as usize {
+                    return Err(LogError::RecordTooLarge {
+                        size: batch.len(),
+                        max: self.config.max_message_bytes,
+                    });
+                }
+                self.write_batch(&[], batch, &header, now)?;
+                out.appended += 1;
+                out.last_epoch = header.partition_leader_epoch;
             } else if header.base_offset != end {
                 return Err(LogError::ReplicaOffsetMismatch {
                     log_end: end,
@@ -104,4 +118,26 @@ impl PartitionLog {
 
 fn invalid(pos: usize, e: BatchError) -> LogError {
     LogError::InvalidBatch(format!("replicated batch at byte {pos}: {e}"))
+}
+
+impl PartitionLog {
+    /// Marks this log as one whose batches may have offset gaps (see `append_replica`): the
+    /// cleaner's checkpoint, written durably when missing, is what recovery reads as "was
+    /// compacted" (`cleaner::recover_dir`); "0 -1" makes the cleaner treat it all as dirty.
+    fn allow_offset_gaps(&mut self) -> Result<(), LogError> {
+        if self.active().gaps_allowed {
+            return Ok(());
+        }
+        let path = self.dir.join(crate::log::cleaner::CHECKPOINT_FILE);
+        if !self.env.disk.exists(&path) {
+            self.env
+                .disk
+                .write_file_durable_blocking(&path, b"0 -1\n")
+                .map_err(|e| LogError::io("write", &path, e))?;
+        }
+        for segment in &mut self.segments {
+            segment.gaps_allowed = true;
+        }
+        Ok(())
+    }
 }

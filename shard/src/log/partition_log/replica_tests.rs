@@ -214,6 +214,44 @@ fn append_replica_refuses_gaps_overlaps_and_corruption() {
     });
 }
 
+#[test]
+fn a_compacted_followers_log_takes_the_leaders_offset_gaps_and_recovers_with_them() {
+    run(async {
+        let (disk, env) = sim_env(3);
+        let batches = leader_batches(&env, 6).await;
+        let compacted = LogConfig {
+            cleanup_compact: true,
+            ..config()
+        };
+        let dir = PathBuf::from("/sim/fc-0");
+        let mut log = PartitionLog::open_in(env.clone(), dir.clone(), compacted.clone())
+            .await
+            .unwrap();
+        log.append_replica(&concat(&batches[..2])).unwrap();
+        // Batch 2 compacted away on the leader: batch 3 follows a gap.
+        let mut thinned = concat(&batches[3..]);
+        let r = log.append_replica(&thinned).unwrap();
+        assert_eq!(r.appended, 3);
+        assert_eq!(log.log_end_offset(), batches[5].last + 1);
+        let got = log.read(batches[2].base, 1, i64::MAX).await.unwrap();
+        assert_eq!(
+            got, batches[3].bytes,
+            "a read in the gap finds the next batch"
+        );
+        log.sync().await.unwrap();
+        // Power loss: recovery accepts the gap (the log is marked as compacted).
+        drop(log);
+        disk.power_loss();
+        let log = PartitionLog::open_in(env.clone(), dir, compacted)
+            .await
+            .unwrap();
+        assert_eq!(log.log_end_offset(), batches[5].last + 1);
+        let mut want = concat(&batches[..2]);
+        want.append(&mut thinned);
+        assert_eq!(all_bytes(&log).await, want);
+    });
+}
+
 /// Where a truncation cuts, for a follower holding `batches`: keep batches whose last
 /// offset is below `offset`.
 fn kept(batches: &[Stored], offset: i64) -> &[Stored] {
