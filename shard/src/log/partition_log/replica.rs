@@ -77,11 +77,16 @@ impl PartitionLog {
             let end = self.log_end_offset();
             if header.last_offset() < end {
                 out.skipped += 1;
-            } else if header.base_offset > end && self.config.cleanup_compact {
-                // A compacted leader's cleaned segments have gaps between batches, which
-                // Kafka's follower append accepts. Recovery accepts them in a log the cleaner
-                // has touched (its checkpoint exists), so this log is marked so first.
-                self.allow_offset_gaps()?;
+            } else if header.base_offset == end
+                || (header.base_offset > end && self.config.cleanup_compact)
+            {
+                if header.base_offset > end {
+                    // A compacted leader's cleaned segments have gaps between batches, which
+                    // Kafka's follower append accepts. Recovery accepts them in a log the
+                    // cleaner has touched (its checkpoint exists), so this log is marked so
+                    // first.
+                    self.allow_offset_gaps()?;
+                }
                 if batch.len() > self.config.max_message_bytes as usize {
                     return Err(LogError::RecordTooLarge {
                         size: batch.len(),
@@ -91,22 +96,12 @@ impl PartitionLog {
                 self.write_batch(&[], batch, &header, now)?;
                 out.appended += 1;
                 out.last_epoch = header.partition_leader_epoch;
-            } else if header.base_offset != end {
+            } else {
                 return Err(LogError::ReplicaOffsetMismatch {
                     log_end: end,
                     base_offset: header.base_offset,
                     last_offset: header.last_offset(),
                 });
-            } else {
-                if batch.len() > self.config.max_message_bytes as usize {
-                    return Err(LogError::RecordTooLarge {
-                        size: batch.len(),
-                        max: self.config.max_message_bytes,
-                    });
-                }
-                self.write_batch(&[], batch, &header, now)?;
-                out.appended += 1;
-                out.last_epoch = header.partition_leader_epoch;
             }
             pos += batch.len();
             out.valid_bytes = pos;

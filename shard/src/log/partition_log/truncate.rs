@@ -206,6 +206,17 @@ impl PartitionLog {
     /// fsyncs. A failure part-way marks the log failed (reopen it: open finishes a committed
     /// truncation). Refused (`CleaningInProgress`) while a cleaner pass rewrites the log.
     pub fn truncate_to(&mut self, offset: i64) -> Result<bool, LogError> {
+        self.check_truncatable(offset)?;
+        let result = self.truncate_inner(offset);
+        if let Err(e) = &result {
+            tracing::error!(dir = %self.dir.display(), offset, error = %e, "truncation failed; log marked failed");
+            self.failed = Some(format!("truncation to {offset}: {e}"));
+        }
+        result
+    }
+
+    /// What both truncations refuse: a failed log, a negative offset, a cleaner pass.
+    fn check_truncatable(&self, offset: i64) -> Result<(), LogError> {
         if let Some(e) = self.failure() {
             return Err(e);
         }
@@ -221,12 +232,7 @@ impl PartitionLog {
                 path: self.dir.clone(),
             });
         }
-        let result = self.truncate_inner(offset);
-        if let Err(e) = &result {
-            tracing::error!(dir = %self.dir.display(), offset, error = %e, "truncation failed; log marked failed");
-            self.failed = Some(format!("truncation to {offset}: {e}"));
-        }
-        result
+        Ok(())
     }
 
     fn truncate_inner(&mut self, offset: i64) -> Result<bool, LogError> {
@@ -333,21 +339,7 @@ impl PartitionLog {
     /// cache and no producer state. Used when the leader's log start is past this log's end.
     /// Durable when it returns (committed like `truncate_to`); a failure marks the log failed.
     pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), LogError> {
-        if let Some(e) = self.failure() {
-            return Err(e);
-        }
-        if offset < 0 {
-            return Err(LogError::OffsetOutOfRange {
-                offset,
-                log_start: self.log_start_offset,
-                log_end: self.log_end_offset(),
-            });
-        }
-        if crate::log::cleaner::is_cleaning(&self.dir) {
-            return Err(LogError::CleaningInProgress {
-                path: self.dir.clone(),
-            });
-        }
+        self.check_truncatable(offset)?;
         let result = self.truncate_fully_inner(offset);
         if let Err(e) = &result {
             tracing::error!(dir = %self.dir.display(), offset, error = %e, "full truncation failed; log marked failed");
