@@ -54,6 +54,20 @@ pub struct TopicSpec {
     pub num_partitions: i32,
     pub replication_factor: i16,
     pub configs: BTreeMap<String, String>,
+    /// CreateTopics' manual assignment: (partition, replicas); empty when the placer decides.
+    pub assignments: Vec<(i32, Vec<i32>)>,
+}
+
+impl TopicSpec {
+    /// The partition count the topic gets if created: the assignment's, else the request's
+    /// (-1: `default`).
+    pub fn partition_count(&self, default: i32) -> i32 {
+        match (self.assignments.len(), self.num_partitions) {
+            (0, -1) => default,
+            (0, n) => n,
+            (n, _) => i32::try_from(n).unwrap_or(i32::MAX),
+        }
+    }
 }
 
 /// A topic to grow, as CreatePartitions carries it.

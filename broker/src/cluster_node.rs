@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 use controller::agent::{AgentConfig, Shutdown};
-use controller::{ClusterRole, RuntimeConfig, Voter};
+use controller::{ClusterRole, ElectionConfig, RuntimeConfig, Voter};
 use glommio::{LocalExecutorBuilder, Placement};
 
 use crate::config::{BrokerConfig, SecurityProtocol};
@@ -125,6 +125,13 @@ impl ClusterNode {
         };
         let role_link = link.clone();
         let session_timeout_ms = i64::from(quorum.broker_session_timeout_ms);
+        let elections = ElectionConfig {
+            auto_rebalance: config.replication.auto_leader_rebalance,
+            rebalance_interval: Duration::from_millis(
+                config.replication.leader_imbalance_check_interval_ms,
+            ),
+            unclean_default: config.replication.unclean_leader_election,
+        };
         let shutdown = Arc::new(Shutdown::default());
         let stop = Arc::new(AtomicBool::new(false));
         let (thread_shutdown, thread_stop) = (shutdown.clone(), stop.clone());
@@ -173,6 +180,7 @@ impl ClusterNode {
                     proposals,
                     cluster_id,
                     session_timeout_ms,
+                    elections,
                 };
                 if let Err(error) = controller::run(
                     runtime,

@@ -38,6 +38,12 @@ pub struct ReplicationConfig {
     pub fetch_max_bytes: i32,
     pub fetch_response_max_bytes: i32,
     pub fetchers: i32,
+    /// `auto.leader.rebalance.enable`.
+    pub auto_leader_rebalance: bool,
+    /// `leader.imbalance.check.interval.seconds`, in milliseconds.
+    pub leader_imbalance_check_interval_ms: u64,
+    /// `unclean.leader.election.enable`: the broker's default for topics.
+    pub unclean_leader_election: bool,
 }
 
 /// Typed broker configuration. Effective values: aliases and unit variants are already folded
@@ -458,6 +464,13 @@ impl BrokerConfig {
                     get("replica.fetch.response.max.bytes"),
                 )?,
                 fetchers: num("num.replica.fetchers", get("num.replica.fetchers"))?,
+                auto_leader_rebalance: boolean("auto.leader.rebalance.enable"),
+                leader_imbalance_check_interval_ms: num::<u64>(
+                    "leader.imbalance.check.interval.seconds",
+                    get("leader.imbalance.check.interval.seconds"),
+                )?
+                .saturating_mul(1000),
+                unclean_leader_election: boolean("unclean.leader.election.enable"),
             },
             log_flush_interval_messages: num(
                 "log.flush.interval.messages",

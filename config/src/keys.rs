@@ -164,6 +164,39 @@ pub const BROKER_KEYS: &[Spec] = &[
         "Ours: fetcher connections per leader per shard (Kafka: fetcher threads per source broker).",
     ),
     spec(
+        "auto.leader.rebalance.enable",
+        T::Boolean,
+        Some("true"),
+        Check::None,
+        "The active controller moves leadership back to each partition's preferred replica \
+         (its first) where that one is in the ISR and usable, every \
+         leader.imbalance.check.interval.seconds.",
+    ),
+    spec(
+        "leader.imbalance.check.interval.seconds",
+        T::Long,
+        Some("300"),
+        Check::AtLeast(1),
+        "How often the active controller checks for partitions not led by their preferred \
+         replica.",
+    ),
+    spec(
+        "leader.imbalance.per.broker.percentage",
+        T::Int,
+        Some("10"),
+        Check::AtLeast(0),
+        "Accepted for Kafka's configurations; as Kafka's KRaft controller, every imbalanced \
+         partition is rebalanced whatever its broker's share.",
+    ),
+    dspec(
+        "unclean.leader.election.enable",
+        T::Boolean,
+        Some("false"),
+        Check::None,
+        "Default unclean.leader.election.enable for topics: a partition whose in-sync replicas \
+         are all down is led by another live replica, losing what it lacks.",
+    ),
+    spec(
         "metadata.log.dir",
         T::String,
         None,

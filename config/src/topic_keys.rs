@@ -208,7 +208,7 @@ pub const TOPIC_KEYS: &[Spec] = &[
         T::Boolean,
         Some("false"),
         Check::None,
-        None,
+        Some("unclean.leader.election.enable"),
         "Allow out-of-sync replicas to become leader.",
     ),
 ];

@@ -13,6 +13,7 @@ pub mod runtime;
 pub mod state_machine;
 
 pub use runtime::{
-    run, ClusterRole, Command, ProposeError, RuntimeConfig, RuntimeError, Status, Voter,
+    run, ClusterRole, Command, ElectionConfig, ProposeError, RuntimeConfig, RuntimeError, Status,
+    Voter,
 };
 pub use state_machine::MetadataStateMachine;

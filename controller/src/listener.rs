@@ -2,7 +2,8 @@
 //! `net::peer`): brokers' BrokerRegistration (62) and BrokerHeartbeat (63), answered by the
 //! active controller's [`BrokerLifecycle`](metadata::broker_lifecycle::BrokerLifecycle) in
 //! the runtime's loop; partition leaders' AlterPartition (56, see
-//! `metadata::alter_partition`), validated and committed by that loop too; ApiVersions; and the admin requests brokers forward to the active
+//! `metadata::alter_partition`) and the ElectLeaders brokers forward (see
+//! `metadata::elections`), validated and committed by that loop too; ApiVersions; and the admin requests brokers forward to the active
 //! controller (KIP-590: CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 //! IncrementalAlterConfigs, and AllocateProducerIds), which this node's metadata core
 //! executes (see `metadata::cluster`); and broker-only nodes' FetchMetadata (a private key,
@@ -23,7 +24,7 @@ use wire::generated::api::{request_header_version, response_header_version, ApiK
 use wire::generated::{
     AlterPartitionRequest, AlterPartitionResponse, ApiVersionsResponse, BrokerHeartbeatRequest,
     BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
-    DescribeQuorumRequest, RequestHeader,
+    DescribeQuorumRequest, ElectLeadersRequest, ElectLeadersResponse, RequestHeader,
 };
 use wire::primitives::{Decodable, Encodable};
 use wire::ErrorCode;
@@ -58,6 +59,19 @@ pub enum LifecycleCall {
         request: AlterPartitionRequest,
         reply: oneshot::Sender<AlterPartitionResponse>,
     },
+    /// ElectLeaders (KIP-460), forwarded by a broker: answered once its records are committed.
+    ElectLeaders {
+        request: ElectLeadersRequest,
+        reply: oneshot::Sender<ElectLeadersResponse>,
+    },
+}
+
+/// ElectLeaders refused as a whole with `code`.
+pub fn refuse_elections(code: i16) -> ElectLeadersResponse {
+    ElectLeadersResponse {
+        error_code: code,
+        ..Default::default()
+    }
 }
 
 impl LifecycleCall {
@@ -72,6 +86,9 @@ impl LifecycleCall {
             }
             LifecycleCall::AlterPartition { reply, .. } => {
                 let _ = reply.send(refuse_all(code));
+            }
+            LifecycleCall::ElectLeaders { reply, .. } => {
+                let _ = reply.send(refuse_elections(code));
             }
             LifecycleCall::Describe { .. } => {}
         }
@@ -209,6 +226,18 @@ async fn answer(
             };
             encode(api, version, correlation_id, &response)
         }
+        ApiKey::ElectLeaders => {
+            let request = ElectLeadersRequest::decode(&mut body, version)
+                .map_err(|error| format!("undecodable ElectLeaders: {error}"))?;
+            let (reply, answer) = oneshot::channel();
+            let not_controller = || refuse_elections(ErrorCode::NotController.code());
+            let response = match lifecycle.try_send(LifecycleCall::ElectLeaders { request, reply })
+            {
+                Ok(()) => answer.await.unwrap_or_else(|_| not_controller()),
+                Err(_) => not_controller(),
+            };
+            encode(api, version, correlation_id, &response)
+        }
         other => Err(format!(
             "{} is not served on the controller listener",
             other.name()
@@ -284,6 +313,7 @@ fn api_versions() -> ApiVersionsResponse {
         ApiKey::BrokerHeartbeat,
         ApiKey::DescribeQuorum,
         ApiKey::AlterPartition,
+        ApiKey::ElectLeaders,
     ];
     ApiVersionsResponse {
         api_keys: keys

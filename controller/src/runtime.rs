@@ -32,6 +32,7 @@ use metadata::alter_partition::{alter_partition, refuse_all};
 use metadata::broker_lifecycle::BrokerLifecycle;
 pub use metadata::cluster::ProposeError;
 use metadata::cluster::{ClusterLink, Proposal};
+use metadata::elections::{elect_leaders, elect_unclean_where_allowed, rebalance};
 use metadata::image::Image;
 use metadata::records::MetadataRecord;
 use net::peer::{self, PeerLink};
@@ -86,6 +87,28 @@ pub struct ClusterRole {
     pub cluster_id: String,
     /// `broker.session.timeout.ms`.
     pub session_timeout_ms: i64,
+    pub elections: ElectionConfig,
+}
+
+/// The active controller's own elections (see `metadata::elections`).
+#[derive(Clone, Copy, Debug)]
+pub struct ElectionConfig {
+    /// `auto.leader.rebalance.enable`.
+    pub auto_rebalance: bool,
+    /// `leader.imbalance.check.interval.seconds`.
+    pub rebalance_interval: Duration,
+    /// `unclean.leader.election.enable`: the static default for topics without an override.
+    pub unclean_default: bool,
+}
+
+impl Default for ElectionConfig {
+    fn default() -> ElectionConfig {
+        ElectionConfig {
+            auto_rebalance: true,
+            rebalance_interval: Duration::from_secs(300),
+            unclean_default: false,
+        }
+    }
 }
 
 /// Lifecycle calls waiting for the loop at most (a broker sends one at a time).
@@ -159,15 +182,20 @@ pub async fn run(
         dropped,
         Some(handler),
     ));
-    let (link, mut proposals, cluster_id, session_timeout_ms) = match cluster {
+    let (link, mut proposals, cluster_id, session_timeout_ms, elections) = match cluster {
         Some(c) => (
             Some(c.link),
             Some(c.proposals),
             c.cluster_id,
             c.session_timeout_ms,
+            c.elections,
         ),
-        None => (None, None, String::new(), 0),
+        None => (None, None, String::new(), 0, ElectionConfig::default()),
     };
+    // When the active controller last looked for partitions to rebalance, and at which
+    // applied index it last looked for unclean elections (only a new image can need one).
+    let mut last_rebalance = Instant::now();
+    let mut unclean_checked_at: u64 = 0;
     let started = Instant::now();
     let now_ms = || i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     // The active controller's view of brokers' sessions (rebuilt on each new leadership).
@@ -210,7 +238,17 @@ pub async fn run(
                 node.tick();
                 if let Some(lifecycle) = lifecycle.as_mut() {
                     if settled {
-                        let records = lifecycle.expire(&sm.image(), now_ms());
+                        let image = sm.image();
+                        let mut records = lifecycle.expire(&image, now_ms());
+                        if records.is_empty() {
+                            records = timed_elections(
+                                &image,
+                                &elections,
+                                &mut last_rebalance,
+                                &mut unclean_checked_at,
+                                sm.last_applied().0,
+                            );
+                        }
                         if !records.is_empty() {
                             if let Ok(proposed) = node.propose(encode_batch(&records)) {
                                 settled_at = proposed.index;
@@ -313,6 +351,32 @@ pub async fn run(
                             .unwrap_or(settled_at);
                         }
                     }
+                    (Some(_), LifecycleCall::ElectLeaders { request, reply }) => {
+                        let (records, response) = elect_leaders(&image, &request);
+                        if records.is_empty() {
+                            let _ = reply.send(response);
+                        } else {
+                            tracing::info!(
+                                elections = records.len(),
+                                kind = request.election_type,
+                                "ElectLeaders"
+                            );
+                            settled_at = propose(
+                                &mut node,
+                                &mut pending,
+                                &records,
+                                Box::new(move |applied| {
+                                    let _ = reply.send(match applied {
+                                        Ok(_) => response,
+                                        Err(_) => crate::listener::refuse_elections(
+                                            ErrorCode::NotController.code(),
+                                        ),
+                                    });
+                                }),
+                            )
+                            .unwrap_or(settled_at);
+                        }
+                    }
                     (Some(lifecycle), LifecycleCall::Heartbeat { request, reply }) => {
                         match lifecycle.heartbeat(&image, request, now) {
                             Err(error) => {
@@ -375,6 +439,41 @@ pub async fn run(
     }
     tracing::info!(id = config.id, "controller stopped");
     Ok(())
+}
+
+/// The active controller's elections on its timers, once its decisions have settled: unclean
+/// elections where topics allow them (looked for after each new image), and every
+/// `rebalance_interval` a pass moving leadership back to preferred replicas.
+fn timed_elections(
+    image: &Image,
+    config: &ElectionConfig,
+    last_rebalance: &mut Instant,
+    unclean_checked_at: &mut u64,
+    applied: u64,
+) -> Vec<MetadataRecord> {
+    if *unclean_checked_at != applied {
+        *unclean_checked_at = applied;
+        let records = elect_unclean_where_allowed(image, config.unclean_default);
+        if !records.is_empty() {
+            tracing::warn!(
+                partitions = records.len(),
+                "unclean leader election: records the old in-sync replicas held beyond the new leaders' logs are lost"
+            );
+            return records;
+        }
+    }
+    if config.auto_rebalance && last_rebalance.elapsed() >= config.rebalance_interval {
+        *last_rebalance = Instant::now();
+        let records = rebalance(image);
+        if !records.is_empty() {
+            tracing::info!(
+                partitions = records.len(),
+                "leadership moved back to preferred replicas"
+            );
+        }
+        return records;
+    }
+    Vec::new()
 }
 
 /// Hands `msg` to the link to its voter, telling raft when it could not go.

@@ -84,6 +84,10 @@ fn start(id: u64, voters: &[Voter], dir: std::path::PathBuf) -> Running {
                     cluster_id: "c".into(),
                     // Long enough that no broker is fenced for silence during the test.
                     session_timeout_ms: 600_000,
+                    elections: controller::ElectionConfig {
+                        auto_rebalance: false,
+                        ..Default::default()
+                    },
                 };
                 let (commands, receiver) = local_channel::new_bounded(64);
                 let stop = Rc::new(Cell::new(false));

@@ -107,6 +107,11 @@ impl ClusterLink {
         self.leader() == Some(self.node_id)
     }
 
+    /// The active controller's CONTROLLER listener, this node's own included.
+    pub fn leader_addr(&self) -> Option<SocketAddr> {
+        self.leader().and_then(|id| self.voters.get(&id).copied())
+    }
+
     /// The active controller's listener, when it is another node.
     pub fn remote_leader(&self) -> Option<SocketAddr> {
         self.leader()

@@ -26,7 +26,7 @@ use super::records::{MetadataRecord, NO_LEADER_CHANGE};
 pub const NO_LEADER: i32 = -1;
 
 /// Whether `broker` may lead or join an ISR now.
-fn usable(image: &Image, broker: i32) -> bool {
+pub(crate) fn usable(image: &Image, broker: i32) -> bool {
     image
         .brokers
         .get(&broker)
@@ -94,7 +94,7 @@ pub fn leader_count(image: &Image, broker: i32) -> usize {
         .count()
 }
 
-fn change(
+pub(crate) fn change(
     topic_id: wire::TopicId,
     p: &PartitionImage,
     leader: i32,

@@ -12,6 +12,7 @@
 pub mod alter_partition;
 pub mod broker_lifecycle;
 pub mod cluster;
+pub mod elections;
 pub mod image;
 pub mod leadership;
 pub mod log;
@@ -68,12 +69,38 @@ pub enum CreateTopicError {
     /// INVALID_REPLICATION_FACTOR (38)
     #[error("{0}")]
     InvalidReplicationFactor(String),
+    /// INVALID_REPLICA_ASSIGNMENT (39)
+    #[error("{0}")]
+    InvalidReplicaAssignment(String),
+    /// INVALID_REQUEST (42)
+    #[error("{0}")]
+    InvalidRequest(String),
     /// INVALID_CONFIG (40)
     #[error("{0}")]
     InvalidConfig(#[from] ConfigError),
     /// UNKNOWN_SERVER_ERROR (-1): the metadata log could not be written.
     #[error("metadata log: {0}")]
     Storage(#[from] LogError),
+}
+
+/// A new partition's replicas (preferred leader first) and its first ISR.
+type ReplicasAndIsr = (Vec<i32>, Vec<i32>);
+
+/// How a new topic's partitions are laid out over brokers.
+#[derive(Clone, Copy, Debug)]
+pub enum TopicLayout<'a> {
+    /// By the placer: counts, -1 for the broker defaults.
+    Counts {
+        num_partitions: i32,
+        replication_factor: i16,
+    },
+    /// CreateTopics' `assignments`: (partition, replicas, preferred leader first); the counts
+    /// as the request sent them (Kafka requires -1 beside an assignment).
+    Manual {
+        num_partitions: i32,
+        replication_factor: i16,
+        assignments: &'a [(i32, Vec<i32>)],
+    },
 }
 
 impl CreateTopicError {
@@ -84,6 +111,8 @@ impl CreateTopicError {
             CreateTopicError::TopicAlreadyExists(_) => 36,
             CreateTopicError::InvalidPartitions(_) => 37,
             CreateTopicError::InvalidReplicationFactor(_) => 38,
+            CreateTopicError::InvalidReplicaAssignment(_) => 39,
+            CreateTopicError::InvalidRequest(_) => 42,
             CreateTopicError::InvalidConfig(_) => 40,
             CreateTopicError::Storage(_) => -1,
         }
@@ -422,6 +451,23 @@ impl Controller {
         shards: u16,
         validate_only: bool,
     ) -> Result<TopicId, CreateTopicError> {
+        let layout = TopicLayout::Counts {
+            num_partitions,
+            replication_factor,
+        };
+        self.create_topic_laid_out(name, layout, configs, shards, validate_only)
+    }
+
+    /// CreateTopics for one topic laid out by counts or by a manual assignment (see
+    /// [`TopicLayout`]).
+    pub fn create_topic_laid_out(
+        &mut self,
+        name: &str,
+        layout: TopicLayout<'_>,
+        configs: BTreeMap<String, String>,
+        shards: u16,
+        validate_only: bool,
+    ) -> Result<TopicId, CreateTopicError> {
         validate_topic_name(name)?;
         if self.image.topic(name).is_some() {
             return Err(CreateTopicError::TopicAlreadyExists(name.to_string()));
@@ -437,41 +483,19 @@ impl Controller {
                 "Topic '{name}' collides with existing topic: {other}"
             )));
         }
-        let partitions = match num_partitions {
-            -1 => self.config.num_partitions,
-            n => n,
+        // (replicas, ISR) per partition.
+        let assignments: Vec<ReplicasAndIsr> = match layout {
+            TopicLayout::Counts {
+                num_partitions,
+                replication_factor,
+            } => self.placed(num_partitions, replication_factor)?,
+            TopicLayout::Manual {
+                num_partitions,
+                replication_factor,
+                assignments,
+            } => self.manually_placed(num_partitions, replication_factor, assignments)?,
         };
-        if partitions <= 0 {
-            return Err(CreateTopicError::InvalidPartitions(
-                "Number of partitions must be larger than 0.".into(),
-            ));
-        }
-        if partitions > MAX_PARTITIONS_PER_TOPIC {
-            return Err(CreateTopicError::InvalidPartitions(format!(
-                "Number of partitions must be at most {MAX_PARTITIONS_PER_TOPIC}."
-            )));
-        }
-        let rf = match replication_factor {
-            -1 => self.config.default_replication_factor,
-            r => r,
-        };
-        if rf <= 0 {
-            return Err(CreateTopicError::InvalidReplicationFactor(
-                "Replication factor must be larger than 0.".into(),
-            ));
-        }
-        // Kafka's ReplicationControlManager wraps the placer's reason in this sentence.
-        let assignments = placement::place(
-            &self.usable_brokers(),
-            partitions as usize,
-            i32::from(rf),
-            u64::from_be_bytes(random_topic_id()[..8].try_into().expect("8 of 16 bytes")),
-        )
-        .map_err(|e| {
-            CreateTopicError::InvalidReplicationFactor(format!(
-                "Unable to replicate the partition {rf} time(s): {e}"
-            ))
-        })?;
+        let partitions = assignments.len() as i32;
         config::validate_topic_overrides(&configs)?;
 
         let topic_id = loop {
@@ -498,12 +522,12 @@ impl Controller {
                 value: Some(v),
             });
         }
-        for (p, replicas) in (0..partitions).zip(assignments) {
+        for (p, (replicas, isr)) in (0..partitions).zip(assignments) {
             records.push(MetadataRecord::Partition {
                 topic_id,
                 partition_id: p,
-                leader: replicas[0],
-                isr: replicas.clone(),
+                leader: isr[0],
+                isr,
                 replicas,
                 leader_epoch: 0,
                 partition_epoch: 0,
@@ -513,6 +537,192 @@ impl Controller {
         self.commit(&records)?;
         self.next_shard += partitions as u64;
         Ok(topic_id)
+    }
+
+    /// Replicas placed by the placer for `num_partitions` partitions of `replication_factor`
+    /// (-1: the broker defaults); every replica starts in the ISR.
+    fn placed(
+        &self,
+        num_partitions: i32,
+        replication_factor: i16,
+    ) -> Result<Vec<ReplicasAndIsr>, CreateTopicError> {
+        let partitions = match num_partitions {
+            -1 => self.config.num_partitions,
+            n => n,
+        };
+        if partitions <= 0 {
+            return Err(CreateTopicError::InvalidPartitions(
+                "Number of partitions must be larger than 0.".into(),
+            ));
+        }
+        if partitions > MAX_PARTITIONS_PER_TOPIC {
+            return Err(CreateTopicError::InvalidPartitions(format!(
+                "Number of partitions must be at most {MAX_PARTITIONS_PER_TOPIC}."
+            )));
+        }
+        let rf = match replication_factor {
+            -1 => self.config.default_replication_factor,
+            r => r,
+        };
+        if rf <= 0 {
+            return Err(CreateTopicError::InvalidReplicationFactor(
+                "Replication factor must be larger than 0.".into(),
+            ));
+        }
+        // Kafka's ReplicationControlManager wraps the placer's reason in this sentence.
+        let placed = placement::place(
+            &self.usable_brokers(),
+            partitions as usize,
+            i32::from(rf),
+            u64::from_be_bytes(random_topic_id()[..8].try_into().expect("8 of 16 bytes")),
+        )
+        .map_err(|e| {
+            CreateTopicError::InvalidReplicationFactor(format!(
+                "Unable to replicate the partition {rf} time(s): {e}"
+            ))
+        })?;
+        // Only active replicas start in the ISR (a fenced one joins once caught up).
+        placed
+            .into_iter()
+            .map(|replicas| {
+                let isr: Vec<i32> = replicas
+                    .iter()
+                    .copied()
+                    .filter(|&id| self.active(id))
+                    .collect();
+                if isr.is_empty() {
+                    return Err(CreateTopicError::InvalidReplicationFactor(format!(
+                        "Unable to replicate the partition {rf} time(s): All brokers are \
+                         currently fenced or in controlled shutdown."
+                    )));
+                }
+                Ok((replicas, isr))
+            })
+            .collect()
+    }
+
+    /// A manual assignment checked as Kafka's `ReplicationControlManager.createTopic` does,
+    /// with its messages: counts must be -1 (INVALID_REQUEST); each partition once, its
+    /// replicas registered, distinct, as many as the others', and at least one of them active
+    /// (the ISR: registered, unfenced, not shutting down; it leads); partitions numbered from
+    /// 0 without gaps (INVALID_REPLICA_ASSIGNMENT).
+    fn manually_placed(
+        &self,
+        num_partitions: i32,
+        replication_factor: i16,
+        assignments: &[(i32, Vec<i32>)],
+    ) -> Result<Vec<ReplicasAndIsr>, CreateTopicError> {
+        use CreateTopicError::{InvalidReplicaAssignment as Invalid, InvalidRequest};
+        if replication_factor != -1 {
+            return Err(InvalidRequest(
+                "A manual partition assignment was specified, but replication factor was not \
+                 set to -1."
+                    .into(),
+            ));
+        }
+        if num_partitions != -1 {
+            return Err(InvalidRequest(
+                "A manual partition assignment was specified, but numPartitions was not set to \
+                 -1."
+                .into(),
+            ));
+        }
+        if assignments.len() > MAX_PARTITIONS_PER_TOPIC as usize {
+            return Err(CreateTopicError::InvalidPartitions(format!(
+                "Number of partitions must be at most {MAX_PARTITIONS_PER_TOPIC}."
+            )));
+        }
+        let mut by_partition: BTreeMap<i32, (Vec<i32>, Vec<i32>)> = BTreeMap::new();
+        let mut rf: Option<usize> = None;
+        for (partition, replicas) in assignments {
+            if by_partition.contains_key(partition) {
+                return Err(Invalid(format!(
+                    "Found multiple manual partition assignments for partition {partition}"
+                )));
+            }
+            let isr = self
+                .check_manual_replicas(*partition, replicas, rf)
+                .map_err(Invalid)?;
+            rf = Some(replicas.len());
+            by_partition.insert(*partition, (replicas.clone(), isr));
+        }
+        if by_partition
+            .keys()
+            .copied()
+            .ne(0..by_partition.len() as i32)
+        {
+            return Err(Invalid(
+                "partitions should be a consecutive 0-based integer sequence".into(),
+            ));
+        }
+        Ok(by_partition.into_values().collect())
+    }
+
+    /// One partition's manual replicas (Kafka's `validateManualPartitionAssignment`, with its
+    /// messages): not empty, every broker registered and named once, `rf` of them if the
+    /// other partitions fix it, at least one active. Returns the ISR: the active ones.
+    fn check_manual_replicas(
+        &self,
+        partition: i32,
+        replicas: &[i32],
+        rf: Option<usize>,
+    ) -> Result<Vec<i32>, String> {
+        if replicas.is_empty() {
+            return Err("The manual partition assignment includes an empty replica list.".into());
+        }
+        for (i, id) in replicas.iter().enumerate() {
+            if !self.registered(*id) {
+                return Err(format!(
+                    "The manual partition assignment includes broker {id}, but no such broker \
+                     is registered."
+                ));
+            }
+            if replicas[..i].contains(id) {
+                return Err(format!(
+                    "The manual partition assignment includes the broker {id} more than once."
+                ));
+            }
+        }
+        if let Some(rf) = rf.filter(|&rf| rf != replicas.len()) {
+            return Err(format!(
+                "The manual partition assignment includes a partition with {} replica(s), but \
+                 this is not consistent with previous partitions, which have {rf} replica(s).",
+                replicas.len()
+            ));
+        }
+        let isr: Vec<i32> = replicas
+            .iter()
+            .copied()
+            .filter(|&id| self.active(id))
+            .collect();
+        if isr.is_empty() {
+            return Err(format!(
+                "All brokers specified in the manual partition assignment for partition \
+                 {partition} are fenced or in controlled shutdown."
+            ));
+        }
+        Ok(isr)
+    }
+
+    /// Whether broker `id` is registered (a node with no quorum: whether it is this node).
+    fn registered(&self, id: i32) -> bool {
+        if self.image.brokers.is_empty() {
+            id == self.config.node_id
+        } else {
+            self.image.brokers.contains_key(&id)
+        }
+    }
+
+    /// Whether broker `id` is registered, unfenced and not shutting down (Kafka's
+    /// `ClusterControlManager.isActive`).
+    fn active(&self, id: i32) -> bool {
+        if self.image.brokers.is_empty() {
+            return id == self.config.node_id;
+        }
+        self.image
+            .brokers
+            .get(&id)
+            .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
     }
 
     /// The brokers new replicas may go to: the registered ones not shutting down (Kafka's
@@ -580,14 +790,7 @@ impl Controller {
             .partitions
             .first()
             .map_or(1, |p| p.replicas.len().max(1));
-        let registered = |id: i32| {
-            if self.image.brokers.is_empty() {
-                id == self.config.node_id
-            } else {
-                self.image.brokers.contains_key(&id)
-            }
-        };
-        let replicas: Vec<Vec<i32>> = match assignments {
+        let replicas: Vec<ReplicasAndIsr> = match assignments {
             Some(assignments) => {
                 if assignments.len() as i32 != additional {
                     return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
@@ -596,23 +799,15 @@ impl Controller {
                         assignments.len()
                     )));
                 }
-                for replicas in assignments {
-                    if let Some(&other) = replicas.iter().find(|&&id| !registered(id)) {
-                        return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
-                            "The manual partition assignment includes broker {other}, but no \
-                             such broker is registered."
-                        )));
-                    }
-                    if replicas.len() != rf {
-                        return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
-                            "The manual partition assignment includes a partition with {} \
-                             replica(s), but this is not consistent with previous partitions, \
-                             which have {rf} replica(s).",
-                            replicas.len()
-                        )));
-                    }
-                }
-                assignments.to_vec()
+                assignments
+                    .iter()
+                    .zip(current..)
+                    .map(|(replicas, p)| {
+                        self.check_manual_replicas(p, replicas, Some(rf))
+                            .map(|isr| (replicas.clone(), isr))
+                            .map_err(CreatePartitionsError::InvalidReplicaAssignment)
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
             }
             None => placement::place(
                 &self.usable_brokers(),
@@ -624,7 +819,23 @@ impl Controller {
                 CreatePartitionsError::InvalidReplicaAssignment(format!(
                     "Unable to replicate the partition {rf} time(s): {e}"
                 ))
-            })?,
+            })?
+            .into_iter()
+            .map(|replicas| {
+                let isr: Vec<i32> = replicas
+                    .iter()
+                    .copied()
+                    .filter(|&id| self.active(id))
+                    .collect();
+                if isr.is_empty() {
+                    return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
+                        "Unable to replicate the partition {rf} time(s): All brokers are \
+                         currently fenced or in controlled shutdown."
+                    )));
+                }
+                Ok((replicas, isr))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
         };
         if validate_only {
             return Ok(());
@@ -632,11 +843,11 @@ impl Controller {
         let shards = u64::from(shards.max(1));
         let records: Vec<MetadataRecord> = (current..count)
             .zip(replicas)
-            .map(|(p, replicas)| MetadataRecord::Partition {
+            .map(|(p, (replicas, isr))| MetadataRecord::Partition {
                 topic_id,
                 partition_id: p,
-                leader: replicas[0],
-                isr: replicas.clone(),
+                leader: isr[0],
+                isr,
                 replicas,
                 leader_epoch: 0,
                 partition_epoch: 0,
@@ -822,6 +1033,74 @@ mod tests {
         let mut image = Image::from_records(&records);
         image.offset = Some(n as u64);
         Arc::new(image)
+    }
+
+    #[test]
+    fn a_manual_assignment_is_checked_as_kafka_checks_it() {
+        let mut image = (*cluster_image(3)).clone();
+        image.apply(&MetadataRecord::BrokerRegistrationChange {
+            broker_id: 3,
+            broker_epoch: 3,
+            fenced: Some(true),
+            in_controlled_shutdown: None,
+        });
+        let mut c = Controller::staged(cfg(&[]), Arc::new(image));
+        let mut create = |counts: (i32, i16), assignments: &[(i32, Vec<i32>)]| {
+            let layout = TopicLayout::Manual {
+                num_partitions: counts.0,
+                replication_factor: counts.1,
+                assignments,
+            };
+            c.create_topic_laid_out("m", layout, none(), CLUSTER_SHARD_SLOTS, false)
+                .map(|_| ())
+                .map_err(|e| (e.error_code(), e.to_string()))
+        };
+        let refused = |r: Result<(), (i16, String)>| r.unwrap_err();
+        assert_eq!(refused(create((2, -1), &[(0, vec![1])])).0, 42);
+        assert_eq!(refused(create((-1, 1), &[(0, vec![1])])).0, 42);
+        type Assignment<'a> = &'a [(i32, Vec<i32>)];
+        let cases: [(Assignment, &str); 6] = [
+            (&[(0, vec![])], "an empty replica list"),
+            (&[(0, vec![1, 9])], "includes broker 9, but no such broker"),
+            (&[(0, vec![1, 1])], "the broker 1 more than once"),
+            (
+                &[(0, vec![1, 2]), (1, vec![1])],
+                "not consistent with previous partitions",
+            ),
+            (
+                &[(0, vec![1]), (0, vec![2])],
+                "multiple manual partition assignments",
+            ),
+            (&[(0, vec![1]), (2, vec![2])], "consecutive 0-based"),
+        ];
+        for (assignments, message) in cases {
+            let (code, text) = refused(create((-1, -1), assignments));
+            assert_eq!(code, 39, "{assignments:?}");
+            assert!(text.contains(message), "{assignments:?}: {text}");
+        }
+        let (code, text) = refused(create((-1, -1), &[(0, vec![3])]));
+        assert!(code == 39 && text.contains("fenced"), "{text}");
+        // Partitions may come in any order; fenced 3 is a replica outside the ISR, and the
+        // first active replica leads.
+        create((-1, -1), &[(1, vec![2, 1]), (0, vec![3, 1])]).unwrap();
+        let staged = c.take_staged();
+        let parts: Vec<_> = staged
+            .iter()
+            .filter_map(|r| match r {
+                MetadataRecord::Partition {
+                    partition_id,
+                    replicas,
+                    isr,
+                    leader,
+                    ..
+                } => Some((*partition_id, replicas.clone(), isr.clone(), *leader)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            parts,
+            vec![(0, vec![3, 1], vec![1], 1), (1, vec![2, 1], vec![2, 1], 2)]
+        );
     }
 
     #[test]

@@ -40,17 +40,16 @@ pub async fn handle_create_topics(
                 .iter()
                 .filter_map(|entry| entry.value.clone().map(|value| (entry.name.clone(), value)))
                 .collect();
-            // A manual assignment fixes the partition count (replicas are this node).
-            let num_partitions = if topic.assignments.is_empty() {
-                topic.num_partitions
-            } else {
-                topic.assignments.len() as i32
-            };
             TopicSpec {
                 name: topic.name.clone(),
-                num_partitions,
+                num_partitions: topic.num_partitions,
                 replication_factor: topic.replication_factor,
                 configs,
+                assignments: topic
+                    .assignments
+                    .iter()
+                    .map(|a| (a.partition_index, a.broker_ids.clone()))
+                    .collect(),
             }
         })
         .collect();

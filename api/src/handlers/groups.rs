@@ -78,6 +78,7 @@ async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
                 .clamp(1, OFFSETS_TOPIC_REPLICATION_FACTOR) as i16,
         },
         configs,
+        assignments: Vec::new(),
     };
     let outcomes = shard
         .call(

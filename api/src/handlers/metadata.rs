@@ -70,6 +70,7 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
                 num_partitions: -1,
                 replication_factor: -1,
                 configs: Default::default(),
+                assignments: Vec::new(),
             })
             .collect();
         if !missing.is_empty() {

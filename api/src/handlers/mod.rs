@@ -17,6 +17,7 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_producers;
 mod describe_quorum;
+mod elect_leaders;
 mod fetch;
 pub mod fetch_session;
 pub mod forwarded;
@@ -73,6 +74,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeCluster, 0, 1),
     (ApiKey::DescribeQuorum, 0, 2),
+    (ApiKey::ElectLeaders, 0, 2),
 ];
 
 /// Versions advertised in ApiVersions below the served range, answered with
@@ -270,6 +272,7 @@ pub fn dispatch(
             describe_producers::handle(shard, decode(&ctx, body)?, ctx),
             held,
         ),
+        ApiKey::ElectLeaders => spawn(elect_leaders::handle(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::DeleteRecords => spawn(
             delete_records::handle(shard, decode(&ctx, body)?, ctx),
             held,

@@ -3,6 +3,7 @@
 //! application of a new image (opening and dropping partition logs, config changes).
 
 use super::*;
+use crate::metadata::TopicLayout;
 
 /// What a change that the quorum did not commit answers beside NOT_CONTROLLER.
 const NOT_COMMITTED: &str = "The change was not committed by the metadata quorum; retry.";
@@ -163,9 +164,8 @@ impl Shard {
         // than one metadata batch may hold (-1 counts as the broker default, as in Kafka).
         let total: u64 = topics
             .iter()
-            .map(|spec| match spec.num_partitions {
-                -1 => u64::try_from(self.config.num_partitions).unwrap_or(0),
-                n => u64::try_from(n).unwrap_or(0),
+            .map(|spec| {
+                u64::try_from(spec.partition_count(self.config.num_partitions)).unwrap_or(0)
             })
             .sum();
         if total > MAX_PARTITIONS_PER_REQUEST {
@@ -185,20 +185,27 @@ impl Shard {
         let mut slice = Slice::new();
         for spec in topics {
             slice.tick().await;
-            let result = controller.borrow_mut().create_topic(
+            let layout = if spec.assignments.is_empty() {
+                TopicLayout::Counts {
+                    num_partitions: spec.num_partitions,
+                    replication_factor: spec.replication_factor,
+                }
+            } else {
+                TopicLayout::Manual {
+                    num_partitions: spec.num_partitions,
+                    replication_factor: spec.replication_factor,
+                    assignments: &spec.assignments,
+                }
+            };
+            let result = controller.borrow_mut().create_topic_laid_out(
                 &spec.name,
-                spec.num_partitions,
-                spec.replication_factor,
+                layout,
                 spec.configs.clone(),
                 shards,
                 validate_only,
             );
             tracing::debug!(topic = %spec.name, ok = result.is_ok(), "create_topic done");
-            let num_partitions = if spec.num_partitions == -1 {
-                self.config.num_partitions
-            } else {
-                spec.num_partitions
-            };
+            let num_partitions = spec.partition_count(self.config.num_partitions);
             outcomes.push(match result {
                 Ok(topic_id) => TopicOutcome {
                     name: spec.name,

@@ -16,7 +16,9 @@ use wire::generated::api::ApiKey;
 use wire::generated::create_partitions_request::{
     CreatePartitionsAssignment, CreatePartitionsTopic,
 };
-use wire::generated::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use wire::generated::create_topics_request::{
+    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
+};
 use wire::generated::delete_topics_request::DeleteTopicState;
 use wire::generated::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, CreatePartitionsRequest,
@@ -97,6 +99,15 @@ pub async fn create_topics(
                     .map(|(name, value)| CreatableTopicConfig {
                         name: name.clone(),
                         value: Some(value.clone()),
+                        ..Default::default()
+                    })
+                    .collect(),
+                assignments: spec
+                    .assignments
+                    .iter()
+                    .map(|(partition_index, broker_ids)| CreatableReplicaAssignment {
+                        partition_index: *partition_index,
+                        broker_ids: broker_ids.clone(),
                         ..Default::default()
                     })
                     .collect(),

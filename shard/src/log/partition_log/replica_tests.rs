@@ -590,3 +590,32 @@ fn first_epoch_entry_is_not_synced() {
         assert_eq!(log.leader_epoch_entries(), vec![(4, 0)]);
     });
 }
+
+#[test]
+fn truncating_at_the_end_drops_an_epoch_that_led_nothing() {
+    // A follower that led epoch 9 and appended nothing before losing leadership: its cache
+    // ends with (9, end), which its next leader never had. Truncation to the end (the
+    // DivergingEpoch answer) removes the entry, as Kafka's `truncateTo` does; kept, it is
+    // sent again and diverges again on every fetch.
+    run(async {
+        let (_disk, env) = sim_env(5);
+        let batches = leader_batches(&env, 8).await;
+        let mut log = follower_with(&env, "led-0", &batches).await;
+        let end = log.log_end_offset();
+        log.assign_leader_epoch(9).unwrap();
+        assert_eq!(log.leader_epoch_entries().last(), Some(&(9, end)));
+        assert!(!log.truncate_to(end).unwrap(), "no records removed");
+        assert_eq!(log.leader_epoch_entries(), epochs_of(&batches));
+        assert_eq!(log.log_end_offset(), end);
+        // Beyond the end, the same.
+        log.assign_leader_epoch(10).unwrap();
+        assert!(!log.truncate_to(end + 3).unwrap());
+        assert_eq!(log.leader_epoch_entries(), epochs_of(&batches));
+        // Durably: a reopened log agrees.
+        drop(log);
+        let log = PartitionLog::open_in(env.clone(), PathBuf::from("/sim/led-0"), config())
+            .await
+            .unwrap();
+        assert_eq!(log.leader_epoch_entries(), epochs_of(&batches));
+    });
+}

@@ -237,6 +237,11 @@ impl PartitionLog {
 
     fn truncate_inner(&mut self, offset: i64) -> Result<bool, LogError> {
         if offset >= self.log_end_offset() {
+            // Kafka's `truncateTo` cuts the epoch cache even so: a leader that assigned an
+            // epoch and appended nothing before losing leadership holds an entry at its log
+            // end that its new leader never had. Kept, it is sent as the last fetched epoch
+            // and answered with the same divergence on every fetch.
+            self.truncate_epochs_from_end(self.log_end_offset())?;
             return Ok(false);
         }
         if self.segments[0].base_offset > offset {
@@ -246,6 +251,7 @@ impl PartitionLog {
         let cut = self.plan_cut(offset)?;
         let k = cut.index;
         if !cut.swap && k + 1 == self.segments.len() && cut.new_end == self.log_end_offset() {
+            self.truncate_epochs_from_end(cut.new_end)?;
             return Ok(false);
         }
         let disk = self.env.disk.clone();
@@ -324,14 +330,19 @@ impl PartitionLog {
                 self.last_checkpoint = Some(moved);
             }
         }
-        let path = dir.join(LEADER_EPOCH_FILE);
-        self.epochs
-            .truncate_from_end(cut.new_end)
-            .map_err(io("write", &path))?;
+        self.truncate_epochs_from_end(cut.new_end)?;
         self.rebuild_producer_state(now)?;
         self.active_first_timestamp = self.read_active_first_timestamp()?;
         remove_commit(&disk, &dir)?;
         Ok(true)
+    }
+
+    /// Drops the leader-epoch entries starting at or past `end` (durably).
+    fn truncate_epochs_from_end(&mut self, end: i64) -> Result<(), LogError> {
+        let path = self.dir.join(LEADER_EPOCH_FILE);
+        self.epochs
+            .truncate_from_end(end)
+            .map_err(io("write", &path))
     }
 
     /// Kafka's `UnifiedLog.truncateFullyAndStartAt`: deletes every segment and restarts the
