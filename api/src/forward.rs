@@ -267,6 +267,8 @@ pub struct FetchPart {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReplicaFetch {
     pub broker: i32,
+    /// The follower's broker epoch (Fetch v15+'s ReplicaState, KIP-903), else -1.
+    pub broker_epoch: i64,
     pub last_fetched_epoch: i32,
 }
 

@@ -470,6 +470,7 @@ pub async fn fetch(shard: &Rc<Shard>, part: &FetchPart) -> FetchResult {
             (part.topic_id, part.partition),
             &target,
             replica.broker,
+            replica.broker_epoch,
             part.offset,
             replica.last_fetched_epoch,
         ) {

@@ -315,10 +315,13 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
     };
     // A follower names itself (the replica id, in ReplicaState from v15, KIP-903); only a
     // cluster has followers, so a single node serves such a fetch as a consumer's.
-    let replica_id = if ctx.api_version >= 15 {
-        request.replica_state.replica_id
+    let (replica_id, replica_epoch) = if ctx.api_version >= 15 {
+        (
+            request.replica_state.replica_id,
+            request.replica_state.replica_epoch,
+        )
     } else {
-        request.replica_id
+        (request.replica_id, -1)
     };
     let follower = (replica_id >= 0 && shard.cluster.is_some()).then_some(replica_id);
     let budget = request
@@ -372,6 +375,7 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
                 max_bytes: partition.partition_max_bytes.max(0) as usize,
                 replica: follower.map(|broker| forward::ReplicaFetch {
                     broker,
+                    broker_epoch: replica_epoch,
                     last_fetched_epoch: partition.last_fetched_epoch,
                 }),
             });

@@ -1,7 +1,8 @@
 //! A follower's fetches (Kafka's `ReplicaFetcherThread`): one task per shard and leader,
 //! over one connection to the leader's broker listener, fetching every partition this shard
-//! follows from that leader with Fetch v12 (the replica id in the request, the follower's
-//! last epoch in `last_fetched_epoch`). The leader answers records up to its log end (written
+//! follows from that leader with Fetch v15 (topics by id; the follower's id and broker epoch
+//! in ReplicaState, KIP-903, which the leader checks before it lets the follower into an
+//! ISR; its last epoch in `last_fetched_epoch`). The leader answers records up to its log end (written
 //! as they are, `PartitionLog::append_replica`), its high watermark, or DivergingEpoch, on
 //! which the follower truncates by epoch (KIP-279). Under the `ack` flush policy the
 //! follower's next fetch, whose offset the leader counts for the high watermark, waits until
@@ -20,10 +21,10 @@ use futures::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 use shard::replication::{truncation_point, EpochEnd};
 use wire::generated::api::ApiKey;
-use wire::generated::fetch_request::{FetchPartition, FetchTopic};
+use wire::generated::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
 use wire::generated::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use wire::generated::{FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse};
-use wire::primitives::{Decodable, Encodable};
+use wire::primitives::{Decodable, Encodable, Uuid};
 use wire::ErrorCode;
 
 use crate::config::FlushPolicy;
@@ -31,7 +32,7 @@ use crate::metadata::image::Image;
 use crate::metadata::records::TopicId;
 use crate::shard::{Partition, Shard};
 
-const FETCH_VERSION: i16 = 12;
+const FETCH_VERSION: i16 = 15;
 const LIST_OFFSETS_VERSION: i16 = 1;
 const CLIENT_ID: &str = "replica-fetcher";
 /// Pause after a failed exchange or a refusal before fetching again (Kafka's
@@ -66,6 +67,7 @@ pub fn ensure(shard: &Rc<Shard>, leader: i32) {
 /// A partition this shard follows from the fetcher's leader.
 struct Followed {
     topic: String,
+    topic_id: TopicId,
     partition_id: i32,
     leader_epoch: i32,
     local: Rc<Partition>,
@@ -86,6 +88,7 @@ fn followed(shard: &Shard, image: &Image, leader: i32) -> Vec<Followed> {
             let topic = image.topic_by_id(&topic_id)?.name.clone();
             Some(Followed {
                 topic,
+                topic_id,
                 partition_id,
                 leader_epoch,
                 local,
@@ -171,17 +174,31 @@ async fn fetch_once(
             partition_max_bytes: settings.fetch_max_bytes,
             ..Default::default()
         };
-        match topics.iter_mut().find(|t| t.topic == p.topic) {
+        match topics.iter_mut().find(|t| t.topic_id.0 == p.topic_id) {
             Some(t) => t.partitions.push(partition),
             None => topics.push(FetchTopic {
-                topic: p.topic.clone(),
+                topic_id: Uuid(p.topic_id),
                 partitions: vec![partition],
                 ..Default::default()
             }),
         }
     }
+    // KIP-903: the follower names its broker epoch, so a leader does not take a restarted
+    // broker's fetches for those of the incarnation its ISR knew.
+    let broker_epoch = shard
+        .image()
+        .brokers
+        .get(&me)
+        .map_or(-1, |b| b.broker_epoch);
     let request = FetchRequest {
-        replica_id: me,
+        // Before v15 the id went here; from v15 only in ReplicaState (the field must keep
+        // its default).
+        replica_id: -1,
+        replica_state: ReplicaState {
+            replica_id: me,
+            replica_epoch: broker_epoch,
+            ..Default::default()
+        },
         max_wait_ms: settings.fetch_wait_max_ms,
         min_bytes: 1,
         max_bytes: settings.fetch_response_max_bytes,
@@ -206,7 +223,7 @@ async fn fetch_once(
         for data in topic.partitions {
             let Some(p) = parts
                 .iter()
-                .find(|p| p.topic == topic.topic && p.partition_id == data.partition_index)
+                .find(|p| p.topic_id == topic.topic_id.0 && p.partition_id == data.partition_index)
             else {
                 continue;
             };

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use shard::replication::{diverging_epoch, CommittedState, EpochEnd};
+use shard::replication::{diverging_epoch, CommittedState, EpochEnd, LeaderState};
 use wire::generated::alter_partition_request::{self, BrokerState};
 use wire::generated::api::ApiKey;
 use wire::generated::{AlterPartitionRequest, AlterPartitionResponse};
@@ -36,12 +36,21 @@ pub fn now_ms() -> i64 {
     BASE.get_or_init(Instant::now).elapsed().as_millis() as i64
 }
 
-/// Whether `broker` may join an ISR now: registered, unfenced, not shutting down (KIP-841).
-fn eligible(image: &Image, broker: i32) -> bool {
-    image
-        .brokers
-        .get(&broker)
-        .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
+/// The followers that may join the ISR now: registered, unfenced, not shutting down
+/// (KIP-841), fetching under their broker's registered epoch (KIP-903).
+fn eligible(image: &Image, state: &LeaderState) -> Vec<i32> {
+    state
+        .followers()
+        .iter()
+        .filter(|f| {
+            image.brokers.get(&f.broker).is_some_and(|b| {
+                !b.fenced
+                    && !b.in_controlled_shutdown
+                    && f.broker_epoch_eligible(Some(b.broker_epoch))
+            })
+        })
+        .map(|f| f.broker)
+        .collect()
 }
 
 /// Moves the high watermark of a partition this node leads as far as the rules allow;
@@ -53,8 +62,9 @@ pub fn advance_high_watermark(shard: &Shard, partition: &Partition) -> bool {
     let end = partition.log.borrow().log_end_offset();
     let moved = match &mut *partition.replica.role.borrow_mut() {
         Role::Leader(state) => {
+            let eligible = eligible(&image, state);
             state.maybe_advance_high_watermark(end, min_insync, now_ms(), lag, |b| {
-                eligible(&image, b)
+                eligible.contains(&b)
             })
         }
         _ => None,
@@ -74,6 +84,7 @@ pub fn on_replica_fetch(
     key: (TopicId, i32),
     partition: &Rc<Partition>,
     broker: i32,
+    broker_epoch: i64,
     fetch_offset: i64,
     last_fetched_epoch: i32,
 ) -> Result<Option<EpochEnd>, ErrorCode> {
@@ -95,6 +106,9 @@ pub fn on_replica_fetch(
         let Role::Leader(state) = &mut *role else {
             return Err(ErrorCode::NotLeaderOrFollower);
         };
+        if !state.note_follower_epoch(broker, broker_epoch) {
+            return Err(ErrorCode::NotLeaderOrFollower);
+        }
         // A diverging follower's offset says nothing of what it holds in common.
         if diverging.is_none()
             && !state.on_follower_fetch(broker, fetch_offset.min(end), end, now_ms())
@@ -122,7 +136,8 @@ pub fn maybe_change_isr(shard: &Shard, key: (TopicId, i32), partition: &Rc<Parti
         let Role::Leader(state) = &mut *role else {
             return;
         };
-        let Some(isr) = state.next_isr_change(end, now_ms(), lag, |b| eligible(&image, b)) else {
+        let eligible = eligible(&image, state);
+        let Some(isr) = state.next_isr_change(end, now_ms(), lag, |b| eligible.contains(&b)) else {
             return;
         };
         let me = shard.config.node_id;
@@ -145,7 +160,18 @@ pub fn maybe_change_isr(shard: &Shard, key: (TopicId, i32), partition: &Rc<Parti
                         .iter()
                         .map(|&b| BrokerState {
                             broker_id: b,
-                            broker_epoch: image.brokers.get(&b).map_or(-1, |r| r.broker_epoch),
+                            // Kafka's: the epoch each follower's fetches named (KIP-903), so
+                            // the controller refuses a member that has since restarted.
+                            broker_epoch: if b == me {
+                                my_epoch
+                            } else {
+                                state
+                                    .followers()
+                                    .iter()
+                                    .find(|f| f.broker == b)
+                                    .and_then(|f| f.broker_epoch)
+                                    .unwrap_or(-1)
+                            },
                             ..Default::default()
                         })
                         .collect(),

@@ -41,6 +41,9 @@ pub struct FollowerProgress {
     /// The time of its previous fetch, and the leader's log end then.
     last_fetch_ms: i64,
     last_fetch_leader_end: i64,
+    /// The broker epoch its last fetch named (KIP-903's ReplicaState; -1: its Fetch version
+    /// carries none); `None` before its first fetch to this leader.
+    pub broker_epoch: Option<i64>,
 }
 
 impl FollowerProgress {
@@ -52,6 +55,17 @@ impl FollowerProgress {
             last_caught_up_ms: if in_sync { now_ms } else { 0 },
             last_fetch_ms: 0,
             last_fetch_leader_end: UNKNOWN_OFFSET,
+            broker_epoch: None,
+        }
+    }
+
+    /// Kafka's `isBrokerEpochIsrEligible` (KIP-903): the follower fetched naming no epoch
+    /// (-1) or `registered`, its broker's epoch in the leader's metadata. A follower whose
+    /// fetches come from an earlier incarnation of its broker (a stale epoch) may not join.
+    pub fn broker_epoch_eligible(&self, registered: Option<i64>) -> bool {
+        match (self.broker_epoch, registered) {
+            (Some(fetched), Some(registered)) => fetched == -1 || fetched == registered,
+            _ => false,
         }
     }
 
@@ -147,6 +161,16 @@ impl LeaderState {
             }
         }
         isr
+    }
+
+    /// The broker epoch follower `broker`'s fetch named (see `FollowerProgress`): kept even
+    /// when the fetch is answered with a divergence. False when `broker` is not a replica.
+    pub fn note_follower_epoch(&mut self, broker: i32, broker_epoch: i64) -> bool {
+        let Some(f) = self.followers.iter_mut().find(|f| f.broker == broker) else {
+            return false;
+        };
+        f.broker_epoch = Some(broker_epoch);
+        true
     }
 
     /// A fetch from follower `broker` at `fetch_offset` while the leader's log ended at
@@ -390,5 +414,27 @@ mod tests {
         l.on_follower_fetch(2, 15, 15, 3_000);
         assert_eq!(l.followers()[0].last_caught_up_ms, 3_000);
         assert!(!l.on_follower_fetch(9, 15, 15, 3_000));
+    }
+
+    #[test]
+    fn only_a_follower_fetching_under_its_registered_epoch_is_eligible() {
+        // KIP-903: broker 2 registered with epoch 40.
+        let mut l = LeaderState::new(1, &state(&[1]), 0, 0, 0);
+        let f = |l: &LeaderState| l.followers()[0].clone();
+        assert!(!f(&l).broker_epoch_eligible(Some(40)), "no fetch yet");
+        assert!(l.note_follower_epoch(2, 39));
+        assert!(
+            !f(&l).broker_epoch_eligible(Some(40)),
+            "an earlier incarnation"
+        );
+        assert!(l.note_follower_epoch(2, 40));
+        assert!(f(&l).broker_epoch_eligible(Some(40)));
+        assert!(!f(&l).broker_epoch_eligible(None), "unregistered");
+        assert!(l.note_follower_epoch(2, -1));
+        assert!(
+            f(&l).broker_epoch_eligible(Some(40)),
+            "a Fetch before v15 names none"
+        );
+        assert!(!l.note_follower_epoch(9, 40), "not a replica");
     }
 }

@@ -228,4 +228,22 @@ class ToolsTest {
                 "--describe", "--topic-list", "java-tool-logdirs").ok();
         assertContains(t, "\"partition\":\"java-tool-logdirs-0\"");
     }
+
+    @Test
+    void kafkaLeaderElection() throws Exception {
+        // One node: its replica leads every partition already, so a preferred election has
+        // nothing to do (ELECTION_NOT_NEEDED), and an unknown partition is an error.
+        Kafka.createTopic(broker, "java-tool-election", 2);
+        String cls = "org.apache.kafka.tools.LeaderElectionCommand";
+        Tool named = Tool.run(cls, "--bootstrap-server", broker.bootstrap, "--election-type", "preferred",
+                "--topic", "java-tool-election", "--partition", "1").ok();
+        assertContains(named, "Valid replica already elected for partitions java-tool-election-1");
+        Tool all = Tool.run(cls, "--bootstrap-server", broker.bootstrap, "--election-type", "preferred",
+                "--all-topic-partitions").ok();
+        assertTrue(!all.stdout.contains("Error"), "every partition: " + all);
+        Tool unknown = Tool.run(cls, "--bootstrap-server", broker.bootstrap, "--election-type", "unclean",
+                "--topic", "java-tool-election", "--partition", "7");
+        assertTrue(unknown.exitCode != 0 && (unknown.stdout + unknown.stderr).contains("UnknownTopicOrPartition"),
+                "an unknown partition: " + unknown);
+    }
 }
