@@ -87,6 +87,13 @@ if ! command -v kcat >/dev/null && ! command -v kafkacat >/dev/null; then
 fi
 kcat -V 2>/dev/null | head -1 || kafkacat -V | head -1
 
+section "iptables"
+# The replication fault test cuts a node off with iptables (as root); installed where missing.
+if [[ $(id -u) == 0 ]] && ! command -v iptables >/dev/null; then
+    apt-get install -y -q iptables >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q iptables >/dev/null; } || echo "iptables not installed: the replication test's network cut is skipped"
+fi
+command -v iptables >/dev/null && iptables -V || echo "no iptables: the replication test's network cut is skipped"
+
 section "end-to-end tests (pytest tests/e2e)"
 export BROKER_BIN="$ROOT/target/release/broker"
 export PYTHONDONTWRITEBYTECODE=1

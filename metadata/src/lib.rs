@@ -581,24 +581,8 @@ impl Controller {
                 "Unable to replicate the partition {rf} time(s): {e}"
             ))
         })?;
-        // Only active replicas start in the ISR (a fenced one joins once caught up).
-        placed
-            .into_iter()
-            .map(|replicas| {
-                let isr: Vec<i32> = replicas
-                    .iter()
-                    .copied()
-                    .filter(|&id| self.active(id))
-                    .collect();
-                if isr.is_empty() {
-                    return Err(CreateTopicError::InvalidReplicationFactor(format!(
-                        "Unable to replicate the partition {rf} time(s): All brokers are \
-                         currently fenced or in controlled shutdown."
-                    )));
-                }
-                Ok((replicas, isr))
-            })
-            .collect()
+        self.with_active_isr(placed, i32::from(rf))
+            .map_err(CreateTopicError::InvalidReplicationFactor)
     }
 
     /// A manual assignment checked as Kafka's `ReplicationControlManager.createTopic` does,
@@ -690,11 +674,7 @@ impl Controller {
                 replicas.len()
             ));
         }
-        let isr: Vec<i32> = replicas
-            .iter()
-            .copied()
-            .filter(|&id| self.active(id))
-            .collect();
+        let isr = self.active_of(replicas);
         if isr.is_empty() {
             return Err(format!(
                 "All brokers specified in the manual partition assignment for partition \
@@ -702,6 +682,37 @@ impl Controller {
             ));
         }
         Ok(isr)
+    }
+
+    /// The placer's replicas with their first ISR: the active ones (a fenced replica joins
+    /// once caught up). Kafka's message when a partition has none.
+    fn with_active_isr(
+        &self,
+        placed: Vec<Vec<i32>>,
+        rf: i32,
+    ) -> Result<Vec<ReplicasAndIsr>, String> {
+        placed
+            .into_iter()
+            .map(|replicas| {
+                let isr = self.active_of(&replicas);
+                if isr.is_empty() {
+                    return Err(format!(
+                        "Unable to replicate the partition {rf} time(s): All brokers are \
+                         currently fenced or in controlled shutdown."
+                    ));
+                }
+                Ok((replicas, isr))
+            })
+            .collect()
+    }
+
+    /// The active ones of `replicas`, in their order.
+    fn active_of(&self, replicas: &[i32]) -> Vec<i32> {
+        replicas
+            .iter()
+            .copied()
+            .filter(|&id| self.active(id))
+            .collect()
     }
 
     /// Whether broker `id` is registered (a node with no quorum: whether it is this node).
@@ -819,23 +830,11 @@ impl Controller {
                 CreatePartitionsError::InvalidReplicaAssignment(format!(
                     "Unable to replicate the partition {rf} time(s): {e}"
                 ))
-            })?
-            .into_iter()
-            .map(|replicas| {
-                let isr: Vec<i32> = replicas
-                    .iter()
-                    .copied()
-                    .filter(|&id| self.active(id))
-                    .collect();
-                if isr.is_empty() {
-                    return Err(CreatePartitionsError::InvalidReplicaAssignment(format!(
-                        "Unable to replicate the partition {rf} time(s): All brokers are \
-                         currently fenced or in controlled shutdown."
-                    )));
-                }
-                Ok((replicas, isr))
             })
-            .collect::<Result<Vec<_>, _>>()?,
+            .and_then(|placed| {
+                self.with_active_isr(placed, rf as i32)
+                    .map_err(CreatePartitionsError::InvalidReplicaAssignment)
+            })?,
         };
         if validate_only {
             return Ok(());

@@ -30,6 +30,7 @@ watermark a consumer sees), each partition's ISR as one node tells it (`partitio
 
 import os
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -244,6 +245,7 @@ class Cluster:
             port = self.broker_ports[i] if "broker" in role else self.controller_ports[i]
             self.nodes[i] = Node(node_dir, overrides=settings, port=port, name=f"node{i}")
         self.stopped = set()  # SIGSTOPped
+        self.cut_off = set()  # unreachable by iptables (see `cut`)
 
     # -- addresses ---------------------------------------------------------------------------
     @property
@@ -270,8 +272,9 @@ class Cluster:
         return self.nodes[i].alive()
 
     def live(self):
-        """Ids of the nodes running and not SIGSTOPped."""
-        return [i for i in self.ids if self.alive(i) and i not in self.stopped]
+        """Ids of the nodes running, not SIGSTOPped and not cut off."""
+        return [i for i in self.ids
+                if self.alive(i) and i not in self.stopped and i not in self.cut_off]
 
     def live_brokers(self):
         """Ids of the live nodes with the broker role (those clients can ask)."""
@@ -338,7 +341,32 @@ class Cluster:
             os.kill(self.nodes[i].proc.pid, signal.SIGCONT)
         self.stopped.discard(i)
 
+    # -- network cuts (iptables; root) -----------------------------------------------------
+    def _cut_rules(self, i):
+        """Rules that make node i unreachable: nothing gets into its listeners and nothing its
+        listeners send gets out. Its own outgoing connections (heartbeats to the controller,
+        fetches from other leaders, Raft messages it sends) still go through: the others
+        cannot reach it while it can reach them (an asymmetric cut)."""
+        tag = ["-m", "comment", "--comment", f"e2e-cut-{os.getpid()}-{i}"]
+        rules = []
+        for port in (self.broker_ports[i], self.controller_ports[i]):
+            rules.append(["INPUT", "-p", "tcp", "--dport", str(port), *tag, "-j", "DROP"])
+            rules.append(["OUTPUT", "-p", "tcp", "--sport", str(port), *tag, "-j", "DROP"])
+        return rules
+
+    def cut(self, i):
+        for rule in self._cut_rules(i):
+            subprocess.run(["iptables", "-I", *rule], check=True, capture_output=True)
+        self.cut_off.add(i)
+
+    def heal(self, i):
+        for rule in self._cut_rules(i):
+            subprocess.run(["iptables", "-D", *rule], capture_output=True)
+        self.cut_off.discard(i)
+
     def close(self):
+        for i in list(self.cut_off):
+            self.heal(i)
         for i in self.ids:
             self.sigcont(i)
         self._parallel([self.nodes[i].stop for i in self.ids])

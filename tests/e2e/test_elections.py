@@ -18,42 +18,18 @@ kafka-leader-election.sh sends them (ElectLeaders, API 43, KIP-460).
   other partition; the old leader, restarted, truncates to the new leader's log and rejoins.
 """
 
-import gc
 import time
 
-import pytest
 from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                    NewTopic)
 from kafka import KafkaAdminClient
 
-from cluster_harness import BROKER, COMBINED, Cluster, wait_until
-from test_replication import cluster_overrides, read_replica_log, unique
+from cluster_harness import BROKER, COMBINED, wait_until
+from test_replication import make_cluster, read_replica_log, unique  # noqa: F401 (fixture)
 
 ELECTION_NOT_NEEDED = 84
 UNKNOWN_TOPIC_OR_PARTITION = 3
-
-
-@pytest.fixture
-def make_cluster(request, tmp_path):
-    """Factory: make_cluster(overrides, roles) -> a started, formed Cluster (3 combined nodes
-    by default) with short sessions; node logs attached to a failure report; stopped after."""
-    made = []
-    request.node._e2e_brokers = []
-
-    def make(overrides=None, roles=None):
-        settings = cluster_overrides()
-        settings.update(overrides or {})
-        c = Cluster(tmp_path / f"cluster{len(made)}", overrides=settings, roles=roles)
-        made.append(c)
-        request.node._e2e_brokers.extend(c.nodes.values())
-        c.start()
-        return c
-
-    yield make
-    gc.collect()
-    for c in made:
-        c.close()
 
 
 def error_code(e):

@@ -18,7 +18,8 @@ Tests:
 - test_faults_lose_no_acknowledged_record: an idempotent librdkafka producer (acks=all) writes
   keyed, counted records to 3 partitions (rf 3) for the whole run while the main thread
   applies faults in turn (kill -9 of a leader, kill -9 of the active controller, SIGSTOP of a
-  leader past the session timeout, a rolling restart); then every acknowledged record must be
+  leader past the session timeout, a leader cut off by iptables so that no one reaches it
+  while it reaches everyone, a rolling restart); then every acknowledged record must be
   read back at its offset, no value twice, counters in order per partition, and every replica's
   segment files identical below the HW. After each fault it waits for a new leader (and
   fencing) and for every partition to be acknowledged again; after each return, for every ISR
@@ -37,6 +38,7 @@ Tests:
 import functools
 import gc
 import os
+import shutil
 import struct
 import threading
 import time
@@ -60,6 +62,10 @@ FAULT_RECORDS = int(os.environ.get("REPLICATION_FAULT_RECORDS", "6000"))
 FAULT_ROUNDS = int(os.environ.get("REPLICATION_FAULT_ROUNDS", "1"))
 FAULT_RATE = float(os.environ.get("REPLICATION_FAULT_RATE", "300"))
 FAULT_ENABLED = os.environ.get("REPLICATION_FAULT", "1") != "0"
+# The iptables cut (fault 5) needs root and iptables (scripts/test.sh installs it);
+# REPLICATION_CUT=0 leaves it out.
+CUT_ENABLED = (os.environ.get("REPLICATION_CUT", "1") != "0" and os.geteuid() == 0
+               and shutil.which("iptables") is not None)
 # How long a returned node may take to be in every ISR again (a follower catching up).
 HEAL_TIMEOUT = float(os.environ.get("REPLICATION_HEAL_TIMEOUT", "60"))
 
@@ -92,15 +98,16 @@ def cluster_overrides():
 
 @pytest.fixture
 def make_cluster(request, tmp_path):
-    """Factory: make_cluster() -> a started, formed 3-node Cluster with short sessions and
-    replica.lag.time.max.ms=3000; node logs attached to a failure report; all stopped after."""
+    """Factory: make_cluster(overrides, roles) -> a started, formed Cluster (3 combined nodes
+    unless `roles` says otherwise) with short sessions and replica.lag.time.max.ms=3000; node
+    logs attached to a failure report; all stopped after."""
     made = []
     request.node._e2e_brokers = []
 
-    def make(overrides=None):
+    def make(overrides=None, roles=None):
         settings = cluster_overrides()
         settings.update(overrides or {})
-        c = Cluster(tmp_path / f"cluster{len(made)}", overrides=settings)
+        c = Cluster(tmp_path / f"cluster{len(made)}", overrides=settings, roles=roles)
         made.append(c)
         request.node._e2e_brokers.extend(c.nodes.values())
         c.start()
@@ -559,6 +566,27 @@ def test_faults_lose_no_acknowledged_record(make_cluster):
         c.wait_registered(victim, among=c.ids)
         if not healed(f"node {victim} continued"):
             return False
+
+        # 5. A leader (not the controller) cut off with iptables: nobody reaches it while its
+        #    own connections go out. Its followers stop fetching, and its controller, hearing
+        #    from no quorum leader, no longer tells its broker where to heartbeat, so it is
+        #    fenced after the session timeout and its partitions are led elsewhere (were it
+        #    still heard, it would shrink its ISRs to itself and acks=all would wait for min
+        #    ISR 2). Nothing it acknowledged may be lost; healed, it rejoins every ISR.
+        if CUT_ENABLED:
+            ctl = c.wait_formed()
+            lead = leaders_of(c, name, c.live_brokers())
+            victim = next((n for n in lead.values() if n != ctl), None)
+            if victim is not None:
+                c.cut(victim)
+                note(f"round {rnd}: node {victim} cut off (iptables, inbound)")
+                time.sleep(SESSION_S + LAG_S + 2)
+                note(f"while cut: {c.describe_isr(name)}")
+                c.heal(victim)
+                note(f"round {rnd}: node {victim} reachable again")
+                if not healed(f"node {victim} healed"):
+                    return False
+                progress(f"cut of node {victim}")
 
         # 4. Rolling restart: SIGTERM (controlled shutdown) and start each node in turn.
         for i in c.ids:
