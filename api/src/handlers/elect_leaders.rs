@@ -7,6 +7,7 @@
 use std::rc::Rc;
 
 use wire::generated::api::ApiKey;
+use wire::generated::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use wire::generated::{ElectLeadersRequest, ElectLeadersResponse};
 use wire::ErrorCode;
 
@@ -50,5 +51,77 @@ pub async fn handle(
             response
         }
     };
+    let response = if ctx.api_version == 0 {
+        per_partition(response, &request)
+    } else {
+        response
+    };
     encode_response(&ctx, ctx.api_version, &response)
+}
+
+/// v0 has no top-level error: a refusal of the whole request goes to every partition it
+/// named (Kafka's `getErrorResponse`).
+fn per_partition(
+    response: ElectLeadersResponse,
+    request: &ElectLeadersRequest,
+) -> ElectLeadersResponse {
+    if response.error_code == 0 {
+        return response;
+    }
+    let code = response.error_code;
+    let replica_election_results = request
+        .topic_partitions
+        .iter()
+        .flatten()
+        .map(|t| ReplicaElectionResult {
+            topic: t.topic.clone(),
+            partition_result: t
+                .partitions
+                .iter()
+                .map(|&partition_id| PartitionResult {
+                    partition_id,
+                    error_code: code,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    ElectLeadersResponse {
+        replica_election_results,
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wire::generated::elect_leaders_request::TopicPartitions;
+
+    #[test]
+    fn a_v0_refusal_goes_to_every_named_partition() {
+        let request = ElectLeadersRequest {
+            topic_partitions: Some(vec![TopicPartitions {
+                topic: "t".into(),
+                partitions: vec![0, 3],
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        let refused = ElectLeadersResponse {
+            error_code: ErrorCode::NotController.code(),
+            ..Default::default()
+        };
+        let v0 = per_partition(refused, &request);
+        assert_eq!(v0.error_code, 0);
+        let codes: Vec<(i32, i16)> = v0.replica_election_results[0]
+            .partition_result
+            .iter()
+            .map(|p| (p.partition_id, p.error_code))
+            .collect();
+        let code = ErrorCode::NotController.code();
+        assert_eq!(codes, vec![(0, code), (3, code)]);
+        let mut out = bytes::BytesMut::new();
+        wire::primitives::Encodable::encode(&v0, &mut out, 0).unwrap();
+    }
 }
