@@ -11,6 +11,7 @@ pub mod error_code;
 pub mod frame;
 pub mod generated;
 pub mod group_records;
+pub mod txn_records;
 pub mod ids;
 pub mod primitives;
 pub mod record_batch;

@@ -1,0 +1,1 @@
+//! Kafka's transaction coordinator as a state machine: no I/O, no shard, time passed in.
