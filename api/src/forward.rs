@@ -27,6 +27,7 @@ use bytes::Bytes;
 use crate::group::calls as group;
 use crate::metadata::image::Image;
 use crate::metadata::records::TopicId;
+use crate::txn::calls as txn;
 
 /// One message on a ring of calls.
 pub enum ShardMsg {
@@ -190,6 +191,13 @@ calls! {
     DeleteGroup(group::DeleteGroup) -> group::DeleteReply;
     ConsumerHeartbeat(group::ConsumerHeartbeat) -> group::ConsumerHeartbeatReply;
     ConsumerDescribe(group::ConsumerDescribe) -> group::ConsumerDescribeReply;
+    TxnOffsetCommit(group::TxnOffsetCommit) -> group::TxnOffsetCommitReply;
+    InitTxnProducer(txn::InitTxnProducer) -> txn::InitTxnReply;
+    AddToTxn(txn::AddToTxn) -> txn::AddToTxnReply;
+    EndTxn(txn::EndTxn) -> txn::EndTxnReply;
+    DescribeTxn(txn::DescribeTxn) -> txn::DescribeTxnReply;
+    ListTxns(txn::ListTxns) -> txn::ListTxnsReply;
+    WriteMarkers(txn::WriteMarkers) -> txn::WriteMarkersReply;
 }
 
 impl CallKind for Produce {}
@@ -230,8 +238,25 @@ parked!(
     ListGroups,
     DeleteGroup,
     ConsumerHeartbeat,
-    ConsumerDescribe
+    ConsumerDescribe,
+    TxnOffsetCommit
 );
+
+/// Transaction calls are parked: they wait for appends and markers.
+impl CallKind for txn::InitTxnProducer {
+    const PARKED: bool = true;
+}
+impl CallKind for txn::AddToTxn {
+    const PARKED: bool = true;
+}
+impl CallKind for txn::EndTxn {
+    const PARKED: bool = true;
+}
+impl CallKind for txn::DescribeTxn {
+    const PARKED: bool = true;
+}
+impl CallKind for txn::ListTxns {}
+impl CallKind for txn::WriteMarkers {}
 
 /// Append one batch to each of these partitions, all owned by the target shard, in order:
 /// the part of one Produce request that shard owns. One result per part, in order.
@@ -261,6 +286,9 @@ pub struct FetchPart {
     pub min_one: bool,
     /// A follower's fetch (None: a consumer's).
     pub replica: Option<ReplicaFetch>,
+    /// A read_committed consumer's: it reads below the last stable offset and gets the
+    /// aborted transactions of what it read.
+    pub read_committed: bool,
 }
 
 /// What a follower's fetch of a partition adds (Fetch's replica id, `last_fetched_epoch`).
@@ -285,6 +313,8 @@ pub struct WaitPart {
     pub offset: i64,
     /// A follower waits for the log end, a consumer for the high watermark.
     pub replica: bool,
+    /// A read_committed consumer waits for the last stable offset.
+    pub read_committed: bool,
 }
 
 /// Resolve once any of these partitions' log end passes its offset, or `wait_ms` elapses
@@ -310,6 +340,8 @@ pub struct ListOffsetsPart {
     pub topic_id: TopicId,
     pub partition: i32,
     pub timestamp: i64,
+    /// READ_COMMITTED: the latest offset is the last stable offset.
+    pub read_committed: bool,
 }
 
 /// ListOffsets on these partitions of the target shard; one result per part, in order.
@@ -426,6 +458,12 @@ pub struct FetchResult {
     pub error_code: i16,
     pub high_watermark: i64,
     pub log_start_offset: i64,
+    /// The last stable offset (Kafka's: the high watermark, or the first offset of the
+    /// earliest open transaction when that is lower).
+    pub last_stable_offset: i64,
+    /// A read_committed fetch's aborted transactions among what it may read: (producer id,
+    /// first offset).
+    pub aborted: Option<Vec<(i64, i64)>>,
     pub records: crate::transport::Records,
     /// DivergingEpoch for a follower whose log departs from the leader's: (epoch, end).
     pub diverging: Option<(i32, i64)>,

@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod partition_ops;
 pub mod replication;
 pub mod shard;
+pub mod txn;
 
 // The crates below, under the names these modules used when they were part of the broker.
 pub use config;

@@ -272,6 +272,66 @@ pub async fn produce_many(
     results
 }
 
+/// Appends the COMMIT or ABORT marker `part` asks for to a partition of this shard (what a
+/// partition leader does for WriteTxnMarkers) and waits for it as acks=all does. Kafka's
+/// codes: NOT_LEADER_OR_FOLLOWER off the leader, INVALID_PRODUCER_EPOCH /
+/// TRANSACTION_COORDINATOR_FENCED for a stale marker, KAFKA_STORAGE_ERROR.
+pub async fn write_txn_marker(
+    shard: &Rc<Shard>,
+    part: &crate::txn::calls::MarkerPart,
+) -> ErrorCode {
+    let Some(target) = shard.partition(&part.topic_id, part.partition) else {
+        return ErrorCode::NotLeaderOrFollower;
+    };
+    if !target.replica.serves_clients() {
+        return ErrorCode::NotLeaderOrFollower;
+    }
+    let config = target.config();
+    let isr = target.replica.isr_len();
+    let leader_epoch = target.replica.leader_epoch().unwrap_or(0);
+    let marker = if part.commit {
+        shard::log::TxnMarker::Commit
+    } else {
+        shard::log::TxnMarker::Abort
+    };
+    let append = target.log.borrow_mut().append_txn_marker(
+        part.producer_id,
+        part.producer_epoch,
+        part.coordinator_epoch,
+        marker,
+        leader_epoch,
+    );
+    let info = match append {
+        Ok(info) => info,
+        Err(LogError::Producer(error)) => {
+            tracing::debug!(%error, "transaction marker refused");
+            return ErrorCode::from_code_or_unknown(error.code());
+        }
+        Err(error) => {
+            tracing::error!(%error, "transaction marker append failed");
+            return ErrorCode::KafkaStorageError;
+        }
+    };
+    target.appended.notify(usize::MAX);
+    if isr.is_some() {
+        crate::replication::leader::advance_high_watermark(shard, &target);
+    }
+    let appended = Appended {
+        wait_durable: config.flush_policy == FlushPolicy::Ack,
+        replicated_past: isr.is_some().then_some(info.last_offset),
+        timeout_ms: DEFAULT_TIMEOUT_MS,
+        target,
+        result: ProduceResult {
+            error_code: 0,
+            base_offset: info.base_offset,
+            log_append_time_ms: -1,
+            log_start_offset: info.log_start_offset,
+            refused: None,
+        },
+    };
+    ErrorCode::from_code_or_unknown(durable(shard, appended).await.error_code)
+}
+
 /// The produce timeout of appends made for this broker itself (the group coordinator's).
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 
@@ -457,6 +517,8 @@ pub async fn fetch(shard: &Rc<Shard>, part: &FetchPart) -> FetchResult {
         error_code: code.code(),
         high_watermark: -1,
         log_start_offset: -1,
+        last_stable_offset: -1,
+        aborted: None,
         records: Records::default(),
         diverging: None,
     };
@@ -479,24 +541,36 @@ pub async fn fetch(shard: &Rc<Shard>, part: &FetchPart) -> FetchResult {
         }
     }
     let (offset, max_bytes, min_one) = (part.offset, part.max_bytes, part.min_one);
-    let (read, high_watermark, log_start_offset) = {
+    let (read, high_watermark, last_stable_offset, aborted, log_start_offset) = {
         let log = target.log.borrow();
         let log_end = log.log_end_offset();
         let high_watermark = target.replica.high_watermark(log_end);
+        let last_stable_offset = last_stable_offset(&log, high_watermark);
         if diverging.is_some() {
             return FetchResult {
                 error_code: 0,
                 high_watermark,
                 log_start_offset: log.log_start_offset(),
+                last_stable_offset,
+                aborted: None,
                 records: Records::default(),
                 diverging,
             };
         }
         let upto = if part.replica.is_some() {
             log_end
+        } else if part.read_committed {
+            last_stable_offset
         } else {
             high_watermark
         };
+        // Kafka's `collectAbortedTransactions` from the fetch offset to the bound: the
+        // consumer drops the aborted producers' batches among what it reads.
+        let aborted = part.read_committed.then(|| {
+            (log.aborted_transactions(part.offset, upto).into_iter())
+                .map(|txn| (txn.producer_id, txn.first_offset))
+                .collect()
+        });
         // `fetch.path=copy` reads the records into memory; otherwise they stay in the
         // segment files as ranges, sent from the page cache by the connection's writer.
         let read = if shard.config.fetch_copy {
@@ -510,13 +584,21 @@ pub async fn fetch(shard: &Rc<Shard>, part: &FetchPart) -> FetchResult {
                     .map(|read| read.map(Records::from_pieces)),
             )
         };
-        (read, high_watermark, log.log_start_offset())
+        (
+            read,
+            high_watermark,
+            last_stable_offset,
+            aborted,
+            log.log_start_offset(),
+        )
     };
     match read.await {
         Ok(records) => FetchResult {
             error_code: 0,
             high_watermark,
             log_start_offset,
+            last_stable_offset,
+            aborted,
             records,
             diverging: None,
         },
@@ -528,10 +610,18 @@ pub async fn fetch(shard: &Rc<Shard>, part: &FetchPart) -> FetchResult {
             FetchResult {
                 high_watermark,
                 log_start_offset,
+                last_stable_offset,
                 ..refused(ErrorCode::KafkaStorageError)
             }
         }
     }
+}
+
+/// Kafka's last stable offset: the high watermark, or the first offset of the earliest open
+/// transaction when that is lower (a read_committed consumer reads below it).
+pub fn last_stable_offset(log: &shard::PartitionLog, high_watermark: i64) -> i64 {
+    log.first_unstable_offset()
+        .map_or(high_watermark, |first| first.min(high_watermark))
 }
 
 /// Parks until the partition has data past `part.offset` (its log end for a follower, its
@@ -546,6 +636,8 @@ pub async fn wait_for_data(shard: &Rc<Shard>, part: &WaitPart, wait_ms: u64) {
         let end = target.log.borrow().log_end_offset();
         let available = if part.replica {
             end
+        } else if part.read_committed {
+            last_stable_offset(&target.log.borrow(), target.replica.high_watermark(end))
         } else {
             target.replica.high_watermark(end)
         };
@@ -577,6 +669,7 @@ pub async fn list_offsets(
     topic_id: &TopicId,
     partition: i32,
     timestamp: i64,
+    read_committed: bool,
 ) -> OffsetResult {
     let Some(target) = shard.partition(topic_id, partition) else {
         return OffsetResult {
@@ -598,8 +691,16 @@ pub async fn list_offsets(
     let batch = {
         let log = target.log.borrow();
         match timestamp {
-            // A consumer's latest offset is the high watermark (Kafka's read_uncommitted).
-            LATEST_TIMESTAMP => return found(target.replica.high_watermark(log.log_end_offset())),
+            // A consumer's latest offset is the high watermark (read_uncommitted) or the last
+            // stable offset (read_committed).
+            LATEST_TIMESTAMP => {
+                let high_watermark = target.replica.high_watermark(log.log_end_offset());
+                return found(if read_committed {
+                    last_stable_offset(&log, high_watermark)
+                } else {
+                    high_watermark
+                });
+            }
             EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => return found(log.log_start_offset()),
             MAX_TIMESTAMP => match log.max_timestamp() {
                 Some((offset, max_timestamp)) => Ok(Some((offset, max_timestamp))),

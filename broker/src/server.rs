@@ -410,6 +410,7 @@ async fn run_shard(
     let budget = shard.handoff.budget(&shard.config);
     let refusals = Rc::new(RefusalLog::default());
     glommio::spawn_local(crate::group::Coordinator::run_timer(Rc::downgrade(&shard))).detach();
+    glommio::spawn_local(api::txn::run_timer(Rc::downgrade(&shard))).detach();
     let retained = Rc::downgrade(&shard);
     let retention_check = Duration::from_millis(shard.config.log_retention_check_interval_ms);
     glommio::spawn_local(async move {

@@ -30,6 +30,17 @@ pub struct GroupConfig {
     pub consumer: crate::ConsumerGroupConfig,
 }
 
+/// The transaction coordinator's settings, Kafka's keys and defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxnConfig {
+    pub state_log_num_partitions: i32,
+    pub state_log_segment_bytes: u64,
+    pub max_timeout_ms: i32,
+    pub abort_timed_out_interval_ms: u64,
+    pub id_expiration_ms: i64,
+    pub remove_expired_interval_ms: u64,
+}
+
 /// The replication settings of a broker (Kafka's keys and defaults).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplicationConfig {
@@ -125,6 +136,7 @@ pub struct BrokerConfig {
     pub queued_max_request_bytes: i64,
     /// Group coordinator settings (`offsets.*`, `group.*`).
     pub groups: GroupConfig,
+    pub transactions: TxnConfig,
     /// Ignored Kafka keys that were present (for the startup log / tests).
     pub ignored: Vec<String>,
     /// Keys explicitly set (file or overrides), canonical spelling, raw values.
@@ -384,6 +396,32 @@ impl BrokerConfig {
                 "max.incremental.fetch.session.cache.slots",
                 get("max.incremental.fetch.session.cache.slots"),
             )?,
+            transactions: TxnConfig {
+                state_log_num_partitions: num(
+                    "transaction.state.log.num.partitions",
+                    get("transaction.state.log.num.partitions"),
+                )?,
+                state_log_segment_bytes: num(
+                    "transaction.state.log.segment.bytes",
+                    get("transaction.state.log.segment.bytes"),
+                )?,
+                max_timeout_ms: num(
+                    "transaction.max.timeout.ms",
+                    get("transaction.max.timeout.ms"),
+                )?,
+                abort_timed_out_interval_ms: num(
+                    "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                    get("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+                )?,
+                id_expiration_ms: num(
+                    "transactional.id.expiration.ms",
+                    get("transactional.id.expiration.ms"),
+                )?,
+                remove_expired_interval_ms: num(
+                    "transaction.remove.expired.transaction.cleanup.interval.ms",
+                    get("transaction.remove.expired.transaction.cleanup.interval.ms"),
+                )?,
+            },
             groups: GroupConfig {
                 offsets_topic_num_partitions: num(
                     "offsets.topic.num.partitions",

@@ -67,6 +67,7 @@ pub use alter::{
 };
 pub use broker::{
     from_pairs, load, validate_broker_overrides, BrokerConfig, GroupConfig, ReplicationConfig,
+    TxnConfig,
 };
 pub use consumer_group::{Assignor, ConsumerGroupConfig, ASSIGNOR_NAMES};
 pub use describe::{describe_broker, describe_topic, ConfigEntry, ConfigSource, ConfigSynonym};

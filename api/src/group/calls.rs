@@ -124,10 +124,22 @@ pub struct OffsetFetch {
     /// OffsetFetch v9+: the fetching member (id, epoch), checked for consumer groups.
     pub member_id: Option<String>,
     pub member_epoch: i32,
+    /// OffsetFetch v7+ `require_stable`: a partition with a transactional commit not yet
+    /// ended gets UNSTABLE_OFFSET_COMMIT (retriable) instead of an offset.
+    pub require_stable: bool,
 }
 
 /// The offsets by topic, or the group-level error (then no topics).
 pub type OffsetFetchReply = Result<Vec<FetchedTopic>, ErrorCode>;
+
+/// TxnOffsetCommit, as the request came (`version` is its API version).
+pub struct TxnOffsetCommit {
+    pub partition: i32,
+    pub request: wire::generated::TxnOffsetCommitRequest,
+    pub version: i16,
+}
+
+pub type TxnOffsetCommitReply = wire::generated::TxnOffsetCommitResponse;
 
 /// OffsetDelete, as the request came.
 pub struct OffsetDelete {

@@ -183,6 +183,7 @@ impl Coordinator {
             topics,
             member_id,
             member_epoch,
+            require_stable,
         } = call;
         let checked = self.with_groups(partition, |groups, _| {
             let consumer = groups.get(&group_id).and_then(Group::consumer);
@@ -197,7 +198,12 @@ impl Coordinator {
         self.with_groups(partition, |groups, _| {
             let group = groups.get(&group_id);
             let fetched = |topic: &str, p: i32| {
-                let committed = group.and_then(|g| g.offsets.get(&(topic.to_string(), p)));
+                let key = (topic.to_string(), p);
+                if require_stable && group.is_some_and(|g| g.has_pending_txn_offset(&key)) {
+                    let unstable = ErrorCode::UnstableOffsetCommit.code();
+                    return (p, -1, -1, Some(String::new()), unstable);
+                }
+                let committed = group.and_then(|g| g.offsets.get(&key));
                 match committed {
                     Some(c) => (p, c.offset, c.leader_epoch, Some(c.metadata.clone()), 0),
                     None => (p, -1, -1, Some(String::new()), 0),

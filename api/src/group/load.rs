@@ -118,10 +118,41 @@ impl Coordinator {
                     let Ok(parsed) = record_batch::records(raw) else {
                         continue;
                     };
+                    if header.is_control() {
+                        // A transaction's marker: its offsets are kept or dropped.
+                        let commit = parsed.iter().next().and_then(Result::ok).and_then(|r| {
+                            r.key.filter(|k| k.len() >= 4).map(|k| k[2..4] == [0, 1])
+                        });
+                        if let Some(commit) = commit {
+                            for group in groups.values_mut() {
+                                group.end_txn(header.producer_id, commit);
+                            }
+                        }
+                        continue;
+                    }
+                    let txn = header.is_transactional().then_some(header.producer_id);
                     for record in parsed.iter() {
                         let Ok(record) = record else { break };
                         let Some(key) = record.key else { continue };
                         match GroupRecord::decode(key, record.value) {
+                            Ok(Some(GroupRecord::OffsetCommit(key, Some(value))))
+                                if txn.is_some() =>
+                            {
+                                records += 1;
+                                let producer_id = txn.expect("checked");
+                                let group = groups
+                                    .entry(key.group.clone())
+                                    .or_insert_with(|| Group::new(value.commit_timestamp));
+                                group.pending_txn.entry(producer_id).or_default().insert(
+                                    (key.topic, key.partition),
+                                    Committed {
+                                        offset: value.offset,
+                                        leader_epoch: value.leader_epoch,
+                                        metadata: value.metadata,
+                                        commit_timestamp: value.commit_timestamp,
+                                    },
+                                );
+                            }
                             Ok(Some(decoded)) => {
                                 records += 1;
                                 coordinator.replay(&mut groups, decoded);

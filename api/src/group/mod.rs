@@ -22,10 +22,12 @@ mod offsets;
 mod serve;
 pub mod state;
 mod timers;
+mod txn_offsets;
 
 pub use calls::FetchedTopic;
 use state::PartitionState;
 pub use state::{Committed, Coordinator, Group, OFFSETS_TOPIC};
+pub use txn_offsets::txn_offset_commit_everywhere;
 
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;

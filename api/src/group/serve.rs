@@ -95,3 +95,10 @@ impl Serve<Shard> for ConsumerDescribe {
             .consumer_describe(self.partition, &self.group_id, config)
     }
 }
+
+impl Serve<Shard> for TxnOffsetCommit {
+    async fn serve(self, shard: &Rc<Shard>) -> TxnOffsetCommitReply {
+        Coordinator::wait_known(shard, self.partition).await;
+        Coordinator::txn_offset_commit(shard, self.partition, self.request, self.version).await
+    }
+}

@@ -32,6 +32,9 @@ pub struct Group {
     /// The KIP-848 state; `Some` and existing makes this a consumer group.
     pub consumer: Option<ConsumerGroup>,
     pub offsets: BTreeMap<(String, i32), Committed>,
+    /// Offsets committed in transactions not yet ended, by producer id (TxnOffsetCommit):
+    /// they replace `offsets` at the COMMIT marker and are dropped at ABORT.
+    pub pending_txn: BTreeMap<i64, BTreeMap<(String, i32), Committed>>,
     /// Wall-clock ms since which the group has no members (offsets retention).
     pub empty_since: i64,
 }
@@ -42,6 +45,7 @@ impl Group {
             classic: ClassicGroup::new(),
             consumer: None,
             offsets: BTreeMap::new(),
+            pending_txn: BTreeMap::new(),
             empty_since: now_wall,
         }
     }
@@ -53,6 +57,23 @@ impl Group {
     /// The group's KIP-848 state when it is a consumer group.
     pub fn consumer(&self) -> Option<&ConsumerGroup> {
         self.consumer.as_ref().filter(|c| c.exists())
+    }
+
+    /// Whether a transaction not yet ended committed an offset of `key`.
+    pub(super) fn has_pending_txn_offset(&self, key: &(String, i32)) -> bool {
+        self.pending_txn
+            .values()
+            .any(|offsets| offsets.contains_key(key))
+    }
+
+    /// A transaction of `producer_id` ended: its offsets become the group's (COMMIT) or
+    /// are dropped (ABORT).
+    pub(super) fn end_txn(&mut self, producer_id: i64, commit: bool) {
+        if let Some(offsets) = self.pending_txn.remove(&producer_id) {
+            if commit {
+                self.offsets.extend(offsets);
+            }
+        }
     }
 
     pub(super) fn has_consumer_members(&self) -> bool {

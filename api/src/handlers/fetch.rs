@@ -14,7 +14,9 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use futures::FutureExt;
-use wire::generated::fetch_response::{EpochEndOffset, FetchableTopicResponse, PartitionData};
+use wire::generated::fetch_response::{
+    AbortedTransaction, EpochEndOffset, FetchableTopicResponse, PartitionData,
+};
 use wire::generated::{FetchRequest, FetchResponse};
 use wire::primitives::Uuid;
 use wire::ErrorCode;
@@ -42,6 +44,8 @@ struct Wanted {
     max_bytes: usize,
     /// A follower's fetch: its broker id and the epoch of its last batch.
     replica: Option<forward::ReplicaFetch>,
+    /// The request's `isolation_level` is READ_COMMITTED (1).
+    read_committed: bool,
 }
 
 fn failed(code: ErrorCode) -> FetchResult {
@@ -49,6 +53,8 @@ fn failed(code: ErrorCode) -> FetchResult {
         error_code: code.code(),
         high_watermark: -1,
         log_start_offset: -1,
+        last_stable_offset: -1,
+        aborted: None,
         records: Default::default(),
         diverging: None,
     }
@@ -80,6 +86,7 @@ async fn read_many(shard: &Rc<Shard>, wanted: &[Wanted], reads: &[Read]) -> Vec<
                     max_bytes: read.max_bytes,
                     min_one: read.min_one,
                     replica: want.replica,
+                    read_committed: want.read_committed,
                 };
                 by_shard.add(target, slot, part);
             }
@@ -126,7 +133,12 @@ async fn read_one(
 /// Whether a read that came back empty left data behind because its first batch was larger
 /// than what it was allowed (a partition past its high watermark has nothing to give).
 fn held_back(want: &Wanted, result: &FetchResult) -> bool {
-    result.error_code == 0 && result.records.is_empty() && want.offset < result.high_watermark
+    let readable_end = if want.read_committed {
+        result.last_stable_offset
+    } else {
+        result.high_watermark
+    };
+    result.error_code == 0 && result.records.is_empty() && want.offset < readable_end
 }
 
 /// Reads every partition in request order within the response budget, as Kafka does: the
@@ -242,7 +254,7 @@ fn build_response(
                         partition_index: partition.partition,
                         error_code: result.error_code,
                         high_watermark: result.high_watermark,
-                        last_stable_offset: result.high_watermark,
+                        last_stable_offset: result.last_stable_offset,
                         log_start_offset: result.log_start_offset,
                         // A partition refused before any read (unknown topic or partition) has
                         // an empty list (Kafka's generated default, from
@@ -253,8 +265,18 @@ fn build_response(
                             || result.error_code == ErrorCode::UnknownTopicId.code()
                         {
                             Some(Vec::new())
+                        } else if read_committed {
+                            Some(
+                                (result.aborted.iter().flatten())
+                                    .map(|&(producer_id, first_offset)| AbortedTransaction {
+                                        producer_id,
+                                        first_offset,
+                                        ..Default::default()
+                                    })
+                                    .collect(),
+                            )
                         } else {
-                            read_committed.then(Vec::new)
+                            None
                         },
                         preferred_read_replica: -1,
                         diverging_epoch: match result.diverging {
@@ -378,6 +400,7 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
                     broker_epoch: replica_epoch,
                     last_fetched_epoch: partition.last_fetched_epoch,
                 }),
+                read_committed: follower.is_none() && request.isolation_level == 1,
             });
         }
     }
@@ -414,10 +437,13 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
                     partition: want.partition,
                     offset: if want.replica.is_some() {
                         want.offset
+                    } else if want.read_committed {
+                        want.offset.max(result.last_stable_offset)
                     } else {
                         want.offset.max(result.high_watermark)
                     },
                     replica: want.replica.is_some(),
+                    read_committed: want.read_committed,
                 });
             }
         }

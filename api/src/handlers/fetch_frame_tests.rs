@@ -38,6 +38,8 @@ fn result(records: Records) -> FetchResult {
         error_code: 0,
         high_watermark: 42,
         log_start_offset: 3,
+        last_stable_offset: 42,
+        aborted: None,
         records,
         diverging: None,
     }

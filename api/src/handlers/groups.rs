@@ -37,6 +37,7 @@ const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 <<
 
 /// FindCoordinator key types.
 const KEY_TYPE_GROUP: i8 = 0;
+const KEY_TYPE_TRANSACTION: i8 = 1;
 
 /// Makes the call `make(partition)` on the coordinator of `group_id` and returns its reply;
 /// `Err` is the error every part of the answer gets (no coordinator yet).
@@ -141,12 +142,13 @@ pub async fn find_coordinator(
     let advertised = shard.config.advertised_for(&ctx.listener);
     let (host, port) = (advertised.host.clone(), i32::from(advertised.port));
     let node_id = shard.config.node_id;
-    let outcome = if key_type != KEY_TYPE_GROUP {
-        // Transactions have no coordinator yet: retriable, so clients wait.
-        Err((
-            ErrorCode::CoordinatorNotAvailable,
-            "this broker has no transaction coordinator yet",
-        ))
+    let outcome = if key_type == KEY_TYPE_TRANSACTION {
+        match super::transactions::ensure_txn_topic(&shard).await {
+            Ok(()) => Ok(()),
+            Err(code) => Err((code, "the transaction coordinator is not available")),
+        }
+    } else if key_type != KEY_TYPE_GROUP {
+        Err((ErrorCode::InvalidRequest, "unknown coordinator key type"))
     } else {
         match ensure_offsets_topic(&shard).await {
             Ok(()) => Ok(()),
@@ -164,9 +166,13 @@ pub async fn find_coordinator(
         let Some(brokers) = &brokers else {
             return Some((node_id, host.clone(), port));
         };
-        let topic = image.topic(OFFSETS_TOPIC)?;
-        let partition = crate::group::partition_for(key, topic.partitions.len() as i32);
-        let leader = topic.partition(partition)?.leader;
+        let leader = if key_type == KEY_TYPE_TRANSACTION {
+            super::transactions::coordinator_partition(&shard, key)?
+        } else {
+            let topic = image.topic(OFFSETS_TOPIC)?;
+            let partition = crate::group::partition_for(key, topic.partitions.len() as i32);
+            topic.partition(partition)?.leader
+        };
         brokers
             .iter()
             .find(|b| b.node_id == leader)
@@ -504,6 +510,7 @@ async fn fetch_group_offsets(
     group_id: &str,
     topics: Option<Vec<(String, Vec<i32>)>>,
     member: (Option<String>, i32),
+    require_stable: bool,
 ) -> (i16, Vec<FetchedTopic>) {
     let requested = topics.clone();
     let fetch = |partition| calls::OffsetFetch {
@@ -512,6 +519,7 @@ async fn fetch_group_offsets(
         topics,
         member_id: member.0,
         member_epoch: member.1,
+        require_stable,
     };
     match call(shard, group_id, fetch).await {
         Ok(Ok(topics)) => (0, topics),
@@ -555,8 +563,14 @@ pub async fn offset_fetch(
             } else {
                 (None, -1)
             };
-            let (error_code, topics) =
-                fetch_group_offsets(&shard, &group.group_id, topics, member).await;
+            let (error_code, topics) = fetch_group_offsets(
+                &shard,
+                &group.group_id,
+                topics,
+                member,
+                request.require_stable,
+            )
+            .await;
             groups.push(OffsetFetchResponseGroup {
                 group_id: group.group_id.clone(),
                 error_code,
@@ -595,8 +609,14 @@ pub async fn offset_fetch(
                 .map(|t| (t.name.clone(), t.partition_indexes.clone()))
                 .collect()
         });
-        let (error_code, topics) =
-            fetch_group_offsets(&shard, &request.group_id, topics, (None, -1)).await;
+        let (error_code, topics) = fetch_group_offsets(
+            &shard,
+            &request.group_id,
+            topics,
+            (None, -1),
+            request.require_stable,
+        )
+        .await;
         OffsetFetchResponse {
             error_code: if version >= 2 { error_code } else { 0 },
             topics: topics

@@ -4,11 +4,9 @@
 //! producer id and epoch (v3+) also gets a new id at epoch 0: there is nothing to fence
 //! without a transactional id.
 //!
-//! Transactions are not served. A request with a transactional id is answered
-//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the code Redpanda gives transactional requests when
-//! its transactions are disabled: every client treats it as fatal at once, with a message
-//! naming transactions, instead of retrying a coordinator that will never come (NOT_COORDINATOR
-//! and COORDINATOR_NOT_AVAILABLE loop until the client's timeout).
+//! With a transactional id the transaction coordinator answers (`transactions.rs`): a new
+//! id at epoch 0 for a new transactional id, the same id at the next epoch otherwise (fencing
+//! the previous producer), after aborting a transaction the previous producer left open.
 
 use std::rc::Rc;
 
@@ -33,11 +31,7 @@ pub async fn handle(
         // Kafka's coordinator: an empty transactional id is an invalid request.
         Some("") => refused(ErrorCode::InvalidRequest),
         Some(transactional_id) => {
-            tracing::info!(
-                transactional_id,
-                "InitProducerId with a transactional id refused: transactions are not supported"
-            );
-            refused(ErrorCode::TransactionalIdAuthorizationFailed)
+            super::transactions::init_transactional(&shard, &request, transactional_id).await
         }
         // KafkaApis: a producer id without an epoch, or the reverse, is an invalid request.
         None if (request.producer_id == -1) != (request.producer_epoch == -1) => {

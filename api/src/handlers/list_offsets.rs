@@ -123,6 +123,7 @@ pub async fn handle(
                         topic_id,
                         partition: partition.partition_index,
                         timestamp: partition.timestamp,
+                        read_committed: request.isolation_level == 1,
                     };
                     by_shard.add(shard.owner(p), results.len(), part);
                     None

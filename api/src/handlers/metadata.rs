@@ -91,7 +91,8 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
         name: Some(topic.name.clone()),
         topic_id: Uuid(topic.topic_id),
         // v0 has no such field.
-        is_internal: ctx.api_version >= 1 && topic.name == crate::group::OFFSETS_TOPIC,
+        is_internal: ctx.api_version >= 1
+            && (topic.name == crate::group::OFFSETS_TOPIC || topic.name == crate::txn::TXN_TOPIC),
         partitions: topic
             .partitions
             .iter()
@@ -121,7 +122,9 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
             .topics_by_name
             .values()
             // Internal topics are listed only when asked for by name.
-            .filter(|topic| topic.name != crate::group::OFFSETS_TOPIC)
+            .filter(|topic| {
+                topic.name != crate::group::OFFSETS_TOPIC && topic.name != crate::txn::TXN_TOPIC
+            })
             .map(|topic| describe(topic))
             .collect()
     } else {

@@ -27,6 +27,7 @@ mod list_offsets;
 mod metadata;
 mod offset_for_leader_epoch;
 mod produce;
+mod transactions;
 
 use std::rc::Rc;
 
@@ -75,6 +76,15 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeCluster, 0, 1),
     (ApiKey::DescribeQuorum, 0, 2),
     (ApiKey::ElectLeaders, 0, 2),
+    // Transaction version 1 (KIP-98): EndTxn v5 and AddPartitionsToTxn v5 belong to
+    // version 2 (KIP-890), which is not advertised.
+    (ApiKey::AddPartitionsToTxn, 0, 4),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 4),
+    (ApiKey::WriteTxnMarkers, 0, 1),
+    (ApiKey::TxnOffsetCommit, 0, 4),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 1),
 ];
 
 /// Versions advertised in ApiVersions below the served range, answered with
@@ -273,6 +283,31 @@ pub fn dispatch(
             held,
         ),
         ApiKey::ElectLeaders => spawn(elect_leaders::handle(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::AddPartitionsToTxn => spawn(
+            transactions::add_partitions_to_txn(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::AddOffsetsToTxn => spawn(
+            transactions::add_offsets_to_txn(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::EndTxn => spawn(transactions::end_txn(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::WriteTxnMarkers => spawn(
+            transactions::write_txn_markers(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::TxnOffsetCommit => spawn(
+            transactions::txn_offset_commit(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::DescribeTransactions => spawn(
+            transactions::describe_transactions(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::ListTransactions => spawn(
+            transactions::list_transactions(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
         ApiKey::DeleteRecords => spawn(
             delete_records::handle(shard, decode(&ctx, body)?, ctx),
             held,

@@ -125,7 +125,10 @@ fn plan(request: &ProduceRequest, image: &Image, shard_count: usize) -> Plan {
                 _ if !valid_acks => Err(ErrorCode::InvalidRequiredAcks),
                 None => Err(ErrorCode::UnknownTopicOrPartition),
                 // Kafka: "Cannot append to internal topic" for clients.
-                Some(_) if topic.name == crate::group::OFFSETS_TOPIC => {
+                Some(_)
+                    if topic.name == crate::group::OFFSETS_TOPIC
+                        || topic.name == crate::txn::TXN_TOPIC =>
+                {
                     Err(ErrorCode::InvalidTopicException)
                 }
                 Some(topic_image) => topic_image

@@ -30,6 +30,7 @@ pub fn update(shard: &Rc<Shard>, previous: &Image, image: &Image) {
             continue;
         }
         let offsets = topic.name == crate::group::OFFSETS_TOPIC;
+        let txn_state = topic.name == crate::txn::TXN_TOPIC;
         for p in &topic.partitions {
             let key = (topic.topic_id, p.partition_id);
             let Some(local) = shard.local_replica(&key.0, key.1) else {
@@ -71,6 +72,17 @@ pub fn update(shard: &Rc<Shard>, previous: &Image, image: &Image) {
                     ))
                     .detach();
                 }
+                if txn_state {
+                    // Likewise the transaction coordinator, with this leader epoch as its
+                    // coordinator epoch.
+                    shard.txn.opening(p.partition_id);
+                    glommio::spawn_local(crate::txn::TxnCoordinators::load(
+                        shard.clone(),
+                        topic.topic_id,
+                        p.partition_id,
+                    ))
+                    .detach();
+                }
                 if !shard.replication.isr_task_started.replace(true) {
                     glommio::spawn_local(super::leader::isr_task(shard.clone())).detach();
                 }
@@ -95,6 +107,9 @@ pub fn update(shard: &Rc<Shard>, previous: &Image, image: &Image) {
                 if offsets {
                     // Kafka's `onResignation`.
                     shard.coordinator.unload(p.partition_id);
+                }
+                if txn_state {
+                    shard.txn.unload(p.partition_id);
                 }
                 if p.leader >= 0 && !leaders.contains(&p.leader) {
                     leaders.push(p.leader);

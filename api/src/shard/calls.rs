@@ -196,6 +196,7 @@ impl Serve<Shard> for forward::ListOffsets {
                 &part.topic_id,
                 part.partition,
                 part.timestamp,
+                part.read_committed,
             )
         });
         futures::future::join_all(lookups).await

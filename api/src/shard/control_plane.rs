@@ -523,6 +523,9 @@ impl Shard {
                     if topic.name == crate::group::OFFSETS_TOPIC && self.cluster.is_none() {
                         self.coordinator.opening(partition.partition_id);
                     }
+                    if topic.name == crate::txn::TXN_TOPIC && self.cluster.is_none() {
+                        self.txn.opening(partition.partition_id);
+                    }
                     wanted.push((topic.clone(), partition.partition_id));
                 }
             }
@@ -601,6 +604,12 @@ impl Shard {
                 .is_some_and(|t| t.name == crate::group::OFFSETS_TOPIC)
             {
                 self.coordinator.unload(key.1);
+            }
+            if image
+                .topic_by_id(&key.0)
+                .is_some_and(|t| t.name == crate::txn::TXN_TOPIC)
+            {
+                self.txn.unload(key.1);
             }
         }
         self.apply_config_changes(&previous, &image).await;
@@ -693,12 +702,23 @@ impl Shard {
                     ))
                     .detach();
                 }
+                if topic.name == crate::txn::TXN_TOPIC && self.cluster.is_none() {
+                    glommio::spawn_local(crate::txn::TxnCoordinators::load(
+                        self.clone(),
+                        topic.topic_id,
+                        partition_id,
+                    ))
+                    .detach();
+                }
                 Ok(())
             }
             Err(error) => {
                 tracing::debug!(dir = %dir.display(), %error, "cannot open partition log; partition offline");
                 if topic.name == crate::group::OFFSETS_TOPIC {
                     self.coordinator.open_failed(partition_id);
+                }
+                if topic.name == crate::txn::TXN_TOPIC {
+                    self.txn.open_failed(partition_id);
                 }
                 if !existed && std::fs::remove_dir_all(&dir).is_err() && dir.exists() {
                     self.abandoned_dirs.borrow_mut().push(dir);

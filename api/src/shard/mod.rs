@@ -176,6 +176,8 @@ pub struct Shard {
     pub metrics: crate::metrics::ShardRecorder,
     /// The group coordinator of this shard's `__consumer_offsets` partitions.
     pub coordinator: crate::group::state::Coordinator,
+    /// The transaction coordinator of this shard's `__transaction_state` partitions.
+    pub txn: crate::txn::TxnCoordinators,
     /// Fetch sessions (KIP-227) of the connections this shard serves.
     pub fetch_sessions: crate::handlers::fetch_session::cache::ShardSessions,
     /// What connections moved in need (see `handoff`).
@@ -217,6 +219,7 @@ impl Shard {
             stats: Stats::default(),
             metrics,
             coordinator: crate::group::state::Coordinator::default(),
+            txn: crate::txn::TxnCoordinators::default(),
             fetch_sessions: Default::default(),
             handoff: Default::default(),
             replication: Default::default(),

@@ -47,6 +47,7 @@ use super::offset_map::OffsetMap;
 use super::partition_log::PartitionLog;
 use super::segment::{Segment, Walker};
 use super::time_index::TimeIndex;
+use super::txn_index::{self, txn_index_path, AbortedTxn};
 use super::{file_stem, parse_stem, segment_paths, LogError};
 use crate::flush::LogHandle;
 use crate::storage::{Disk, File};
@@ -169,6 +170,9 @@ struct SegInfo {
     size: u64,
     created_ms: i64,
     path: Rc<Path>,
+    /// The segment's aborted transactions (its `.txnindex`): a cleaned group keeps them all,
+    /// since control and transactional batches are kept whole.
+    aborted: Vec<AbortedTxn>,
 }
 
 struct Plan {
@@ -301,7 +305,7 @@ pub async fn recover_dir(disk: &Disk, dir: &Path) -> Result<bool, LogError> {
             }
         }
         let (log, index, time) = segment_paths(dir, base);
-        for p in [index, time, log] {
+        for p in [txn_index_path(dir, base), index, time, log] {
             let c = cleaned_path(&p);
             if disk.exists(&c) {
                 disk.rename(&c, &p).map_err(ioe("rename", &c))?;
@@ -335,7 +339,7 @@ fn log_bases(disk: &Disk, dir: &Path) -> Result<Vec<i64>, LogError> {
 
 fn remove_segment_files(disk: &Disk, dir: &Path, base: i64) -> Result<(), LogError> {
     let (log, index, time) = segment_paths(dir, base);
-    for p in [log, index, time] {
+    for p in [log, index, time, txn_index_path(dir, base)] {
         remove_if_exists(disk, &p)?;
     }
     Ok(())
@@ -477,6 +481,7 @@ impl Cleaner {
                         size: s.size,
                         created_ms: s.created_ms,
                         path: s.log_path.clone(),
+                        aborted: s.txn_index.entries().to_vec(),
                     })
                     .collect(),
                 producers_last: l
@@ -561,7 +566,8 @@ impl Cleaner {
             if !installed {
                 // The log changed under the pass (retention, deletion): drop this group.
                 stats.groups_skipped += 1;
-                for p in [&cleaned.0, &cleaned.1, &cleaned.2] {
+                let txn = cleaned_path(&txn_index_path(&plan.dir, base));
+                for p in [&cleaned.0, &cleaned.1, &cleaned.2, &txn] {
                     remove_if_exists(&plan.disk, p)?;
                 }
             }
@@ -768,7 +774,8 @@ async fn clean_group(
         cleaned_path(&time),
     );
     let disk = &plan.disk;
-    for p in [&log_c, &index_c, &time_c] {
+    let txn_c = cleaned_path(&txn_index_path(&plan.dir, base));
+    for p in [&log_c, &index_c, &time_c, &txn_c] {
         remove_if_exists(disk, p)?;
     }
     let (out, _) = disk.open(&log_c, true).map_err(ioe("create", &log_c))?;
@@ -830,6 +837,13 @@ async fn clean_group(
             None => sync_path(disk, p).await?,
         }
     }
+    // The group's aborted transactions, merged (written only when there are any).
+    let aborted: Vec<AbortedTxn> = group.iter().flat_map(|s| s.aborted.clone()).collect();
+    if !aborted.is_empty() {
+        disk.write_file(&txn_c, &txn_index::encode_entries(&aborted))
+            .map_err(ioe("write", &txn_c))?;
+        sync_path(disk, &txn_c).await?;
+    }
     Ok((log_c, index_c, time_c))
 }
 
@@ -862,6 +876,14 @@ fn install(
         remove_segment_files(&disk, &dir, b)?;
     }
     let (log, index, time) = segment_paths(&dir, bases[0]);
+    let txn = txn_index_path(&dir, bases[0]);
+    let txn_c = cleaned_path(&txn);
+    if disk.exists(&txn_c) {
+        disk.rename(&txn_c, &txn).map_err(ioe("rename", &txn_c))?;
+    } else {
+        // No aborted transaction in the group: no index (an old empty one goes).
+        remove_if_exists(&disk, &txn)?;
+    }
     for p in [index, time, log] {
         let c = cleaned_path(&p);
         disk.rename(&c, &p).map_err(ioe("rename", &c))?;

@@ -18,6 +18,7 @@
 //! Every file, directory and clock access goes through `crate::storage` (`Env`).
 //! - `producer_state`: idempotent-producer state (sequence checks, duplicates, snapshots).
 //! - `cleaner` / `offset_map`: log compaction (Kafka's LogCleaner) and its key map.
+//! - `txn_index`: a segment's aborted transactions (`.txnindex`) and transaction markers.
 
 pub(crate) mod batch;
 pub(crate) mod checkpoint;
@@ -32,6 +33,7 @@ pub(crate) mod segment;
 #[cfg(test)]
 pub(crate) mod test_util;
 pub(crate) mod time_index;
+pub(crate) mod txn_index;
 #[cfg(test)]
 mod timeadmin_tests;
 
@@ -41,6 +43,7 @@ pub use partition_log::{
     BatchStamp, DirtyLogs, PartitionLog, RecoveryReport, ReplicaAppend, SyncJob,
     PREALLOCATE_MAX_BYTES, PREALLOCATE_MIN_BYTES,
 };
+pub use txn_index::{AbortedTxn, TxnMarker};
 
 /// What `PartitionLog::append` assigned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +118,11 @@ pub enum LogError {
     /// here the caller retries once the pass is done).
     #[error("log {} is being cleaned; truncation refused", path.display())]
     CleaningInProgress { path: PathBuf },
+    /// A client Produce carried a control batch (Kafka: INVALID_RECORD, 87, "clients may
+    /// not write control records"); only transaction markers (`append_txn_marker`) and
+    /// follower appends write them.
+    #[error("clients may not write control records")]
+    ControlBatchFromClient,
 }
 
 impl LogError {

@@ -21,11 +21,24 @@
 //! offsetDelta:i32 timestamp:i64 coordinatorEpoch:i32 currentTxnFirstOffset:i64`. Kafka writes
 //! one entry per producer (its last batch); we write one per retained batch, oldest first, so
 //! that duplicates of any of the last five batches are still recognised after a restart. A
-//! Kafka reader keeps the last entry of each producer, which is Kafka's own state.
+//! Kafka reader keeps the last entry of each producer, which is Kafka's own state. Every
+//! entry of a producer carries its coordinator epoch and open transaction's first offset
+//! (-1: none); a producer with no retained batch (one that only wrote a transaction marker)
+//! is written as one entry with lastSequence -1 and lastOffset -1, as Kafka writes it.
+//!
+//! Transactions (KIP-98, Kafka's `ProducerAppendInfo.appendDataBatch` /
+//! `appendEndTxnMarker`): a transactional data batch from a producer with no open
+//! transaction opens one at its base offset; a non-transactional batch while one is open is
+//! INVALID_TXN_STATE; a transaction marker (control batch) closes it, after checking the
+//! producer epoch and the coordinator epoch. The open transactions are also kept ordered by
+//! first offset (`ongoing`), which gives the first unstable offset. Only the transactional
+//! path touches that map: a plain batch still costs one hash lookup and no allocation.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use wire::record_batch::BatchHeader;
+
+use super::txn_index::{EndTxnMarker, TxnMarker};
 
 /// Kafka's `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`; also the client's
 /// `max.in.flight.requests.per.connection` limit for idempotence.
@@ -66,8 +79,13 @@ pub struct ProducerEntry {
     batches: [BatchMetadata; NUM_BATCHES_TO_RETAIN],
     head: u8,
     len: u8,
-    /// Max timestamp of the producer's last batch (drives `producer.id.expiration.ms`).
+    /// Max timestamp of the producer's last batch or marker (drives
+    /// `producer.id.expiration.ms`).
     pub last_timestamp: i64,
+    /// First offset of the producer's open transaction (Kafka's `currentTxnFirstOffset`).
+    pub current_txn_first_offset: Option<i64>,
+    /// Epoch of the transaction coordinator that wrote the producer's last marker (-1: none).
+    pub coordinator_epoch: i32,
 }
 
 /// Equal states: same epoch, timestamp and retained batches, wherever the ring starts.
@@ -75,6 +93,8 @@ impl PartialEq for ProducerEntry {
     fn eq(&self, other: &ProducerEntry) -> bool {
         self.epoch == other.epoch
             && self.last_timestamp == other.last_timestamp
+            && self.current_txn_first_offset == other.current_txn_first_offset
+            && self.coordinator_epoch == other.coordinator_epoch
             && self.batches().eq(other.batches())
     }
 }
@@ -89,6 +109,17 @@ impl ProducerEntry {
             head: 0,
             len: 0,
             last_timestamp: -1,
+            current_txn_first_offset: None,
+            coordinator_epoch: -1,
+        }
+    }
+
+    /// Kafka's `maybeUpdateProducerEpoch`: a new epoch forgets the old epoch's batches.
+    fn set_epoch(&mut self, epoch: i16) {
+        if self.epoch != epoch {
+            self.len = 0;
+            self.head = 0;
+            self.epoch = epoch;
         }
     }
 
@@ -116,11 +147,7 @@ impl ProducerEntry {
 
     /// Kafka's `addBatch`: a new epoch forgets the old epoch's batches.
     fn add_batch(&mut self, epoch: i16, batch: BatchMetadata) {
-        if self.epoch != epoch {
-            self.len = 0;
-            self.head = 0;
-            self.epoch = epoch;
-        }
+        self.set_epoch(epoch);
         if self.len as usize == NUM_BATCHES_TO_RETAIN {
             self.batches[self.head as usize] = batch;
             self.head = ((self.head as usize + 1) % NUM_BATCHES_TO_RETAIN) as u8;
@@ -167,6 +194,21 @@ pub enum ProducerError {
         epoch: i16,
         current_epoch: i16,
     },
+    /// INVALID_TXN_STATE (48): a non-transactional batch from a producer whose transaction
+    /// (opened at `txn_first_offset`) is still open.
+    #[error("expected a transactional write from producer {producer_id}, whose transaction opened at offset {txn_first_offset} is still open")]
+    InvalidTxnState {
+        producer_id: i64,
+        txn_first_offset: i64,
+    },
+    /// TRANSACTION_COORDINATOR_FENCED (52): a marker from an older coordinator than the one
+    /// that wrote the producer's last marker.
+    #[error("transaction marker for producer {producer_id} has coordinator epoch {coordinator_epoch}, older than the last seen {current_coordinator_epoch}")]
+    CoordinatorFenced {
+        producer_id: i64,
+        coordinator_epoch: i32,
+        current_coordinator_epoch: i32,
+    },
 }
 
 impl ProducerError {
@@ -177,6 +219,8 @@ impl ProducerError {
                 45
             }
             ProducerError::InvalidProducerEpoch { .. } => 47,
+            ProducerError::InvalidTxnState { .. } => 48,
+            ProducerError::CoordinatorFenced { .. } => 52,
         }
     }
 }
@@ -234,10 +278,22 @@ pub struct Duplicate {
     pub timestamp: i64,
 }
 
+/// A transaction a marker ended (Kafka's `CompletedTxn`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompletedTxn {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    /// The marker's offset.
+    pub last_offset: i64,
+    pub aborted: bool,
+}
+
 /// Producer state of one partition.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProducerStateManager {
     producers: HashMap<i64, ProducerEntry>,
+    /// Open transactions: first offset -> producer id (Kafka's `ongoingTxns`).
+    ongoing: BTreeMap<i64, i64>,
 }
 
 impl ProducerStateManager {
@@ -301,16 +357,94 @@ impl ProducerStateManager {
                 });
             }
         } else if entry.epoch != NO_PRODUCER_EPOCH && !in_sequence(entry.last_seq(), first_seq) {
-            // An entry with the same epoch and no batches cannot exist here (batches are only
-            // cleared by an epoch change, which adds one), so its last sequence is the one
-            // Kafka's `currentLastSeq` would pick.
+            // An entry with the same epoch and no batches (a transaction marker changed its
+            // epoch) has last sequence -1, so its next batch must start at 0: what Kafka's
+            // `currentLastSeq` gives too.
             return Err(ProducerError::OutOfOrderSequence {
                 producer_id,
                 first_seq,
                 last_seq: entry.last_seq(),
             });
         }
+        if let Some(txn_first_offset) = entry.current_txn_first_offset {
+            if !header.is_transactional() {
+                return Err(ProducerError::InvalidTxnState {
+                    producer_id,
+                    txn_first_offset,
+                });
+            }
+        }
         Ok(None)
+    }
+
+    /// Checks a transaction marker the coordinator asks for (Kafka's `appendEndTxnMarker`
+    /// with origin COORDINATOR): an older producer epoch is INVALID_PRODUCER_EPOCH, an older
+    /// coordinator epoch TRANSACTION_COORDINATOR_FENCED. An unknown producer, or one with
+    /// no open transaction, passes (the marker is written: a retried WriteTxnMarkers).
+    pub fn check_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+    ) -> Result<(), ProducerError> {
+        let Some(entry) = self.producers.get(&producer_id) else {
+            return Ok(());
+        };
+        if producer_epoch < entry.epoch {
+            return Err(ProducerError::InvalidProducerEpoch {
+                producer_id,
+                epoch: producer_epoch,
+                current_epoch: entry.epoch,
+            });
+        }
+        if coordinator_epoch < entry.coordinator_epoch {
+            return Err(ProducerError::CoordinatorFenced {
+                producer_id,
+                coordinator_epoch,
+                current_coordinator_epoch: entry.coordinator_epoch,
+            });
+        }
+        Ok(())
+    }
+
+    /// Records a transaction marker written at `offset` (after `check_marker`, or unchecked
+    /// when replicating or rebuilding from the log): the producer takes the marker's epoch
+    /// and coordinator epoch, and its open transaction, if any, closes and is returned.
+    pub fn complete_txn(
+        &mut self,
+        header: &BatchHeader,
+        offset: i64,
+        end: EndTxnMarker,
+    ) -> Option<CompletedTxn> {
+        if header.producer_id == NO_PRODUCER_ID {
+            return None;
+        }
+        let entry = self
+            .producers
+            .entry(header.producer_id)
+            .or_insert_with(ProducerEntry::empty);
+        entry.set_epoch(header.producer_epoch);
+        entry.coordinator_epoch = end.coordinator_epoch;
+        entry.last_timestamp = header.max_timestamp;
+        let first_offset = entry.current_txn_first_offset.take()?;
+        self.ongoing.remove(&first_offset);
+        Some(CompletedTxn {
+            producer_id: header.producer_id,
+            first_offset,
+            last_offset: offset,
+            aborted: end.marker == TxnMarker::Abort,
+        })
+    }
+
+    /// The first offset of the earliest open transaction (Kafka's first unstable offset,
+    /// before the log start clamp the log applies).
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.ongoing.keys().next().copied()
+    }
+
+    /// Open transactions as (producer id, first offset), by first offset.
+    pub fn ongoing_transactions(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        self.ongoing.iter().map(|(&first, &pid)| (pid, first))
     }
 
     /// Records a batch appended at `first_offset` (after `check`, or unchecked when rebuilding
@@ -325,24 +459,33 @@ impl ProducerStateManager {
             offset_delta: header.last_offset_delta,
             timestamp: header.max_timestamp,
         };
-        self.producers
+        let entry = self
+            .producers
             .entry(header.producer_id)
-            .or_insert_with(ProducerEntry::empty)
-            .add_batch(header.producer_epoch, batch);
+            .or_insert_with(ProducerEntry::empty);
+        entry.add_batch(header.producer_epoch, batch);
+        if header.is_transactional() && entry.current_txn_first_offset.is_none() {
+            // Kafka's `appendDataBatch`: the first transactional batch opens a transaction.
+            entry.current_txn_first_offset = Some(first_offset);
+            self.ongoing.insert(first_offset, header.producer_id);
+        }
     }
 
     /// Kafka's `removeExpiredProducers`: drops producers whose last batch's timestamp is
-    /// `expiration_ms` or more before `now_ms`. Returns how many were removed.
+    /// `expiration_ms` or more before `now_ms`, but never one with an open transaction (Kafka's
+    /// `isProducerExpired`). Returns how many were removed.
     pub fn remove_expired(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
         let before = self.producers.len();
-        self.producers
-            .retain(|_, e| now_ms.saturating_sub(e.last_timestamp) < expiration_ms);
+        self.producers.retain(|_, e| {
+            e.current_txn_first_offset.is_some()
+                || now_ms.saturating_sub(e.last_timestamp) < expiration_ms
+        });
         before - self.producers.len()
     }
 
     /// The snapshot file's bytes (see the module doc).
     pub fn to_snapshot(&self) -> Vec<u8> {
-        let count: usize = self.producers.values().map(|e| e.len as usize).sum();
+        let count: usize = self.producers.values().map(|e| e.len.max(1) as usize).sum();
         let mut buf = Vec::with_capacity(SNAPSHOT_HEADER_BYTES + count * SNAPSHOT_ENTRY_BYTES);
         buf.extend_from_slice(&SNAPSHOT_VERSION.to_be_bytes());
         buf.extend_from_slice(&[0; 4]);
@@ -352,15 +495,24 @@ impl ProducerStateManager {
         ids.sort_unstable();
         for id in ids {
             let e = &self.producers[&id];
-            for b in e.batches() {
+            // A producer with no retained batch (only a marker): lastSequence and
+            // lastOffset -1, as Kafka writes it.
+            let none = BatchMetadata {
+                last_seq: NO_SEQUENCE,
+                last_offset: -1,
+                offset_delta: 0,
+                timestamp: e.last_timestamp,
+            };
+            let only_marker = (e.len == 0).then_some(&none);
+            for b in e.batches().chain(only_marker) {
                 buf.extend_from_slice(&id.to_be_bytes());
                 buf.extend_from_slice(&e.epoch.to_be_bytes());
                 buf.extend_from_slice(&b.last_seq.to_be_bytes());
                 buf.extend_from_slice(&b.last_offset.to_be_bytes());
                 buf.extend_from_slice(&b.offset_delta.to_be_bytes());
                 buf.extend_from_slice(&b.timestamp.to_be_bytes());
-                buf.extend_from_slice(&(-1i32).to_be_bytes()); // coordinator epoch
-                buf.extend_from_slice(&(-1i64).to_be_bytes()); // no open transaction
+                buf.extend_from_slice(&e.coordinator_epoch.to_be_bytes());
+                buf.extend_from_slice(&e.current_txn_first_offset.unwrap_or(-1).to_be_bytes());
             }
         }
         let crc = crc32c::crc32c(&buf[6..]);
@@ -402,11 +554,26 @@ impl ProducerStateManager {
                 offset_delta: i32_at(22),
                 timestamp: i64_at(26),
             };
-            state
+            let entry = state
                 .producers
                 .entry(producer_id)
-                .or_insert_with(ProducerEntry::empty)
-                .add_batch(epoch, batch);
+                .or_insert_with(ProducerEntry::empty);
+            if batch.last_offset >= 0 {
+                entry.add_batch(epoch, batch);
+            } else {
+                // Kafka's reader: an entry without a batch keeps the producer's epoch only.
+                entry.set_epoch(epoch);
+                entry.last_timestamp = batch.timestamp;
+            }
+            entry.coordinator_epoch = i32_at(34);
+            let txn_first = i64_at(38);
+            if let Some(old) = entry.current_txn_first_offset.take() {
+                state.ongoing.remove(&old);
+            }
+            if txn_first >= 0 {
+                entry.current_txn_first_offset = Some(txn_first);
+                state.ongoing.insert(txn_first, producer_id);
+            }
         }
         Ok(state)
     }
@@ -619,6 +786,68 @@ mod tests {
         assert!(ProducerStateManager::from_snapshot(&empty)
             .unwrap()
             .is_empty());
+    }
+
+    fn txn_header(pid: i64, epoch: i16, seq: i32, records: i32) -> BatchHeader {
+        BatchHeader {
+            attributes: 0x10,
+            ..header(pid, epoch, seq, records, 50)
+        }
+    }
+
+    fn end(marker: TxnMarker, coordinator_epoch: i32) -> EndTxnMarker {
+        EndTxnMarker {
+            marker,
+            coordinator_epoch,
+        }
+    }
+
+    #[test]
+    fn transactions_open_close_and_survive_snapshots() {
+        let mut s = ProducerStateManager::new();
+        let mut end_offset = 0;
+        produce(&mut s, &mut end_offset, &txn_header(1, 0, 0, 3)).unwrap();
+        produce(&mut s, &mut end_offset, &txn_header(2, 0, 0, 2)).unwrap();
+        produce(&mut s, &mut end_offset, &txn_header(1, 0, 3, 1)).unwrap();
+        assert_eq!(s.first_unstable_offset(), Some(0));
+        assert_eq!(s.ongoing_transactions().collect::<Vec<_>>(), [(1, 0), (2, 3)]);
+        // Non-transactional while open: INVALID_TXN_STATE.
+        let e = s.check(&header(1, 0, 4, 1, 50)).unwrap_err();
+        assert_eq!(e.code(), 48);
+        // A marker-only producer (3) and producer 1's commit under epoch 1 (clears batches).
+        let control = |pid: i64, epoch: i16| BatchHeader {
+            attributes: 0x30,
+            ..header(pid, epoch, -1, 1, 60)
+        };
+        assert_eq!(
+            s.complete_txn(&control(3, 4), 6, end(TxnMarker::Abort, 2)),
+            None
+        );
+        let done = s.complete_txn(&control(1, 1), 7, end(TxnMarker::Commit, 2));
+        assert_eq!(
+            done,
+            Some(CompletedTxn {
+                producer_id: 1,
+                first_offset: 0,
+                last_offset: 7,
+                aborted: false
+            })
+        );
+        assert_eq!(s.first_unstable_offset(), Some(3));
+        assert_eq!(s.check_marker(1, 0, 2).unwrap_err().code(), 47);
+        assert_eq!(s.check_marker(1, 1, 1).unwrap_err().code(), 52);
+        assert!(s.check_marker(1, 1, 2).is_ok() && s.check_marker(42, 0, 0).is_ok());
+        let bytes = s.to_snapshot();
+        let back = ProducerStateManager::from_snapshot(&bytes).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.to_snapshot(), bytes);
+        let p3 = back.get(3).unwrap();
+        assert_eq!((p3.epoch, p3.coordinator_epoch, p3.last_seq()), (4, 2, -1));
+        assert_eq!(back.get(2).unwrap().current_txn_first_offset, Some(3));
+        // Open transactions never expire.
+        let mut back = back;
+        assert_eq!(back.remove_expired(i64::MAX, 1), 2);
+        assert_eq!(back.ongoing_transactions().collect::<Vec<_>>(), [(2, 3)]);
     }
 
     #[test]

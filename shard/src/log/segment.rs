@@ -28,6 +28,7 @@ use super::batch::{self, BATCH_HEADER_BYTES, LOG_OVERHEAD, PEEK_BYTES};
 use super::index::OffsetIndex;
 use super::segment_paths;
 use super::time_index::TimeIndex;
+use super::txn_index::{txn_index_path, TxnIndex};
 use super::LogError;
 use crate::storage::{Disk, File, Reader};
 
@@ -55,6 +56,8 @@ pub(crate) struct Segment {
     allocated: u64,
     pub index: OffsetIndex,
     pub time_index: TimeIndex,
+    /// Aborted transactions whose marker is in this segment (`.txnindex`, see `txn_index`).
+    pub(crate) txn_index: TxnIndex,
     /// One past the last offset in this segment (`base_offset` while empty).
     pub next_offset: i64,
     /// Log bytes appended since the last index entry (Kafka's `bytesSinceLastIndexEntry`).
@@ -122,6 +125,9 @@ impl Segment {
             .map_err(io_err("open index", &index_path))?;
         let time_index = TimeIndex::open(disk, &time_path, base_offset, index_capacity)
             .map_err(io_err("open time index", &time_path))?;
+        let txn_path = txn_index_path(dir, base_offset);
+        let txn_index =
+            TxnIndex::open(disk, txn_path.clone()).map_err(io_err("open txn index", &txn_path))?;
         Ok(Segment {
             disk: disk.clone(),
             base_offset,
@@ -133,6 +139,7 @@ impl Segment {
             allocated: size,
             index,
             time_index,
+            txn_index,
             next_offset: base_offset,
             bytes_since_index: 0,
             max_timestamp: -1,
@@ -306,12 +313,14 @@ impl Segment {
     /// Every file that must be fdatasynced for this segment to be durable: the `.log` always;
     /// with `with_indexes` (the segment is inactive: recovery trusts its indexes then) the
     /// index files written since the last call too. An inactive segment stops holding its
-    /// `.log` fd here: the sync job keeps it until it is done.
+    /// `.log` fd here: the sync job keeps it until it is done. The transaction index counts
+    /// as an index (recovery rebuilds it for the segments it re-scans).
     pub(crate) fn files_to_sync(&mut self, with_indexes: bool) -> Result<Vec<Rc<File>>, LogError> {
         let mut v = vec![self.file()?];
         if with_indexes {
             v.extend(self.index.inner.take_saved());
             v.extend(self.time_index.inner.take_saved());
+            v.extend(self.txn_index.take_unsynced());
             self.release_file();
         }
         Ok(v)

@@ -7,6 +7,7 @@ use super::{corrupt, BatchStamp, PartitionLog, PREALLOCATE_MAX_BYTES, PREALLOCAT
 use crate::log::batch::BATCH_HEADER_BYTES;
 use crate::log::producer_state::NO_PRODUCER_ID;
 use crate::log::segment::Segment;
+use crate::log::txn_index::{AbortedTxn, EndTxnMarker};
 use crate::log::{AppendInfo, LogError};
 
 impl PartitionLog {
@@ -70,6 +71,11 @@ impl PartitionLog {
                 max: self.config.max_message_bytes,
             });
         }
+        if header.is_control() {
+            // Kafka's `LogValidator`: only the coordinator (`append_txn_marker`) and
+            // replication write control batches.
+            return Err(LogError::ControlBatchFromClient);
+        }
         if header.producer_id != NO_PRODUCER_ID {
             // Before anything is written: a retry is answered with its original offsets.
             if let Some(dup) = self.producers.check(header)? {
@@ -127,7 +133,9 @@ impl PartitionLog {
     /// it is to be stored) at the log end with one pwritev, and updates the bookkeeping: the
     /// dirty-log list, the leader-epoch cache (Kafka's `maybeAssignEpochStartOffset` with the
     /// stored `partition_leader_epoch`), the producer state (no checks: the caller did them,
-    /// or the leader did) and the `flush.messages` / `flush.ms` counters.
+    /// or the leader did; a control batch ends its producer's transaction and an abort is
+    /// recorded in the active segment's transaction index, see `apply_control_batch`) and the
+    /// `flush.messages` / `flush.ms` counters.
     ///
     /// `header` describes the batch as stored: its `base_offset` is the log end and its
     /// `max_timestamp` the stored one. A write error marks the log failed.
@@ -190,10 +198,63 @@ impl PartitionLog {
                 tracing::warn!(dir = %self.dir.display(), %error, "leader epoch checkpoint not written");
             }
         }
-        self.producers.update(header, base_offset);
+        if header.is_control() {
+            // Rare (one per transaction and partition): the copy of the small batch is fine.
+            let whole = [prefix, rest].concat();
+            let active = self.segments.len() - 1;
+            if let Err(e) = self.apply_control_batch(header, &whole, Some(active)) {
+                self.failed = Some(e.to_string());
+                return Err(e);
+            }
+        } else {
+            self.producers.update(header, base_offset);
+        }
         self.messages_since_sync += header.records_count.max(0) as u64;
         self.first_unsynced_ms.get_or_insert(now);
         Ok(())
+    }
+
+    /// The producer-state change of a stored control batch `batch` (whole, as stored, at
+    /// `header.base_offset`), shared by appends, follower appends and the replays of open
+    /// and truncation (Kafka's `appendEndTxnMarker`, unchecked: the caller checked, or the
+    /// leader did). An ABORT that closes an open transaction is recorded, with Kafka's last
+    /// stable offset (the first offset of the next open transaction, else the marker's
+    /// offset + 1), in the transaction index of segment `record_into` (the one holding the
+    /// marker; None when the index already holds it). A control batch without a marker
+    /// record (emptied by a cleaner) changes nothing, as in Kafka.
+    pub(super) fn apply_control_batch(
+        &mut self,
+        header: &BatchHeader,
+        batch: &[u8],
+        record_into: Option<usize>,
+    ) -> Result<(), LogError> {
+        let Some(end) = EndTxnMarker::parse(batch) else {
+            return Ok(());
+        };
+        let Some(done) = self
+            .producers
+            .complete_txn(header, header.base_offset, end)
+        else {
+            return Ok(());
+        };
+        let Some(i) = record_into.filter(|_| done.aborted) else {
+            return Ok(());
+        };
+        let entry = AbortedTxn {
+            producer_id: done.producer_id,
+            first_offset: done.first_offset,
+            last_offset: done.last_offset,
+            last_stable_offset: self
+                .producers
+                .first_unstable_offset()
+                .unwrap_or(done.last_offset + 1),
+        };
+        let disk = self.env.disk.clone();
+        let seg = &mut self.segments[i];
+        let path = crate::log::txn_index::txn_index_path(&self.dir, seg.base_offset);
+        seg.txn_index
+            .append(&disk, entry)
+            .map_err(|e| LogError::io("write", &path, e))
     }
 
     /// Kafka's `LogSegment.shouldRoll`. `segment.ms` uses `timeWaitedForRoll`: the incoming

@@ -239,6 +239,7 @@ impl PartitionLog {
         let saved = [
             active.index.inner.take_saved(),
             active.time_index.inner.take_saved(),
+            active.txn_index.take_unsynced(),
         ];
         self.unsynced.extend(saved.into_iter().flatten());
         self.active_dirty = true;

@@ -50,6 +50,9 @@ mod retention;
 #[cfg(test)]
 mod tests;
 mod truncate;
+mod txn;
+#[cfg(test)]
+mod txn_tests;
 
 pub use durability::SyncJob;
 pub use replica::ReplicaAppend;

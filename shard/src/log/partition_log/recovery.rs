@@ -293,7 +293,9 @@ impl PartitionLog {
             log.durable_offset = log_end;
             log.sync_requested_offset = log_end;
         }
-        log.load_producer_state(now).await?;
+        // The segments recovery re-scanned get their transaction index rebuilt by the replay.
+        let rescanned = recover_from.map(|r| r.min(log.segments.len() - 1));
+        log.load_producer_state(now, rescanned).await?;
         log.load_leader_epochs()?;
         log.load_active_first_timestamp().await?;
         log.sync_for(SyncReason::OpenClose).await?;
@@ -349,18 +351,41 @@ impl PartitionLog {
 
     /// Rebuilds the producer state at open: the newest readable snapshot at or below the log
     /// end, then the headers of the batches after it (only headers: producer id, epoch,
-    /// sequence, last offset delta, max timestamp). Snapshots past the log end (recovery cut
-    /// the log below them) and unreadable ones are deleted, so state past a truncation point
-    /// never comes back.
-    async fn load_producer_state(&mut self, now: i64) -> Result<(), LogError> {
-        let from = self.load_producer_snapshot(self.log_end_offset())?;
+    /// sequence, last offset delta, max timestamp; a control batch is read whole, for its
+    /// marker). Snapshots past the log end (recovery cut the log below them) and unreadable
+    /// ones are deleted, so state past a truncation point never comes back.
+    ///
+    /// `rescanned`: the first segment recovery re-validated. Those segments' transaction
+    /// indexes may lack entries (or hold ones past a cut), so they are emptied and rebuilt
+    /// from the markers in them, which needs the open transactions as of the first one's
+    /// base: the replay then starts at a snapshot at or below that base (Kafka's
+    /// `LogLoader.recoverSegment` rebuilds the producer state to the segment's base first).
+    async fn load_producer_state(
+        &mut self,
+        now: i64,
+        rescanned: Option<usize>,
+    ) -> Result<(), LogError> {
+        let log_end = self.log_end_offset();
+        let at_most = rescanned.map_or(log_end, |r| self.segments[r].base_offset);
+        let from = self.load_producer_snapshot(log_end, at_most)?;
+        if let Some(r) = rescanned {
+            let disk = self.env.disk.clone();
+            for seg in &mut self.segments[r..] {
+                let path = crate::log::txn_index::txn_index_path(&self.dir, seg.base_offset);
+                seg.txn_index
+                    .clear(&disk)
+                    .map_err(|e| LogError::io("truncate", &path, e))?;
+            }
+        }
         let mut batches = 0u64;
         let first = self
             .segments
             .partition_point(|s| s.base_offset <= from)
             .saturating_sub(1);
-        for seg in &self.segments[first..] {
-            if seg.next_offset <= from || seg.size == 0 {
+        for i in first..self.segments.len() {
+            let seg = &self.segments[i];
+            let (size, path) = (seg.size, seg.log_path.clone());
+            if seg.next_offset <= from || size == 0 {
                 continue;
             }
             let mut pos = if seg.base_offset < from {
@@ -368,9 +393,9 @@ impl PartitionLog {
             } else {
                 0
             };
-            let path = seg.log_path.clone();
-            let mut walker = Walker::new(seg.file()?, seg.size, 64 << 10);
-            while pos < seg.size {
+            let record_into = rescanned.is_some_and(|r| i >= r).then_some(i);
+            let mut walker = Walker::new(seg.file()?, size, 64 << 10);
+            while pos < size {
                 let b = walker
                     .bytes(pos, BATCH_HEADER_BYTES)
                     .await
@@ -379,10 +404,27 @@ impl PartitionLog {
                 let header = batch::header(b);
                 let total = batch::peek(b).map_err(|r| corrupt(&path, pos, r))?.total;
                 if header.last_offset() >= from {
-                    self.producers.update(&header, header.base_offset);
+                    if header.is_control() {
+                        let whole = walker
+                            .bytes(pos, total)
+                            .await
+                            .map_err(|e| LogError::io("read", &path, e))?
+                            .ok_or_else(|| corrupt(&path, pos, "partial control batch"))?;
+                        self.apply_control_batch(&header, whole, record_into)?;
+                    } else {
+                        self.producers.update(&header, header.base_offset);
+                    }
                     batches += 1;
                 }
                 pos += total as u64;
+            }
+        }
+        if let Some(r) = rescanned {
+            // Rebuilt indexes of inactive segments are synced with the recovered data (the
+            // active segment's goes with its roll or close).
+            let last = self.segments.len() - 1;
+            for seg in &mut self.segments[r..last] {
+                self.unsynced.extend(seg.txn_index.take_unsynced());
             }
         }
         let expired = self.remove_expired_producers(now);
@@ -395,11 +437,15 @@ impl PartitionLog {
 
 impl PartitionLog {
     /// The first half of rebuilding the producer state (at open, and after a truncation):
-    /// replaces it with the newest readable snapshot at or below `log_end` (empty when there
-    /// is none) and returns the offset the batch headers must be replayed from. Snapshots
-    /// past `log_end` and unreadable ones are deleted, so state past a truncation point
-    /// never comes back.
-    pub(super) fn load_producer_snapshot(&mut self, log_end: i64) -> Result<i64, LogError> {
+    /// replaces it with the newest readable snapshot at or below `at_most` (<= `log_end`;
+    /// empty when there is none) and returns the offset the batch headers must be replayed
+    /// from. Snapshots past `log_end` and unreadable ones are deleted, so state past a
+    /// truncation point never comes back.
+    pub(super) fn load_producer_snapshot(
+        &mut self,
+        log_end: i64,
+        at_most: i64,
+    ) -> Result<i64, LogError> {
         let disk = self.env.disk.clone();
         let mut snapshots = list_snapshots(&disk, &self.dir)?;
         snapshots.sort_unstable_by(|a, b| b.cmp(a));
@@ -417,6 +463,8 @@ impl PartitionLog {
                 .map_err(|e| e.to_string())
                 .and_then(|b| ProducerStateManager::from_snapshot(&b).map_err(|e| e.to_string()));
             match read {
+                // Readable but newer than wanted: kept for later, not used now.
+                Ok(_) if offset > at_most => {}
                 Ok(state) => {
                     self.producers = state;
                     from = offset.max(self.log_start_offset);
@@ -449,7 +497,7 @@ pub(super) fn list_segments(disk: &Disk, dir: &Path) -> Result<Vec<i64>, LogErro
         };
         match ext {
             "log" => logs.push(base),
-            "index" | "timeindex" => indexes.push((base, dir.join(&entry.name))),
+            "index" | "timeindex" | "txnindex" => indexes.push((base, dir.join(&entry.name))),
             _ => {}
         }
     }

@@ -160,7 +160,8 @@ fn segment_largest_timestamp(segment: &Segment) -> i64 {
 
 pub(super) fn remove_segment_files(disk: &Disk, dir: &Path, base: i64) -> Result<(), LogError> {
     let (log, index, time) = segment_paths(dir, base);
-    for p in [log, index, time] {
+    let txn = crate::log::txn_index::txn_index_path(dir, base);
+    for p in [log, index, time, txn] {
         remove_file_if_exists(disk, &p)?;
     }
     Ok(())

@@ -290,6 +290,13 @@ impl PartitionLog {
         if seg.next_offset != cut.new_end {
             return Err(corrupt(&log_path, 0, "truncated segment ends elsewhere"));
         }
+        // Kafka's `TransactionIndex.truncateTo`: aborts whose marker is gone go. Not synced
+        // here: this segment is now the active one, which recovery always re-scans (and so
+        // re-indexes) after a crash; its roll or the close syncs it.
+        let txn_path = crate::log::txn_index::txn_index_path(&dir, base);
+        seg.txn_index
+            .truncate_to(&disk, cut.new_end)
+            .map_err(io("truncate", &txn_path))?;
         // Reads in flight keep the old segments' fds (the old inodes).
         self.segments.truncate(k);
         self.segments.push(seg);
@@ -477,15 +484,20 @@ impl PartitionLog {
 
     /// Producer state as of the log end: newest snapshot at or below it, then the headers
     /// of the batches after it (as `open` rebuilds it), then expiry.
+    /// The transaction indexes are not touched (`truncate_inner` cut them already): control
+    /// batches only change the producer state here.
     fn rebuild_producer_state(&mut self, now: i64) -> Result<(), LogError> {
-        let from = self.load_producer_snapshot(self.log_end_offset())?;
+        let end = self.log_end_offset();
+        let from = self.load_producer_snapshot(end, end)?;
         let first = self
             .segments
             .partition_point(|s| s.base_offset <= from)
             .saturating_sub(1);
         let disk = self.env.disk.clone();
-        for seg in &self.segments[first..] {
-            if seg.next_offset <= from || seg.size == 0 {
+        for i in first..self.segments.len() {
+            let seg = &self.segments[i];
+            let (size, path) = (seg.size, seg.log_path.clone());
+            if seg.next_offset <= from || size == 0 {
                 continue;
             }
             let mut pos = if seg.base_offset < from {
@@ -493,9 +505,8 @@ impl PartitionLog {
             } else {
                 0
             };
-            let path = seg.log_path.clone();
-            let mut walker = SyncWalker::open(&disk, &path, seg.size)?;
-            while pos < seg.size {
+            let mut walker = SyncWalker::open(&disk, &path, size)?;
+            while pos < size {
                 let b = walker
                     .bytes(pos, batch::BATCH_HEADER_BYTES)
                     .map_err(io("read", &path))?
@@ -503,7 +514,15 @@ impl PartitionLog {
                 let header = batch::header(b);
                 let total = batch::peek(b).map_err(|r| corrupt(&path, pos, r))?.total;
                 if header.last_offset() >= from {
-                    self.producers.update(&header, header.base_offset);
+                    if header.is_control() {
+                        let whole = walker
+                            .bytes(pos, total)
+                            .map_err(io("read", &path))?
+                            .ok_or_else(|| corrupt(&path, pos, "partial control batch"))?;
+                        self.apply_control_batch(&header, whole, None)?;
+                    } else {
+                        self.producers.update(&header, header.base_offset);
+                    }
                 }
                 pos += total as u64;
             }

@@ -1,0 +1,503 @@
+//! Transaction APIs (KIP-98): InitProducerId with a transactional id, AddPartitionsToTxn,
+//! AddOffsetsToTxn, EndTxn, TxnOffsetCommit, WriteTxnMarkers, DescribeTransactions and
+//! ListTransactions.
+//!
+//! Each handler finds the shard that coordinates the transactional id (the owner of its
+//! `__transaction_state` partition, `txn::locate`), makes its call there (`txn::calls`,
+//! over the mesh when it is another shard) and encodes the typed reply for the request's
+//! version. TxnOffsetCommit goes to the group's coordinator instead, like OffsetCommit.
+//! The transaction version served is 1 (explicit AddPartitionsToTxn, the epoch bumped by
+//! InitProducerId): no `transaction.version` feature is advertised, so clients of Kafka 4
+//! use version 1 too.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use wire::generated::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
+};
+use wire::generated::describe_transactions_response::{TopicData, TransactionState};
+use wire::generated::list_transactions_response::TransactionState as ListedTransaction;
+use wire::generated::write_txn_markers_response::{
+    WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
+};
+use wire::generated::*;
+use wire::ErrorCode;
+
+use super::{encode_response, RequestContext, Response};
+use crate::forward::{self, TopicSpec};
+use crate::group::{self, OFFSETS_TOPIC};
+use crate::shard::Shard;
+use crate::txn::calls::{
+    AddToTxn, DescribeTxn, EndTxn, InitTxnProducer, ListTxns, MarkerPart, TxnView,
+};
+use crate::txn::{self, TXN_TOPIC};
+
+/// Kafka's default `transaction.state.log.replication.factor`.
+const TXN_TOPIC_REPLICATION_FACTOR: usize = 3;
+
+/// How long FindCoordinator waits for its shard to adopt a `__transaction_state` it just had
+/// created.
+const TXN_TOPIC_ADOPT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Creates `__transaction_state` if it does not exist (compacted,
+/// `transaction.state.log.*`), as Kafka does on the first FindCoordinator of a
+/// transactional id.
+pub(super) async fn ensure_txn_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
+    if shard.image().topic(TXN_TOPIC).is_some() {
+        return Ok(());
+    }
+    let config = &shard.config.transactions;
+    let configs = BTreeMap::from([
+        ("cleanup.policy".to_string(), "compact".to_string()),
+        (
+            "segment.bytes".to_string(),
+            config.state_log_segment_bytes.to_string(),
+        ),
+    ]);
+    let spec = TopicSpec {
+        name: TXN_TOPIC.into(),
+        num_partitions: config.state_log_num_partitions,
+        replication_factor: match &shard.cluster {
+            None => 1,
+            Some(_) => shard
+                .image()
+                .brokers
+                .values()
+                .filter(|b| !b.fenced)
+                .count()
+                .clamp(1, TXN_TOPIC_REPLICATION_FACTOR) as i16,
+        },
+        configs,
+        assignments: Vec::new(),
+    };
+    let create = forward::CreateTopics {
+        topics: vec![spec],
+        validate_only: false,
+    };
+    for outcome in shard.call(0, create).await {
+        if outcome.error_code == 0 {
+            tracing::info!(partitions = outcome.num_partitions, "created {TXN_TOPIC}");
+        } else if outcome.error_code != ErrorCode::TopicAlreadyExists.code() {
+            tracing::warn!(error_code = outcome.error_code, message = ?outcome.error_message, "creating __transaction_state failed");
+            return Err(ErrorCode::CoordinatorNotAvailable);
+        }
+    }
+    let adopted = |image: &crate::metadata::image::Image| image.topic(TXN_TOPIC).is_some();
+    if !shard.wait_for_image(adopted, TXN_TOPIC_ADOPT_WAIT).await {
+        return Err(ErrorCode::CoordinatorNotAvailable);
+    }
+    Ok(())
+}
+
+/// The leader of `key`'s `__transaction_state` partition, for FindCoordinator in a cluster.
+pub(super) fn coordinator_partition(shard: &Shard, key: &str) -> Option<i32> {
+    let image = shard.image();
+    let topic = image.topic(TXN_TOPIC)?;
+    let partition = group::partition_for(key, topic.partitions.len() as i32);
+    Some(topic.partition(partition)?.leader)
+}
+
+/// Makes `make(partition)` on the coordinator of `transactional_id`.
+async fn call<C: crate::forward::Serve<Shard>>(
+    shard: &Rc<Shard>,
+    transactional_id: &str,
+    make: impl FnOnce(i32) -> C,
+) -> Result<C::Reply, ErrorCode> {
+    let (target, partition) = txn::locate(shard, transactional_id).await?;
+    Ok(shard.call(target, make(partition)).await)
+}
+
+/// InitProducerId with a transactional id.
+pub(super) async fn init_transactional(
+    shard: &Rc<Shard>,
+    request: &InitProducerIdRequest,
+    transactional_id: &str,
+) -> InitProducerIdResponse {
+    // KIP-360: a producer id and epoch the client already has (v3+), both or neither.
+    let expected =
+        (request.producer_id >= 0).then_some((request.producer_id, request.producer_epoch));
+    let init = |partition| InitTxnProducer {
+        partition,
+        transactional_id: transactional_id.to_string(),
+        txn_timeout_ms: request.transaction_timeout_ms,
+        expected,
+    };
+    match call(shard, transactional_id, init).await {
+        Ok(Ok((producer_id, producer_epoch))) => InitProducerIdResponse {
+            error_code: 0,
+            producer_id,
+            producer_epoch,
+            ..Default::default()
+        },
+        Ok(Err(code)) | Err(code) => InitProducerIdResponse {
+            error_code: code.code(),
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        },
+    }
+}
+
+fn topic_results(
+    topics: &[add_partitions_to_txn_request::AddPartitionsToTxnTopic],
+    code: &mut dyn FnMut() -> ErrorCode,
+) -> Vec<AddPartitionsToTxnTopicResult> {
+    topics
+        .iter()
+        .map(|t| AddPartitionsToTxnTopicResult {
+            name: t.name.clone(),
+            results_by_partition: t
+                .partitions
+                .iter()
+                .map(|&p| AddPartitionsToTxnPartitionResult {
+                    partition_index: p,
+                    partition_error_code: code().code(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// One transaction of an AddPartitionsToTxn: its partitions' codes, in request order.
+async fn add_partitions(
+    shard: &Rc<Shard>,
+    transactional_id: &str,
+    producer_id: i64,
+    producer_epoch: i16,
+    topics: &[add_partitions_to_txn_request::AddPartitionsToTxnTopic],
+    verify_only: bool,
+) -> Vec<AddPartitionsToTxnTopicResult> {
+    let image = shard.image();
+    let partitions: Vec<(String, i32)> = topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|&p| (t.name.clone(), p)))
+        .collect();
+    // Kafka: unknown partitions are UNKNOWN_TOPIC_OR_PARTITION and the others
+    // OPERATION_NOT_ATTEMPTED; internal topics may not be written by clients.
+    let refusal = |(topic, p): &(String, i32)| {
+        if topic == OFFSETS_TOPIC || topic == TXN_TOPIC {
+            Some(ErrorCode::TopicAuthorizationFailed)
+        } else if image.topic(topic).and_then(|t| t.partition(*p)).is_none() {
+            Some(ErrorCode::UnknownTopicOrPartition)
+        } else {
+            None
+        }
+    };
+    if partitions.iter().any(|p| refusal(p).is_some()) && !verify_only {
+        let mut each = partitions.iter();
+        return topic_results(topics, &mut || {
+            let p = each.next().expect("one code per partition");
+            refusal(p).unwrap_or(ErrorCode::OperationNotAttempted)
+        });
+    }
+    let add = |partition| AddToTxn {
+        partition,
+        transactional_id: transactional_id.to_string(),
+        producer_id,
+        producer_epoch,
+        partitions: partitions.clone(),
+        verify_only,
+    };
+    match call(shard, transactional_id, add).await {
+        Ok(Ok(codes)) => {
+            let mut each = codes.into_iter();
+            topic_results(topics, &mut || each.next().unwrap_or(ErrorCode::None))
+        }
+        Ok(Err(code)) | Err(code) => topic_results(topics, &mut || code),
+    }
+}
+
+pub async fn add_partitions_to_txn(
+    shard: Rc<Shard>,
+    request: AddPartitionsToTxnRequest,
+    ctx: RequestContext,
+) -> Response {
+    let version = ctx.api_version;
+    let response = if version < 4 {
+        let results = add_partitions(
+            &shard,
+            &request.v3_and_below_transactional_id,
+            request.v3_and_below_producer_id,
+            request.v3_and_below_producer_epoch,
+            &request.v3_and_below_topics,
+            false,
+        )
+        .await;
+        AddPartitionsToTxnResponse {
+            results_by_topic_v3_and_below: results,
+            ..Default::default()
+        }
+    } else {
+        // v4+ come from brokers (KIP-890 verification), one result per transaction.
+        let mut results = Vec::with_capacity(request.transactions.len());
+        for t in &request.transactions {
+            let topic_results = add_partitions(
+                &shard,
+                &t.transactional_id,
+                t.producer_id,
+                t.producer_epoch,
+                &t.topics,
+                t.verify_only,
+            )
+            .await;
+            results.push(AddPartitionsToTxnResult {
+                transactional_id: t.transactional_id.clone(),
+                topic_results,
+                ..Default::default()
+            });
+        }
+        AddPartitionsToTxnResponse {
+            results_by_transaction: results,
+            ..Default::default()
+        }
+    };
+    encode_response(&ctx, version, &response)
+}
+
+pub async fn add_offsets_to_txn(
+    shard: Rc<Shard>,
+    request: AddOffsetsToTxnRequest,
+    ctx: RequestContext,
+) -> Response {
+    // The group's `__consumer_offsets` partition joins the transaction (Kafka's
+    // `handleAddOffsetsToTransaction`), so its marker ends the transaction's offsets.
+    let code = match group::locate_when_known(&shard, &request.group_id).await {
+        Err(code) => code,
+        Ok((_, offsets_partition)) => {
+            let add = |partition| AddToTxn {
+                partition,
+                transactional_id: request.transactional_id.clone(),
+                producer_id: request.producer_id,
+                producer_epoch: request.producer_epoch,
+                partitions: vec![(OFFSETS_TOPIC.to_string(), offsets_partition)],
+                verify_only: false,
+            };
+            match call(&shard, &request.transactional_id, add).await {
+                Ok(Ok(codes)) => codes.first().copied().unwrap_or(ErrorCode::None),
+                Ok(Err(code)) | Err(code) => code,
+            }
+        }
+    };
+    let response = AddOffsetsToTxnResponse {
+        error_code: code.code(),
+        ..Default::default()
+    };
+    encode_response(&ctx, ctx.api_version, &response)
+}
+
+pub async fn end_txn(shard: Rc<Shard>, request: EndTxnRequest, ctx: RequestContext) -> Response {
+    let end = |partition| EndTxn {
+        partition,
+        transactional_id: request.transactional_id.clone(),
+        producer_id: request.producer_id,
+        producer_epoch: request.producer_epoch,
+        commit: request.committed,
+    };
+    let response = match call(&shard, &request.transactional_id, end).await {
+        Ok(Ok((producer_id, producer_epoch))) => EndTxnResponse {
+            error_code: 0,
+            producer_id,
+            producer_epoch,
+            ..Default::default()
+        },
+        Ok(Err(code)) | Err(code) => EndTxnResponse {
+            error_code: code.code(),
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        },
+    };
+    encode_response(&ctx, ctx.api_version, &response)
+}
+
+pub async fn txn_offset_commit(
+    shard: Rc<Shard>,
+    request: TxnOffsetCommitRequest,
+    ctx: RequestContext,
+) -> Response {
+    let version = ctx.api_version;
+    let response = match group::locate_when_known(&shard, &request.group_id).await {
+        Err(code) => group::txn_offset_commit_everywhere(&request, code),
+        Ok((target, partition)) => {
+            let commit = group::calls::TxnOffsetCommit {
+                partition,
+                request,
+                version,
+            };
+            shard.call(target, commit).await
+        }
+    };
+    encode_response(&ctx, version, &response)
+}
+
+/// WriteTxnMarkers from a coordinator (another broker's, in a cluster): each marker is
+/// written by the shard owning its partition.
+pub async fn write_txn_markers(
+    shard: Rc<Shard>,
+    request: WriteTxnMarkersRequest,
+    ctx: RequestContext,
+) -> Response {
+    let image = shard.image();
+    let mut markers = Vec::with_capacity(request.markers.len());
+    for marker in &request.markers {
+        let mut topics = Vec::with_capacity(marker.topics.len());
+        for topic in &marker.topics {
+            let mut partitions = Vec::with_capacity(topic.partition_indexes.len());
+            for &p in &topic.partition_indexes {
+                let located = image
+                    .topic(&topic.name)
+                    .and_then(|t| t.partition(p).map(|image| (shard.owner(image), t.topic_id)));
+                let code = match located {
+                    None => ErrorCode::UnknownTopicOrPartition,
+                    Some((owner, topic_id)) => {
+                        let part = MarkerPart {
+                            topic_id,
+                            partition: p,
+                            producer_id: marker.producer_id,
+                            producer_epoch: marker.producer_epoch,
+                            coordinator_epoch: marker.coordinator_epoch,
+                            commit: marker.transaction_result,
+                        };
+                        let write = txn::calls::WriteMarkers { parts: vec![part] };
+                        let codes = shard.call(owner, write).await;
+                        codes
+                            .first()
+                            .copied()
+                            .unwrap_or(ErrorCode::UnknownServerError)
+                    }
+                };
+                partitions.push(WritableTxnMarkerPartitionResult {
+                    partition_index: p,
+                    error_code: code.code(),
+                    ..Default::default()
+                });
+            }
+            topics.push(WritableTxnMarkerTopicResult {
+                name: topic.name.clone(),
+                partitions,
+                ..Default::default()
+            });
+        }
+        markers.push(WritableTxnMarkerResult {
+            producer_id: marker.producer_id,
+            topics,
+            ..Default::default()
+        });
+    }
+    let response = WriteTxnMarkersResponse {
+        markers,
+        ..Default::default()
+    };
+    encode_response(&ctx, ctx.api_version, &response)
+}
+
+fn topics_of(view: &TxnView) -> Vec<TopicData> {
+    let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for (topic, p) in &view.partitions {
+        by_topic.entry(topic).or_default().push(*p);
+    }
+    by_topic
+        .into_iter()
+        .map(|(topic, partitions)| TopicData {
+            topic: topic.to_string(),
+            partitions,
+            ..Default::default()
+        })
+        .collect()
+}
+
+pub async fn describe_transactions(
+    shard: Rc<Shard>,
+    request: DescribeTransactionsRequest,
+    ctx: RequestContext,
+) -> Response {
+    let mut states = Vec::with_capacity(request.transactional_ids.len());
+    for id in &request.transactional_ids {
+        let describe = |partition| DescribeTxn {
+            partition,
+            transactional_id: id.clone(),
+        };
+        let state = match call(&shard, id, describe).await {
+            Ok(Ok(view)) => TransactionState {
+                error_code: 0,
+                transactional_id: id.clone(),
+                transaction_state: view.state.to_string(),
+                transaction_timeout_ms: view.timeout_ms,
+                transaction_start_time_ms: view.start_ms,
+                producer_id: view.producer_id,
+                producer_epoch: view.producer_epoch,
+                topics: topics_of(&view),
+                ..Default::default()
+            },
+            Ok(Err(code)) | Err(code) => TransactionState {
+                error_code: code.code(),
+                transactional_id: id.clone(),
+                transaction_state: String::new(),
+                transaction_start_time_ms: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+                ..Default::default()
+            },
+        };
+        states.push(state);
+    }
+    let response = DescribeTransactionsResponse {
+        transaction_states: states,
+        ..Default::default()
+    };
+    encode_response(&ctx, ctx.api_version, &response)
+}
+
+/// Kafka's state names, for ListTransactions' `unknown_state_filters`.
+const STATE_NAMES: [&str; 8] = [
+    "Empty",
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "CompleteCommit",
+    "CompleteAbort",
+    "Dead",
+    "PrepareEpochFence",
+];
+
+pub async fn list_transactions(
+    shard: Rc<Shard>,
+    request: ListTransactionsRequest,
+    ctx: RequestContext,
+) -> Response {
+    let unknown: Vec<String> = (request.state_filters.iter())
+        .filter(|s| !STATE_NAMES.contains(&s.as_str()))
+        .cloned()
+        .collect();
+    let mut found = Vec::new();
+    for target in 0..shard.shard_count() {
+        let list = ListTxns {
+            states: request.state_filters.clone(),
+            producer_ids: request.producer_id_filters.clone(),
+            min_duration_ms: if ctx.api_version >= 1 {
+                request.duration_filter
+            } else {
+                -1
+            },
+        };
+        found.extend(shard.call(target, list).await);
+    }
+    let response = ListTransactionsResponse {
+        error_code: 0,
+        unknown_state_filters: unknown,
+        transaction_states: found
+            .into_iter()
+            .map(|view| ListedTransaction {
+                transactional_id: view.transactional_id,
+                producer_id: view.producer_id,
+                transaction_state: view.state.to_string(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    encode_response(&ctx, ctx.api_version, &response)
+}
