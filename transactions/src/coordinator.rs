@@ -110,7 +110,11 @@ pub struct MarkerPlan {
     pub partitions: Vec<(String, i32)>,
 }
 
-/// What InitProducerId does.
+/// Per (topic, partition): `ErrorCode::None` or the partition's error.
+pub type PartitionErrors = Vec<((String, i32), ErrorCode)>;
+
+/// What InitProducerId does. (One per request, moved once: not worth boxing.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum InitStep {
     Err(ErrorCode),
@@ -122,7 +126,8 @@ pub enum InitStep {
     AbortFirst(Transition, MarkerPlan),
 }
 
-/// What EndTxn does.
+/// What EndTxn does. (One per request, moved once: not worth boxing.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EndStep {
     Err(ErrorCode),
@@ -248,7 +253,8 @@ impl Coordinator {
                 Ok(producer_id) => producer_id,
                 Err(error) => return InitStep::Err(error),
             };
-            let metadata = TxnMetadata::new_empty(transactional_id, producer_id, txn_timeout_ms, now);
+            let metadata =
+                TxnMetadata::new_empty(transactional_id, producer_id, txn_timeout_ms, now);
             self.txns
                 .insert(transactional_id.to_owned(), Entry::new(metadata));
         }
@@ -273,7 +279,7 @@ impl Coordinator {
             }
             TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => {
                 let rotate = metadata.is_producer_epoch_exhausted()
-                    && expected.map_or(true, |(_, epoch)| epoch == metadata.producer_epoch);
+                    && !matches!(expected, Some((_, epoch)) if epoch != metadata.producer_epoch);
                 let transit = if rotate {
                     match new_producer_id() {
                         Ok(producer_id) => metadata.prepare_producer_id_rotation(
@@ -369,7 +375,7 @@ impl Coordinator {
         producer_id: i64,
         producer_epoch: i16,
         partitions: &[(String, i32)],
-    ) -> Result<Vec<((String, i32), ErrorCode)>, ErrorCode> {
+    ) -> Result<PartitionErrors, ErrorCode> {
         let Some(entry) = self.txns.get(transactional_id) else {
             return Err(ErrorCode::InvalidProducerIdMapping);
         };
@@ -575,7 +581,9 @@ impl Coordinator {
 
     /// The state the id's in-flight transition moves to, if any.
     pub fn pending_state(&self, transactional_id: &str) -> Option<TxnState> {
-        self.txns.get(transactional_id).and_then(|entry| entry.pending)
+        self.txns
+            .get(transactional_id)
+            .and_then(|entry| entry.pending)
     }
 
     /// How many ids this partition holds.
@@ -588,13 +596,21 @@ impl Coordinator {
     }
 
     /// Marks the id pending and wraps the transit's outcome as a [`Transition`].
-    fn begin(&mut self, transactional_id: &str, fence_epoch: Option<i16>, transit: Transit) -> Transition {
+    fn begin(
+        &mut self,
+        transactional_id: &str,
+        fence_epoch: Option<i16>,
+        transit: Transit,
+    ) -> Transition {
         let level = self.config.transaction_version_level;
         let entry = self
             .txns
             .get_mut(transactional_id)
             .expect("transitions are prepared for known ids");
-        assert!(entry.pending.is_none(), "{transactional_id}: already pending");
+        assert!(
+            entry.pending.is_none(),
+            "{transactional_id}: already pending"
+        );
         let target = entry.metadata.after(&transit);
         entry.pending = Some(target.state);
         Transition {
@@ -627,8 +643,13 @@ impl Coordinator {
         } else {
             0
         };
-        let transit =
-            fenced.prepare_abort_or_commit(TxnState::PrepareAbort, version, NO_PRODUCER_ID, now, false);
+        let transit = fenced.prepare_abort_or_commit(
+            TxnState::PrepareAbort,
+            version,
+            NO_PRODUCER_ID,
+            now,
+            false,
+        );
         let transition = self.begin(transactional_id, Some(fence_epoch), transit);
         let plan = self.marker_plan(&transition.target);
         (transition, plan)
@@ -679,7 +700,10 @@ fn end_tv1(
             Err(ErrorCode::ConcurrentTransactions)
         }
         (TxnState::Dead | TxnState::PrepareEpochFence, _) => {
-            panic!("{}: never rests in {}", metadata.transactional_id, metadata.state)
+            panic!(
+                "{}: never rests in {}",
+                metadata.transactional_id, metadata.state
+            )
         }
         _ => Err(ErrorCode::InvalidTxnState),
     }
@@ -749,7 +773,10 @@ fn end_tv2(
         }
         (TxnState::Empty, false) => prepare(TxnState::PrepareAbort, true),
         (TxnState::Dead | TxnState::PrepareEpochFence, _) => {
-            panic!("{}: never rests in {}", metadata.transactional_id, metadata.state)
+            panic!(
+                "{}: never rests in {}",
+                metadata.transactional_id, metadata.state
+            )
         }
         _ => Err(ErrorCode::InvalidTxnState),
     }

@@ -24,7 +24,8 @@ pub mod records;
 pub mod state;
 
 pub use coordinator::{
-    append_error, Coordinator, EndStep, InitStep, MarkerPlan, Transition, TxnConfig,
+    append_error, Coordinator, EndStep, InitStep, MarkerPlan, PartitionErrors, Transition,
+    TxnConfig,
 };
 pub use metadata::{TxnMetadata, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 pub use records::RecordError;

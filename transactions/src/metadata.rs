@@ -75,7 +75,12 @@ pub(crate) struct Transit {
 impl TxnMetadata {
     /// A new id's metadata before its first InitProducerId is persisted: Empty, epoch -1
     /// (the first bump makes it 0), as Kafka puts it in its cache.
-    pub fn new_empty(transactional_id: &str, producer_id: i64, txn_timeout_ms: i32, now: i64) -> Self {
+    pub fn new_empty(
+        transactional_id: &str,
+        producer_id: i64,
+        txn_timeout_ms: i32,
+        now: i64,
+    ) -> Self {
         TxnMetadata {
             transactional_id: transactional_id.to_owned(),
             producer_id,
@@ -396,7 +401,8 @@ impl TxnMetadata {
                         self.state,
                         TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort
                     );
-                let valid_start = self.txn_start_timestamp == transit.txn_start_timestamp || empty_abort;
+                let valid_start =
+                    self.txn_start_timestamp == transit.txn_start_timestamp || empty_abort;
                 if !self.valid_producer_epoch(transit)
                     || self.partitions != transit.partitions
                     || self.txn_timeout_ms != transit.txn_timeout_ms
@@ -440,7 +446,9 @@ impl TxnMetadata {
     fn valid_producer_epoch(&self, transit: &Transit) -> bool {
         let tv2 = supports_epoch_bump(transit.client_transaction_version);
         match transit.state {
-            TxnState::CompleteCommit | TxnState::CompleteAbort if tv2 && transit.producer_epoch == 0 => {
+            TxnState::CompleteCommit | TxnState::CompleteAbort
+                if tv2 && transit.producer_epoch == 0 =>
+            {
                 transit.last_producer_epoch == self.last_producer_epoch
                     && transit.prev_producer_id == self.producer_id
             }

@@ -71,7 +71,10 @@ pub fn encode_key(transactional_id: &str) -> Bytes {
 
 /// Kafka's `valueToBytes` for metadata (never Dead: that is a tombstone).
 pub fn encode_value(metadata: &TxnMetadata, version: i16) -> Result<Bytes, RecordError> {
-    assert!(metadata.state != TxnState::Dead, "Dead is written as a tombstone");
+    assert!(
+        metadata.state != TxnState::Dead,
+        "Dead is written as a tombstone"
+    );
     assert!(
         metadata.state != TxnState::Empty || metadata.partitions.is_empty(),
         "an Empty transaction has no partitions"
@@ -134,7 +137,9 @@ pub fn decode_key(key: &[u8]) -> Result<Option<String>, RecordError> {
         return Ok(None);
     }
     let mut body = Bytes::copy_from_slice(&key[2..]);
-    Ok(Some(TransactionLogKey::decode(&mut body, version)?.transactional_id))
+    Ok(Some(
+        TransactionLogKey::decode(&mut body, version)?.transactional_id,
+    ))
 }
 
 /// Kafka's `readTxnRecordValue`: the metadata a value holds (`last_producer_epoch` is not
@@ -205,9 +210,13 @@ mod tests {
         let mut metadata = TxnMetadata::new_empty("txn-1", 1000, 60_000, 5);
         metadata.producer_epoch = 3;
         metadata.state = TxnState::Ongoing;
-        metadata.partitions = [("b".to_owned(), 1), ("a".to_owned(), 2), ("a".to_owned(), 0)]
-            .into_iter()
-            .collect();
+        metadata.partitions = [
+            ("b".to_owned(), 1),
+            ("a".to_owned(), 2),
+            ("a".to_owned(), 0),
+        ]
+        .into_iter()
+        .collect();
         metadata.txn_start_timestamp = 7;
         metadata.txn_last_update_timestamp = 9;
         metadata.client_transaction_version = client_transaction_version;
@@ -218,7 +227,10 @@ mod tests {
     fn key_matches_kafka_bytes() {
         // Version 0, then the id as an int16-length string.
         assert_eq!(&encode_key("tx")[..], &[0, 0, 0, 2, b't', b'x']);
-        assert_eq!(decode_key(&encode_key("tx")).unwrap().as_deref(), Some("tx"));
+        assert_eq!(
+            decode_key(&encode_key("tx")).unwrap().as_deref(),
+            Some("tx")
+        );
         assert_eq!(decode_key(&[0, 9, 0, 0]).unwrap(), None);
         assert!(decode_key(&[0]).is_err());
     }

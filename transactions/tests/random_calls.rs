@@ -10,15 +10,39 @@ const IDS: [&str; 3] = ["a", "b", "c"];
 
 #[derive(Clone, Debug)]
 enum Op {
-    Init { id: usize, expected: Option<bool>, timeout_ms: i32 },
-    Add { id: usize, current: bool, partitions: Vec<i32>, tv2: bool },
-    End { id: usize, commit: bool, current: bool, tv2: bool },
-    Verify { id: usize, current: bool },
-    Markers { id: usize },
+    Init {
+        id: usize,
+        expected: Option<bool>,
+        timeout_ms: i32,
+    },
+    Add {
+        id: usize,
+        current: bool,
+        partitions: Vec<i32>,
+        tv2: bool,
+    },
+    End {
+        id: usize,
+        commit: bool,
+        current: bool,
+        tv2: bool,
+    },
+    Verify {
+        id: usize,
+        current: bool,
+    },
+    Markers {
+        id: usize,
+    },
     TimedOut,
     Expire,
-    Resolve { index: usize, success: bool },
-    Advance { ms: i64 },
+    Resolve {
+        index: usize,
+        success: bool,
+    },
+    Advance {
+        ms: i64,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -59,11 +83,16 @@ impl World {
 
     fn hold(&mut self, t: Transition) {
         assert!(
-            self.outstanding.iter().all(|o| o.transactional_id != t.transactional_id),
+            self.outstanding
+                .iter()
+                .all(|o| o.transactional_id != t.transactional_id),
             "two transitions in flight for {}",
             t.transactional_id
         );
-        assert_eq!(self.c.pending_state(&t.transactional_id), Some(t.target.state));
+        assert_eq!(
+            self.c.pending_state(&t.transactional_id),
+            Some(t.target.state)
+        );
         self.outstanding.push(t);
     }
 
@@ -74,9 +103,16 @@ impl World {
             Ok::<i64, ErrorCode>(pid)
         };
         match op {
-            Op::Init { id, expected, timeout_ms } => {
+            Op::Init {
+                id,
+                expected,
+                timeout_ms,
+            } => {
                 let expected = expected.map(|current| self.ids(id, current));
-                match self.c.init_producer_id(IDS[id], timeout_ms, expected, self.now, &mut alloc) {
+                match self
+                    .c
+                    .init_producer_id(IDS[id], timeout_ms, expected, self.now, &mut alloc)
+                {
                     InitStep::Err(_) => {}
                     InitStep::Persist(t) => {
                         assert_eq!(t.target.state, TxnState::Empty);
@@ -89,32 +125,57 @@ impl World {
                     }
                 }
             }
-            Op::Add { id, current, partitions, tv2 } => {
+            Op::Add {
+                id,
+                current,
+                partitions,
+                tv2,
+            } => {
                 let (producer_id, epoch) = self.ids(id, current);
-                let tps: Vec<(String, i32)> = partitions.iter().map(|p| ("t".to_owned(), *p)).collect();
+                let tps: Vec<(String, i32)> =
+                    partitions.iter().map(|p| ("t".to_owned(), *p)).collect();
                 let version = if tv2 { 2 } else { 0 };
-                if let Ok(Some(t)) =
-                    self.c.add_partitions_versioned(IDS[id], producer_id, epoch, &tps, version, self.now)
-                {
+                if let Ok(Some(t)) = self.c.add_partitions_versioned(
+                    IDS[id],
+                    producer_id,
+                    epoch,
+                    &tps,
+                    version,
+                    self.now,
+                ) {
                     self.hold(t);
                 }
             }
-            Op::End { id, commit, current, tv2 } => {
+            Op::End {
+                id,
+                commit,
+                current,
+                tv2,
+            } => {
                 let (producer_id, epoch) = self.ids(id, current);
                 let version = if tv2 { 2 } else { 0 };
                 let step = self.c.end_txn_versioned(
-                    IDS[id], producer_id, epoch, commit, version, self.now, &mut alloc,
+                    IDS[id],
+                    producer_id,
+                    epoch,
+                    commit,
+                    version,
+                    self.now,
+                    &mut alloc,
                 );
                 if let EndStep::Prepare(t, plan) = step {
                     assert_eq!(plan.commit, t.target.state == TxnState::PrepareCommit);
-                    let partitions: Vec<(String, i32)> = t.target.partitions.iter().cloned().collect();
+                    let partitions: Vec<(String, i32)> =
+                        t.target.partitions.iter().cloned().collect();
                     assert_eq!(plan.partitions, partitions);
                     self.hold(t);
                 }
             }
             Op::Verify { id, current } => {
                 let (producer_id, epoch) = self.ids(id, current);
-                let _ = self.c.verify_partitions(IDS[id], producer_id, epoch, &[("t".to_owned(), 0)]);
+                let _ =
+                    self.c
+                        .verify_partitions(IDS[id], producer_id, epoch, &[("t".to_owned(), 0)]);
             }
             Op::Markers { id } => {
                 if let Some(t) = self.c.markers_written(IDS[id], self.now) {
@@ -137,7 +198,11 @@ impl World {
                 }
                 let t = self.outstanding.remove(index % self.outstanding.len());
                 if success {
-                    let from = self.c.describe(&t.transactional_id).expect("pending ids exist").state;
+                    let from = self
+                        .c
+                        .describe(&t.transactional_id)
+                        .expect("pending ids exist")
+                        .state;
                     assert!(
                         TxnState::is_valid_transition(from, t.target.state),
                         "{from} -> {}",
@@ -156,7 +221,10 @@ impl World {
 
     fn check(&self) {
         for m in self.c.list() {
-            assert!(!matches!(m.state, TxnState::Dead | TxnState::PrepareEpochFence));
+            assert!(!matches!(
+                m.state,
+                TxnState::Dead | TxnState::PrepareEpochFence
+            ));
             assert!(m.producer_epoch >= -1);
             match m.state {
                 TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => {
@@ -202,8 +270,6 @@ proptest! {
         for (key, value) in &world.log {
             replayed.replay(key, value.as_deref()).expect("our own records replay");
         }
-        let states: Vec<String> = world.c.list().map(|m| m.state.name().to_owned()).collect();
-        eprintln!("STATS log={} states={:?}", world.log.len(), states);
         for m in world.c.list() {
             match replayed.describe(&m.transactional_id) {
                 Some(r) => {

@@ -143,8 +143,11 @@ impl Coordinator {
         })
     }
 
-    /// Appends `records` as one transactional batch of `producer` (id, epoch; no sequence,
-    /// as Kafka's coordinator writes them) and waits for it as acks=all does.
+    /// Appends `records` as one transactional batch of `producer` (id, epoch) and waits for
+    /// it as acks=all does. Kafka's coordinator writes these with no sequence (-1) and skips
+    /// the sequence checks for its own appends; here they go through the produce path's
+    /// checks, so they carry the sequence that continues the producer's state on this
+    /// partition (read just before the append, with no `.await` between).
     async fn append_txn(
         shard: &Rc<Shard>,
         topic_id: TopicId,
@@ -156,9 +159,16 @@ impl Coordinator {
             return Ok(());
         }
         let now = wall_ms();
+        let Some(target) = shard.partition(&topic_id, partition) else {
+            return Err(ErrorCode::NotCoordinator);
+        };
+        let sequence = match target.log.borrow().producers().get(producer.0) {
+            Some(entry) if entry.epoch == producer.1 => entry.last_seq().wrapping_add(1).max(0),
+            _ => 0,
+        };
         let mut builder = BatchBuilder::new(Compression::None)
             .transactional(true)
-            .producer(producer.0, producer.1, -1);
+            .producer(producer.0, producer.1, sequence);
         for record in records {
             let (key, value) = record.encode().map_err(|error| {
                 tracing::error!(%error, "cannot encode a group record");

@@ -98,6 +98,16 @@ pub(super) fn coordinator_partition(shard: &Shard, key: &str) -> Option<i32> {
     Some(topic.partition(partition)?.leader)
 }
 
+/// Kafka's `KafkaApis`: clients older than PRODUCER_FENCED (InitProducerId below v4,
+/// AddPartitionsToTxn, AddOffsetsToTxn and EndTxn below v2) get INVALID_PRODUCER_EPOCH.
+fn fenced_for(code: ErrorCode, version: i16, first_knowing: i16) -> ErrorCode {
+    if code == ErrorCode::ProducerFenced && version < first_knowing {
+        ErrorCode::InvalidProducerEpoch
+    } else {
+        code
+    }
+}
+
 /// Makes `make(partition)` on the coordinator of `transactional_id`.
 async fn call<C: crate::forward::Serve<Shard>>(
     shard: &Rc<Shard>,
@@ -113,6 +123,7 @@ pub(super) async fn init_transactional(
     shard: &Rc<Shard>,
     request: &InitProducerIdRequest,
     transactional_id: &str,
+    version: i16,
 ) -> InitProducerIdResponse {
     // KIP-360: a producer id and epoch the client already has (v3+), both or neither.
     let expected =
@@ -131,7 +142,7 @@ pub(super) async fn init_transactional(
             ..Default::default()
         },
         Ok(Err(code)) | Err(code) => InitProducerIdResponse {
-            error_code: code.code(),
+            error_code: fenced_for(code, version, 4).code(),
             producer_id: -1,
             producer_epoch: -1,
             ..Default::default()
@@ -169,6 +180,7 @@ async fn add_partitions(
     producer_epoch: i16,
     topics: &[add_partitions_to_txn_request::AddPartitionsToTxnTopic],
     verify_only: bool,
+    version: i16,
 ) -> Vec<AddPartitionsToTxnTopicResult> {
     let image = shard.image();
     let partitions: Vec<(String, i32)> = topics
@@ -206,7 +218,10 @@ async fn add_partitions(
             let mut each = codes.into_iter();
             topic_results(topics, &mut || each.next().unwrap_or(ErrorCode::None))
         }
-        Ok(Err(code)) | Err(code) => topic_results(topics, &mut || code),
+        Ok(Err(code)) | Err(code) => {
+            let code = fenced_for(code, version, 2);
+            topic_results(topics, &mut || code)
+        }
     }
 }
 
@@ -224,6 +239,7 @@ pub async fn add_partitions_to_txn(
             request.v3_and_below_producer_epoch,
             &request.v3_and_below_topics,
             false,
+            version,
         )
         .await;
         AddPartitionsToTxnResponse {
@@ -241,6 +257,7 @@ pub async fn add_partitions_to_txn(
                 t.producer_epoch,
                 &t.topics,
                 t.verify_only,
+                version,
             )
             .await;
             results.push(AddPartitionsToTxnResult {
@@ -282,7 +299,7 @@ pub async fn add_offsets_to_txn(
         }
     };
     let response = AddOffsetsToTxnResponse {
-        error_code: code.code(),
+        error_code: fenced_for(code, ctx.api_version, 2).code(),
         ..Default::default()
     };
     encode_response(&ctx, ctx.api_version, &response)
@@ -304,7 +321,7 @@ pub async fn end_txn(shard: Rc<Shard>, request: EndTxnRequest, ctx: RequestConte
             ..Default::default()
         },
         Ok(Err(code)) | Err(code) => EndTxnResponse {
-            error_code: code.code(),
+            error_code: fenced_for(code, ctx.api_version, 2).code(),
             producer_id: -1,
             producer_epoch: -1,
             ..Default::default()

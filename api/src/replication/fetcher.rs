@@ -46,7 +46,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 const RESPONSE_SLACK_BYTES: usize = 16 << 20;
 
 #[derive(Debug, thiserror::Error)]
-enum FetchError {
+pub(crate) enum FetchError {
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
     #[error(transparent)]
@@ -99,7 +99,7 @@ fn followed(shard: &Shard, image: &Image, leader: i32) -> Vec<Followed> {
 
 /// The leader's plaintext broker listener (the inter-broker listener; TLS between brokers is
 /// not supported yet).
-fn leader_addr(image: &Image, leader: i32) -> Option<SocketAddr> {
+pub(crate) fn leader_addr(image: &Image, leader: i32) -> Option<SocketAddr> {
     let registration = image.brokers.get(&leader)?;
     let endpoint = registration
         .endpoints
@@ -387,7 +387,7 @@ async fn out_of_range(shard: &Shard, conn: &mut Conn, p: &Followed) -> Result<()
 }
 
 /// One connection to a leader: requests answered in order.
-struct Conn {
+pub(crate) struct Conn {
     addr: SocketAddr,
     stream: TcpStream,
     correlation_id: i32,
@@ -396,7 +396,7 @@ struct Conn {
 }
 
 impl Conn {
-    async fn connect(addr: SocketAddr, max_frame: usize) -> Result<Conn, FetchError> {
+    pub(crate) async fn connect(addr: SocketAddr, max_frame: usize) -> Result<Conn, FetchError> {
         let stream = TcpStream::connect(addr)
             .await
             .map_err(std::io::Error::from)?;
@@ -409,7 +409,7 @@ impl Conn {
         })
     }
 
-    async fn exchange<Q: Encodable, R: Decodable>(
+    pub(crate) async fn exchange<Q: Encodable, R: Decodable>(
         &mut self,
         api: ApiKey,
         version: i16,

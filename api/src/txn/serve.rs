@@ -46,8 +46,8 @@ async fn wait_known(shard: &Shard, partition: i32) {
 }
 
 /// Appends `transition`'s record to `partition` (acks=all) and applies it once the append
-/// succeeded; abandons it otherwise. Kafka answers a failed append with
-/// NOT_COORDINATOR (leadership lost) or COORDINATOR_NOT_AVAILABLE (anything else).
+/// succeeded; abandons it otherwise. A failed append is answered with Kafka's mapping
+/// (`transactions::append_error`: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...).
 pub(super) async fn persist(
     shard: &Rc<Shard>,
     partition: i32,
@@ -70,14 +70,13 @@ pub(super) async fn persist(
     match (code, applied) {
         (ErrorCode::None, Ok(())) => Ok(()),
         (_, Err(code)) => Err(code),
-        (ErrorCode::NotLeaderOrFollower, _) => Err(ErrorCode::NotCoordinator),
         (code, _) => {
             tracing::warn!(
                 partition,
                 ?code,
                 "writing a transaction state record failed"
             );
-            Err(ErrorCode::CoordinatorNotAvailable)
+            Err(transactions::append_error(code))
         }
     }
 }
