@@ -501,4 +501,8 @@ pub struct ProducerInfo {
     pub producer_epoch: i16,
     pub last_sequence: i32,
     pub last_timestamp: i64,
+    /// The coordinator epoch of its last transaction marker (-1: none).
+    pub coordinator_epoch: i32,
+    /// The first offset of its open transaction (-1: none).
+    pub current_txn_start_offset: i64,
 }

@@ -502,6 +502,8 @@ pub fn describe_producers(
             producer_epoch: entry.epoch,
             last_sequence: entry.last_seq(),
             last_timestamp: entry.last_timestamp,
+            coordinator_epoch: entry.coordinator_epoch,
+            current_txn_start_offset: entry.current_txn_first_offset.unwrap_or(-1),
         })
         .collect();
     (0, producers)

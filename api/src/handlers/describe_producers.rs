@@ -84,8 +84,8 @@ pub async fn handle(
                                 producer_epoch: i32::from(p.producer_epoch),
                                 last_sequence: p.last_sequence,
                                 last_timestamp: p.last_timestamp,
-                                coordinator_epoch: -1,
-                                current_txn_start_offset: -1,
+                                coordinator_epoch: p.coordinator_epoch,
+                                current_txn_start_offset: p.current_txn_start_offset,
                                 ..Default::default()
                             })
                             .collect(),
