@@ -31,8 +31,13 @@ pub async fn handle(
         // Kafka's coordinator: an empty transactional id is an invalid request.
         Some("") => refused(ErrorCode::InvalidRequest),
         Some(transactional_id) => {
-            super::transactions::init_transactional(&shard, &request, transactional_id, ctx.api_version)
-                .await
+            super::transactions::init_transactional(
+                &shard,
+                &request,
+                transactional_id,
+                ctx.api_version,
+            )
+            .await
         }
         // KafkaApis: a producer id without an epoch, or the reverse, is an invalid request.
         None if (request.producer_id == -1) != (request.producer_epoch == -1) => {

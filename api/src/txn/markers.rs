@@ -37,7 +37,7 @@ pub(super) async fn write(shard: &Rc<Shard>, plan: &MarkerPlan) -> Vec<(String, 
             // Another broker leads it: WriteTxnMarkers to that broker.
             remote
                 .entry(partition_image.leader)
-                .or_insert_with(Vec::new)
+                .or_default()
                 .push((topic.clone(), *partition));
             continue;
         }
