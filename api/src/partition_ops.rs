@@ -446,6 +446,9 @@ fn append(
         Err(LogError::RecordTooLarge { .. }) => {
             return Err(produce_error(ErrorCode::MessageTooLarge))
         }
+        Err(LogError::ControlBatchFromClient) => {
+            return Err(produce_error(ErrorCode::InvalidRecord))
+        }
         Err(LogError::Producer(error)) => {
             tracing::debug!(%error, "idempotent batch refused");
             return Err(ProduceResult {

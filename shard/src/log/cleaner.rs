@@ -339,8 +339,12 @@ fn log_bases(disk: &Disk, dir: &Path) -> Result<Vec<i64>, LogError> {
 
 fn remove_segment_files(disk: &Disk, dir: &Path, base: i64) -> Result<(), LogError> {
     let (log, index, time) = segment_paths(dir, base);
-    for p in [log, index, time, txn_index_path(dir, base)] {
+    for p in [log, index, time] {
         remove_if_exists(disk, &p)?;
+    }
+    let txn = txn_index_path(dir, base);
+    if disk.exists(&txn) {
+        remove_if_exists(disk, &txn)?;
     }
     Ok(())
 }
@@ -566,9 +570,12 @@ impl Cleaner {
             if !installed {
                 // The log changed under the pass (retention, deletion): drop this group.
                 stats.groups_skipped += 1;
-                let txn = cleaned_path(&txn_index_path(&plan.dir, base));
-                for p in [&cleaned.0, &cleaned.1, &cleaned.2, &txn] {
+                for p in [&cleaned.0, &cleaned.1, &cleaned.2] {
                     remove_if_exists(&plan.disk, p)?;
+                }
+                let txn = cleaned_path(&txn_index_path(&plan.dir, base));
+                if plan.disk.exists(&txn) {
+                    remove_if_exists(&plan.disk, &txn)?;
                 }
             }
             remove_if_exists(&plan.disk, &swap_path(&plan.dir, base))?;
@@ -775,8 +782,11 @@ async fn clean_group(
     );
     let disk = &plan.disk;
     let txn_c = cleaned_path(&txn_index_path(&plan.dir, base));
-    for p in [&log_c, &index_c, &time_c, &txn_c] {
+    for p in [&log_c, &index_c, &time_c] {
         remove_if_exists(disk, p)?;
+    }
+    if disk.exists(&txn_c) {
+        remove_if_exists(disk, &txn_c)?;
     }
     let (out, _) = disk.open(&log_c, true).map_err(ioe("create", &log_c))?;
     let mut oi = OffsetIndex::open(disk, &index_c, base, Some(plan.index_bytes))
@@ -880,7 +890,7 @@ fn install(
     let txn_c = cleaned_path(&txn);
     if disk.exists(&txn_c) {
         disk.rename(&txn_c, &txn).map_err(ioe("rename", &txn_c))?;
-    } else {
+    } else if disk.exists(&txn) {
         // No aborted transaction in the group: no index (an old empty one goes).
         remove_if_exists(&disk, &txn)?;
     }

@@ -33,9 +33,9 @@ pub(crate) mod segment;
 #[cfg(test)]
 pub(crate) mod test_util;
 pub(crate) mod time_index;
-pub(crate) mod txn_index;
 #[cfg(test)]
 mod timeadmin_tests;
+pub(crate) mod txn_index;
 
 use std::path::{Path, PathBuf};
 

@@ -810,7 +810,10 @@ mod tests {
         produce(&mut s, &mut end_offset, &txn_header(2, 0, 0, 2)).unwrap();
         produce(&mut s, &mut end_offset, &txn_header(1, 0, 3, 1)).unwrap();
         assert_eq!(s.first_unstable_offset(), Some(0));
-        assert_eq!(s.ongoing_transactions().collect::<Vec<_>>(), [(1, 0), (2, 3)]);
+        assert_eq!(
+            s.ongoing_transactions().collect::<Vec<_>>(),
+            [(1, 0), (2, 3)]
+        );
         // Non-transactional while open: INVALID_TXN_STATE.
         let e = s.check(&header(1, 0, 4, 1, 50)).unwrap_err();
         assert_eq!(e.code(), 48);

@@ -159,6 +159,10 @@ impl TxnIndex {
             entries: Vec::new(),
             unsynced: None,
         };
+        // Most segments have no index file: a lookup in the namespace, no open, no read.
+        if !disk.exists(&index.path) {
+            return Ok(index);
+        }
         let bytes = match disk.read_file(&index.path) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(index),
@@ -287,7 +291,10 @@ mod tests {
             assert_eq!(bytes.len(), 4 * TXN_ENTRY_BYTES);
             // Kafka's layout: version 0, then the four i64s big-endian.
             assert_eq!(&bytes[0..2], &[0, 0]);
-            assert_eq!(&bytes[TXN_ENTRY_BYTES + 2..TXN_ENTRY_BYTES + 10], &1i64.to_be_bytes());
+            assert_eq!(
+                &bytes[TXN_ENTRY_BYTES + 2..TXN_ENTRY_BYTES + 10],
+                &1i64.to_be_bytes()
+            );
             drop(idx);
             // A torn fifth entry.
             std::fs::write(&path, [&bytes[..], &entry(4).encode()[..20]].concat()).unwrap();

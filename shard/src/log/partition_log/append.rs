@@ -231,10 +231,7 @@ impl PartitionLog {
         let Some(end) = EndTxnMarker::parse(batch) else {
             return Ok(());
         };
-        let Some(done) = self
-            .producers
-            .complete_txn(header, header.base_offset, end)
-        else {
+        let Some(done) = self.producers.complete_txn(header, header.base_offset, end) else {
             return Ok(());
         };
         let Some(i) = record_into.filter(|_| done.aborted) else {

@@ -160,9 +160,13 @@ fn segment_largest_timestamp(segment: &Segment) -> i64 {
 
 pub(super) fn remove_segment_files(disk: &Disk, dir: &Path, base: i64) -> Result<(), LogError> {
     let (log, index, time) = segment_paths(dir, base);
-    let txn = crate::log::txn_index::txn_index_path(dir, base);
-    for p in [log, index, time, txn] {
+    for p in [log, index, time] {
         remove_file_if_exists(disk, &p)?;
+    }
+    // Most segments have none: looked up first, so no removal is attempted.
+    let txn = crate::log::txn_index::txn_index_path(dir, base);
+    if disk.exists(&txn) {
+        remove_file_if_exists(disk, &txn)?;
     }
     Ok(())
 }

@@ -130,10 +130,7 @@ fn committed_and_aborted_transactions() {
         assert_eq!((e.current_txn_first_offset, e.coordinator_epoch), (None, 0));
         // Only the abort is indexed, in Kafka's 34-byte format.
         let path = txn_index_path(&dir, 0);
-        assert_eq!(
-            env.disk.file_len(&path).unwrap(),
-            TXN_ENTRY_BYTES as u64
-        );
+        assert_eq!(env.disk.file_len(&path).unwrap(), TXN_ENTRY_BYTES as u64);
         let bytes = env.disk.read_file(&path).unwrap();
         assert_eq!(&bytes[..2], &0i16.to_be_bytes());
         assert_eq!(&bytes[2..10], &1i64.to_be_bytes());
@@ -144,7 +141,10 @@ fn committed_and_aborted_transactions() {
         let stored = log.read(m, 1 << 20, i64::MAX).await.unwrap();
         let h = validate_batch(&stored).unwrap();
         assert!(h.is_control() && h.is_transactional());
-        assert_eq!((h.producer_id, h.base_sequence, h.records_count), (1, -1, 1));
+        assert_eq!(
+            (h.producer_id, h.base_sequence, h.records_count),
+            (1, -1, 1)
+        );
         assert_eq!((h.base_timestamp, h.max_timestamp), (NOW, NOW));
         let records = wire::record_batch::records(&stored).unwrap();
         let r = records.iter().next().unwrap().unwrap();
@@ -259,20 +259,27 @@ fn refusals_have_kafkas_codes() {
         ));
         assert_eq!(log.log_end_offset(), end);
         // Coordinator epoch 5 ends it; epoch 1 of the producer from then on.
-        log.append_txn_marker(1, 1, 5, TxnMarker::Commit, 0).unwrap();
+        log.append_txn_marker(1, 1, 5, TxnMarker::Commit, 0)
+            .unwrap();
         let e = log.producers().get(1).unwrap();
         assert_eq!((e.epoch, e.coordinator_epoch), (1, 5));
         let end = log.log_end_offset();
         // An older producer epoch: INVALID_PRODUCER_EPOCH; an older coordinator:
         // TRANSACTION_COORDINATOR_FENCED. Nothing written.
-        let err = log.append_txn_marker(1, 0, 5, TxnMarker::Abort, 0).unwrap_err();
+        let err = log
+            .append_txn_marker(1, 0, 5, TxnMarker::Abort, 0)
+            .unwrap_err();
         assert_eq!(producer_code(err), 47);
-        let err = log.append_txn_marker(1, 1, 4, TxnMarker::Abort, 0).unwrap_err();
+        let err = log
+            .append_txn_marker(1, 1, 4, TxnMarker::Abort, 0)
+            .unwrap_err();
         assert_eq!(producer_code(err), 52);
         assert_eq!(log.log_end_offset(), end);
         // Markers without an open transaction (a retry, an unknown producer) are written.
-        log.append_txn_marker(1, 1, 5, TxnMarker::Commit, 0).unwrap();
-        log.append_txn_marker(99, 0, 0, TxnMarker::Abort, 0).unwrap();
+        log.append_txn_marker(1, 1, 5, TxnMarker::Commit, 0)
+            .unwrap();
+        log.append_txn_marker(99, 0, 0, TxnMarker::Abort, 0)
+            .unwrap();
         assert_eq!(log.log_end_offset(), end + 2);
         assert!(log.aborted_transactions(0, end + 2).is_empty());
         // The marker bumped the epoch and cleared the batches: the next starts at 0.
@@ -425,10 +432,7 @@ fn truncation_reopens_transactions() {
         marker(&mut log, 2, TxnMarker::Abort);
         assert_eq!(txn_view(&log).2.len(), 2);
         assert!(log.truncate_to(m1).unwrap());
-        assert_eq!(
-            txn_view(&log),
-            (Some(a), vec![(1, a), (2, b)], vec![])
-        );
+        assert_eq!(txn_view(&log), (Some(a), vec![(1, a), (2, b)], vec![]));
         for s in log.segments() {
             let p = txn_index_path(&dir, s.base_offset);
             if env.disk.exists(&p) {
@@ -582,7 +586,10 @@ fn compaction_keeps_the_aborted_transactions() {
             .map(|s| s.base_offset)
             .collect();
         let files = env.disk.read_dir(&dir).unwrap();
-        let indexes = files.iter().filter(|e| e.name.ends_with(".txnindex")).count();
+        let indexes = files
+            .iter()
+            .filter(|e| e.name.ends_with(".txnindex"))
+            .count();
         assert_eq!(indexes, with_index.len());
         log.sync().await.unwrap();
         drop(log);
