@@ -11,10 +11,10 @@ pub mod error_code;
 pub mod frame;
 pub mod generated;
 pub mod group_records;
-pub mod txn_records;
 pub mod ids;
 pub mod primitives;
 pub mod record_batch;
+pub mod txn_records;
 pub mod varint;
 
 pub use error_code::ErrorCode;
