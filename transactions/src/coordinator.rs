@@ -215,7 +215,16 @@ impl Coordinator {
             }
             Some(value) => {
                 let metadata = records::decode_value(&transactional_id, value)?;
-                self.txns.insert(transactional_id, Entry::new(metadata));
+                match metadata.state {
+                    // Never written by a coordinator (Dead is a tombstone, a fence lives only
+                    // in memory): a record claiming them is not trusted.
+                    TxnState::Dead | TxnState::PrepareEpochFence => {
+                        return Err(RecordError::UnknownState(metadata.state.id()));
+                    }
+                    _ => {
+                        self.txns.insert(transactional_id, Entry::new(metadata));
+                    }
+                }
             }
         }
         Ok(())
@@ -487,15 +496,17 @@ impl Coordinator {
             return;
         }
         let id = transition.transactional_id.as_str();
-        let entry = self
-            .txns
-            .get_mut(id)
-            .unwrap_or_else(|| panic!("{id}: completing a transition of an unknown id"));
-        assert_eq!(
-            entry.pending,
-            Some(transition.target.state),
-            "{id}: completing a transition that is not pending"
-        );
+        // The coordinator was reloaded meanwhile (its state came from the log, which has the
+        // record or not): nothing in memory waits for this transition. Ignored rather than
+        // trusted, so a race with a reload can never stop the shard.
+        let Some(entry) = self.txns.get_mut(id) else {
+            tracing::warn!(id, "completing a transition of an unknown id; ignored");
+            return;
+        };
+        if entry.pending != Some(transition.target.state) {
+            tracing::warn!(id, pending = ?entry.pending, "completing a transition that is not pending; ignored");
+            return;
+        }
         if transition.target.state == TxnState::Dead {
             self.txns.remove(id);
             return;
