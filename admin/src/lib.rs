@@ -21,6 +21,7 @@ pub mod quorum;
 pub mod reset_plan;
 pub mod topic_filter;
 pub mod topics;
+pub mod transactions;
 pub mod txn_filter;
 
 /// The flags every admin command that talks to a broker takes, spelled as Kafka's scripts

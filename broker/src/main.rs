@@ -76,6 +76,11 @@ enum Command {
         #[command(subcommand)]
         command: admin::groups::GroupsCommand,
     },
+    /// Lists, describes and aborts transactions; finds hanging ones (kafka-transactions.sh).
+    Transactions {
+        #[command(subcommand)]
+        command: admin::transactions::TransactionsCommand,
+    },
     /// Produces the lines of stdin as records (kafka-console-producer.sh).
     Produce(admin::produce::ProduceArgs),
     /// Prints a topic's records without a consumer group (kafka-console-consumer.sh).
@@ -117,6 +122,7 @@ fn main() {
         Command::DescribeCluster(args) => to_stdout(|out| admin::cluster::run(&args, out)),
         Command::MetadataQuorum { command } => to_stdout(|out| admin::quorum::run(&command, out)),
         Command::Groups { command } => to_stdout(|out| command.run(out, &mut std::io::stderr())),
+        Command::Transactions { command } => to_stdout(|out| command.run(out)),
         Command::Produce(args) => produce(&args),
         Command::Consume(args) => consume(&args),
     };

@@ -7,7 +7,6 @@
 //! call's typed reply. FindCoordinator creates `__consumer_offsets` on first use, as Kafka
 //! does. The KIP-848 APIs are in `consumer_groups.rs`.
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use bytes::Bytes;
@@ -25,7 +24,7 @@ use wire::generated::*;
 use wire::ErrorCode;
 
 use super::{encode_response, RequestContext, Response};
-use crate::forward::{self, Serve, TopicSpec};
+use crate::forward::Serve;
 use crate::group::calls::{self, JoinFailed, JoinReply, MemberLeft, SyncReply};
 use crate::group::classic::JoinArgs;
 use crate::group::{self, FetchedTopic, OFFSETS_TOPIC};
@@ -52,77 +51,15 @@ pub(super) async fn call<C: Serve<Shard>>(
 
 /// Creates `__consumer_offsets` if it does not exist (compacted, `offsets.topic.*`).
 async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
-    if shard.image().topic(OFFSETS_TOPIC).is_some() {
-        return Ok(());
-    }
     let config = &shard.config.groups;
-    let configs = BTreeMap::from([
-        ("cleanup.policy".to_string(), "compact".to_string()),
-        (
-            "segment.bytes".to_string(),
-            config.offsets_topic_segment_bytes.to_string(),
-        ),
-    ]);
-    let spec = TopicSpec {
-        name: OFFSETS_TOPIC.into(),
-        num_partitions: config.offsets_topic_num_partitions,
-        // A cluster replicates it over as many brokers as it has, up to Kafka's
-        // `offsets.topic.replication.factor` (3).
-        replication_factor: match &shard.cluster {
-            None => 1,
-            Some(_) => shard
-                .image()
-                .brokers
-                .values()
-                .filter(|b| !b.fenced)
-                .count()
-                .clamp(1, OFFSETS_TOPIC_REPLICATION_FACTOR) as i16,
-        },
-        configs,
-        assignments: Vec::new(),
-    };
-    let outcomes = shard
-        .call(
-            0,
-            forward::CreateTopics {
-                topics: vec![spec],
-                validate_only: false,
-            },
-        )
-        .await;
-    for outcome in outcomes {
-        if outcome.error_code == 0 {
-            tracing::info!(
-                partitions = outcome.num_partitions,
-                "created {OFFSETS_TOPIC}"
-            );
-        } else if outcome.error_code != ErrorCode::TopicAlreadyExists.code() {
-            tracing::warn!(error_code = outcome.error_code, message = ?outcome.error_message, "creating __consumer_offsets failed");
-            return Err(ErrorCode::CoordinatorNotAvailable);
-        }
-    }
-    // Answer only once this shard routes to the new partitions: the client's next request
-    // (OffsetFetch, JoinGroup) comes on this connection, and librdkafka gives up on a
-    // COORDINATOR_NOT_AVAILABLE there instead of asking again.
-    if !shard
-        .wait_for_image(
-            |image| image.topic(OFFSETS_TOPIC).is_some(),
-            OFFSETS_TOPIC_ADOPT_WAIT,
-        )
-        .await
-    {
-        return Err(ErrorCode::CoordinatorNotAvailable);
-    }
-    Ok(())
+    super::internal_topics::ensure(
+        shard,
+        OFFSETS_TOPIC,
+        config.offsets_topic_num_partitions,
+        config.offsets_topic_segment_bytes,
+    )
+    .await
 }
-
-/// Kafka's default `offsets.topic.replication.factor`.
-const OFFSETS_TOPIC_REPLICATION_FACTOR: usize = 3;
-
-/// How long FindCoordinator waits for its shard to adopt a `__consumer_offsets` it just had
-/// created (opening 50 partitions; seconds only on a very slow disk). Past it the client gets
-/// the retriable COORDINATOR_NOT_AVAILABLE and asks again.
-const OFFSETS_TOPIC_ADOPT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub async fn find_coordinator(
     shard: Rc<Shard>,

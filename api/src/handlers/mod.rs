@@ -23,6 +23,7 @@ pub mod fetch_session;
 pub mod forwarded;
 mod groups;
 mod init_producer_id;
+mod internal_topics;
 mod list_offsets;
 mod metadata;
 mod offset_for_leader_epoch;

@@ -25,7 +25,6 @@ use wire::generated::*;
 use wire::ErrorCode;
 
 use super::{encode_response, RequestContext, Response};
-use crate::forward::{self, TopicSpec};
 use crate::group::{self, OFFSETS_TOPIC};
 use crate::shard::Shard;
 use crate::txn::calls::{
@@ -33,61 +32,18 @@ use crate::txn::calls::{
 };
 use crate::txn::{self, TXN_TOPIC};
 
-/// Kafka's default `transaction.state.log.replication.factor`.
-const TXN_TOPIC_REPLICATION_FACTOR: usize = 3;
-
-/// How long FindCoordinator waits for its shard to adopt a `__transaction_state` it just had
-/// created.
-const TXN_TOPIC_ADOPT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// Creates `__transaction_state` if it does not exist (compacted,
 /// `transaction.state.log.*`), as Kafka does on the first FindCoordinator of a
 /// transactional id.
 pub(super) async fn ensure_txn_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
-    if shard.image().topic(TXN_TOPIC).is_some() {
-        return Ok(());
-    }
     let config = &shard.config.transactions;
-    let configs = BTreeMap::from([
-        ("cleanup.policy".to_string(), "compact".to_string()),
-        (
-            "segment.bytes".to_string(),
-            config.state_log_segment_bytes.to_string(),
-        ),
-    ]);
-    let spec = TopicSpec {
-        name: TXN_TOPIC.into(),
-        num_partitions: config.state_log_num_partitions,
-        replication_factor: match &shard.cluster {
-            None => 1,
-            Some(_) => shard
-                .image()
-                .brokers
-                .values()
-                .filter(|b| !b.fenced)
-                .count()
-                .clamp(1, TXN_TOPIC_REPLICATION_FACTOR) as i16,
-        },
-        configs,
-        assignments: Vec::new(),
-    };
-    let create = forward::CreateTopics {
-        topics: vec![spec],
-        validate_only: false,
-    };
-    for outcome in shard.call(0, create).await {
-        if outcome.error_code == 0 {
-            tracing::info!(partitions = outcome.num_partitions, "created {TXN_TOPIC}");
-        } else if outcome.error_code != ErrorCode::TopicAlreadyExists.code() {
-            tracing::warn!(error_code = outcome.error_code, message = ?outcome.error_message, "creating __transaction_state failed");
-            return Err(ErrorCode::CoordinatorNotAvailable);
-        }
-    }
-    let adopted = |image: &crate::metadata::image::Image| image.topic(TXN_TOPIC).is_some();
-    if !shard.wait_for_image(adopted, TXN_TOPIC_ADOPT_WAIT).await {
-        return Err(ErrorCode::CoordinatorNotAvailable);
-    }
-    Ok(())
+    super::internal_topics::ensure(
+        shard,
+        TXN_TOPIC,
+        config.state_log_num_partitions,
+        config.state_log_segment_bytes,
+    )
+    .await
 }
 
 /// The leader of `key`'s `__transaction_state` partition, for FindCoordinator in a cluster.
