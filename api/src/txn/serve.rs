@@ -128,25 +128,38 @@ async fn finish_waiting(shard: &Rc<Shard>, partition: i32, plan: MarkerPlan) {
 impl Serve<Shard> for InitTxnProducer {
     async fn serve(self, shard: &Rc<Shard>) -> InitTxnReply {
         wait_known(shard, self.partition).await;
-        // A fresh id in case the state machine needs one (a new transactional id, an epoch
-        // run out): fetched first, since the state machine does not wait. An unused one is a
-        // gap in the ids, which is harmless.
-        let mut fresh = Some(shard.next_producer_id().await);
-        let mut new_id = || match fresh.take() {
-            Some(Ok(id)) => Ok(id),
-            Some(Err(code)) => Err(ErrorCode::from_code_or_unknown(code)),
-            None => Err(ErrorCode::CoordinatorLoadInProgress),
+        // The state machine does not wait, so a new producer id (a new transactional id, an
+        // epoch run out) is fetched only when a first try asks for one, and the call made
+        // again with it: the machine changes nothing before it has the id.
+        let mut fresh: Option<Result<i64, i16>> = None;
+        let mut tries = 0;
+        let step = loop {
+            tries += 1;
+            let mut needed = false;
+            let mut new_id = || match fresh.take() {
+                Some(Ok(id)) => Ok(id),
+                Some(Err(code)) => Err(ErrorCode::from_code_or_unknown(code)),
+                None => {
+                    needed = true;
+                    Err(ErrorCode::CoordinatorLoadInProgress)
+                }
+            };
+            let now = wall_ms();
+            let step = shard.txn.with(self.partition, |coordinator, _| {
+                coordinator.init_producer_id(
+                    &self.transactional_id,
+                    self.txn_timeout_ms,
+                    self.expected,
+                    now,
+                    &mut new_id,
+                )
+            })?;
+            // One id is all a call needs; a second request for one ends the tries.
+            if !needed || tries > 2 {
+                break step;
+            }
+            fresh = Some(shard.next_producer_id().await);
         };
-        let now = wall_ms();
-        let step = shard.txn.with(self.partition, |coordinator, _| {
-            coordinator.init_producer_id(
-                &self.transactional_id,
-                self.txn_timeout_ms,
-                self.expected,
-                now,
-                &mut new_id,
-            )
-        })?;
         match step {
             InitStep::Err(code) => Err(code),
             InitStep::Persist(transition) => {
