@@ -15,6 +15,7 @@ const CRATES: &[(&str, &str)] = &[
     ("metadata", "../metadata/src"),
     ("net", "../net/src"),
     ("shard", "../shard/src"),
+    ("transactions", "../transactions/src"),
     ("tuning", "../tuning/src"),
     ("wire", "../wire/src"),
 ];

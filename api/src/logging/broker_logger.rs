@@ -177,7 +177,7 @@ mod tests {
         assert_eq!(described[0], ("root".to_string(), "WARN"));
         let level_of = |name: &str| described.iter().find(|(n, _)| n == name).unwrap().1;
         assert_eq!(level_of("api::handlers"), "DEBUG");
-        assert_eq!(level_of("api::handlers::groups"), "DEBUG");
+        assert_eq!(level_of("api::handlers::internal_topics"), "DEBUG");
         assert_eq!(level_of("broker::server"), "WARN");
     }
 
