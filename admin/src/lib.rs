@@ -19,6 +19,7 @@ pub mod produce;
 pub mod progress;
 pub mod quorum;
 pub mod reset_plan;
+pub mod scram;
 pub mod topic_filter;
 pub mod topics;
 pub mod transactions;

@@ -93,14 +93,16 @@ enum ReadOutcome {
 /// must refuse. `slot` is its place under `max.connections`, freed when this returns.
 ///
 /// `transport` carries the bytes (plain TCP, or TLS set up before this is called): this
-/// module only sees its reader and writer.
+/// module only sees its reader and writer. `unread`: bytes already read from its socket
+/// (after SASL authentication, the requests that followed the last authentication message).
 pub async fn serve(
     shard: Rc<Shard>,
     transport: Transport,
     budget: Rc<ShardBudget>,
     slot: ConnectionSlot,
+    unread: BytesMut,
 ) {
-    serve_from(shard, transport, budget, slot, BytesMut::new(), true).await;
+    serve_from(shard, transport, budget, slot, unread, true).await;
 }
 
 /// Serves a connection another shard handed over (see `handoff`): the socket, and the bytes

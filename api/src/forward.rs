@@ -177,6 +177,7 @@ calls! {
     CreateTopics(CreateTopics) -> Vec<TopicOutcome>;
     DeleteTopics(DeleteTopics) -> Vec<TopicOutcome>;
     AlterTopicConfigs(AlterTopicConfigs) -> Vec<TopicOutcome>;
+    AlterScramCredentials(AlterScramCredentials) -> Vec<crate::metadata::scram::AlterResult>;
     ImageUpdate(ImageUpdate) -> Vec<TopicFailure>;
     CloseFetchSession(CloseFetchSession) -> ();
     JoinGroup(group::JoinGroup) -> group::JoinReply;
@@ -214,6 +215,7 @@ impl CallKind for AllocateProducerIds {}
 impl CallKind for CreateTopics {}
 impl CallKind for DeleteTopics {}
 impl CallKind for AlterTopicConfigs {}
+impl CallKind for AlterScramCredentials {}
 impl CallKind for ImageUpdate {}
 impl CallKind for CloseFetchSession {}
 
@@ -418,6 +420,45 @@ pub struct DeleteTopics {
 pub struct AlterTopicConfigs {
     pub changes: Vec<(i8, String, crate::metadata::ConfigChange)>,
     pub validate_only: bool,
+}
+
+/// Metadata core: AlterUserScramCredentials (KIP-554): (user, mechanism) to delete and
+/// credentials to create or replace, as the request carries them; one result per distinct
+/// user.
+pub struct AlterScramCredentials {
+    pub deletions: Vec<(String, i8)>,
+    pub upsertions: Vec<crate::metadata::scram::Upsertion>,
+}
+
+impl AlterScramCredentials {
+    /// Every distinct user named, sorted: those a refusal of the whole request answers.
+    pub fn users(&self) -> Vec<&str> {
+        let mut users: Vec<&str> = self
+            .deletions
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .chain(self.upsertions.iter().map(|u| u.name.as_str()))
+            .collect();
+        users.sort_unstable();
+        users.dedup();
+        users
+    }
+
+    /// Every distinct user answered with `error_code` and `message`.
+    pub fn refuse_all(
+        &self,
+        error_code: i16,
+        message: &str,
+    ) -> Vec<crate::metadata::scram::AlterResult> {
+        self.users()
+            .into_iter()
+            .map(|user| crate::metadata::scram::AlterResult {
+                user: user.to_string(),
+                error_code,
+                error_message: Some(message.to_string()),
+            })
+            .collect()
+    }
 }
 
 /// A new metadata image: open logs for new partitions, drop deleted ones, then adopt it.

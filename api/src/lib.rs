@@ -13,6 +13,7 @@
 //! a parent module re-exports only from below it. The one call up is `shard/calls.rs`
 //! starting `connection::adopt` for a connection another shard handed over.
 
+pub mod authentication;
 pub mod connection;
 pub mod forward;
 pub mod group;

@@ -21,7 +21,7 @@ use controller::agent::{AgentConfig, Shutdown};
 use controller::{ClusterRole, ElectionConfig, RuntimeConfig, Voter};
 use glommio::{LocalExecutorBuilder, Placement};
 
-use crate::config::{BrokerConfig, SecurityProtocol};
+use crate::config::BrokerConfig;
 use crate::metadata::cluster::ClusterLink;
 use crate::metadata::records::BrokerEndpoint;
 
@@ -96,10 +96,7 @@ impl ClusterNode {
                 name: l.name.clone(),
                 host: l.host.clone(),
                 port: l.port,
-                security_protocol: match l.protocol {
-                    SecurityProtocol::Plaintext => 0,
-                    SecurityProtocol::Ssl => 1,
-                },
+                security_protocol: l.protocol.id(),
             })
             .collect();
         let agent = AgentConfig {

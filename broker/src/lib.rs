@@ -4,6 +4,7 @@
 //! crates below (`api`, `net`, `shard`, `groups`, `metadata`, `config`, `wire`); they are
 //! re-exported here under their module names so tests and tools reach them through one path.
 
+pub mod accept;
 pub mod cluster_node;
 pub mod host_checks;
 pub mod logging;

@@ -81,6 +81,12 @@ enum Command {
         #[command(subcommand)]
         command: admin::transactions::TransactionsCommand,
     },
+    /// Adds, describes and removes users' SCRAM credentials (kafka-configs.sh --entity-type
+    /// users).
+    Scram {
+        #[command(subcommand)]
+        command: admin::scram::ScramCommand,
+    },
     /// Produces the lines of stdin as records (kafka-console-producer.sh).
     Produce(admin::produce::ProduceArgs),
     /// Prints a topic's records without a consumer group (kafka-console-consumer.sh).
@@ -123,6 +129,7 @@ fn main() {
         Command::MetadataQuorum { command } => to_stdout(|out| admin::quorum::run(&command, out)),
         Command::Groups { command } => to_stdout(|out| command.run(out, &mut std::io::stderr())),
         Command::Transactions { command } => to_stdout(|out| command.run(out)),
+        Command::Scram { command } => to_stdout(|out| command.run(out)),
         Command::Produce(args) => produce(&args),
         Command::Consume(args) => consume(&args),
     };

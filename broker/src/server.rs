@@ -15,15 +15,14 @@ use anyhow::{anyhow, Context};
 use glommio::net::TcpListener;
 use glommio::{LocalExecutorBuilder, Placement};
 
-use crate::config::{BrokerConfig, Listener, SecurityProtocol};
+use crate::config::BrokerConfig;
 use crate::forward::{ShardMsg, ShardReply};
-use crate::limits::{ConnectionLimits, RefusalLog, ShardBudget};
+use crate::limits::{ConnectionLimits, RefusalLog};
 use crate::metadata::image::Image;
 use crate::metadata::{self, Controller};
 use crate::shard::Shard;
-use crate::transport::Transport;
 
-static STOP: AtomicBool = AtomicBool::new(false);
+pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
 /// A stop signal arrived (a cluster node does its controlled shutdown before `STOP`).
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
 /// Set once at start for a node of a multi-node cluster.
@@ -33,7 +32,7 @@ static CLUSTER_MODE: AtomicBool = AtomicBool::new(false);
 /// look wakes an idle shard (a park and a wake, a membarrier): at 50 ms this was the largest
 /// share of an idle broker's CPU (20 wakes a second per listener and shard); shutdown may
 /// start this much later.
-const STOP_POLL: Duration = Duration::from_millis(250);
+pub(crate) const STOP_POLL: Duration = Duration::from_millis(250);
 /// How long a broker-only node waits for its first committed image before its shards start
 /// (they start from it, so partitions it leads open before it listens; later images follow).
 const OBSERVER_FIRST_IMAGE_WAIT: Duration = Duration::from_secs(5);
@@ -140,18 +139,17 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     }
     // Read the keystore and truststore (and probe kernel TLS) once, before any shard starts:
     // a bad file fails start-up with the key and the file named.
-    let acceptor = if config
-        .listeners
-        .iter()
-        .any(|l| l.protocol == SecurityProtocol::Ssl)
-    {
+    let tls = if config.listeners.iter().any(|l| l.protocol.is_tls()) {
         Some(Arc::new(
             crate::tls::Acceptor::new(&config.ssl).context("SSL listener configuration")?,
         ))
     } else {
         None
     };
-    crate::startup_log::listeners(&config, acceptor.as_deref());
+    let sasl = api::authentication::SaslServer::from_config(&config)
+        .context("SASL listener configuration")?;
+    let security = crate::accept::Security { tls, sasl };
+    crate::startup_log::listeners(&config, security.tls.as_deref());
     let address = config
         .listeners
         .iter()
@@ -196,7 +194,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
                 ))
             }
         };
-        let acceptor = acceptor.clone();
+        let security = security.clone();
         let ready = ready_sender.clone();
         let connection_limits = connection_limits.clone();
         let opened = opened.clone();
@@ -216,7 +214,7 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
                     metadata,
                     link,
                     endpoint,
-                    acceptor,
+                    security,
                     ready,
                     connection_limits,
                     opened,
@@ -331,7 +329,7 @@ async fn run_shard(
     metadata: Metadata,
     link: Option<Arc<crate::metadata::cluster::ClusterLink>>,
     endpoint: shard::mesh::MeshEndpoint<ShardMsg, ShardReply>,
-    acceptor: Option<Arc<crate::tls::Acceptor>>,
+    security: crate::accept::Security,
     ready: mpsc::Sender<Result<usize, String>>,
     connection_limits: Arc<ConnectionLimits>,
     opened: Arc<StartupBarrier>,
@@ -459,11 +457,11 @@ async fn run_shard(
     let accepting: Vec<_> = sockets
         .into_iter()
         .map(|(socket, listener)| {
-            glommio::spawn_local(accept_loop(
+            glommio::spawn_local(crate::accept::accept_loop(
                 shard.clone(),
                 socket,
                 listener,
-                acceptor.clone(),
+                security.clone(),
                 budget.clone(),
                 connection_limits.clone(),
                 refusals.clone(),
@@ -511,114 +509,6 @@ async fn run_shard(
         "shard {id} group commit: {}",
         shard.group_commit.stats().summary()
     );
-}
-
-/// Accepts one listener's connections on this shard until the stop signal: PLAINTEXT ones
-/// are served at once, SSL ones after their handshake (in their own task, bounded by
-/// `tls::HANDSHAKE_TIMEOUT`, holding their place under `max.connections` meanwhile).
-async fn accept_loop(
-    shard: Rc<Shard>,
-    socket: TcpListener,
-    listener: Listener,
-    acceptor: Option<Arc<crate::tls::Acceptor>>,
-    budget: Rc<ShardBudget>,
-    connection_limits: Arc<ConnectionLimits>,
-    refusals: Rc<RefusalLog>,
-) {
-    let id = shard.id;
-    loop {
-        let accept = socket.accept();
-        let stop = async {
-            while !STOP.load(Ordering::SeqCst) {
-                glommio::timer::sleep(STOP_POLL).await;
-            }
-        };
-        futures::pin_mut!(accept, stop);
-        match futures::future::select(accept, stop).await {
-            futures::future::Either::Left((Ok(stream), _)) => {
-                let peer = stream.peer_addr().ok();
-                let slot = match connection_limits.admit(peer.map(|addr| addr.ip())) {
-                    Ok(slot) => slot,
-                    // As Kafka does: accepted, then closed at once (dropping the stream).
-                    Err(refusal) => {
-                        shard.metrics.connection_refused();
-                        let peer =
-                            peer.map_or_else(|| "unknown".to_string(), |addr| addr.to_string());
-                        refusals.refused(id, &peer, &refusal);
-                        continue;
-                    }
-                };
-                shard.metrics.connection_accepted();
-                let peer = peer.map_or_else(|| "unknown".to_string(), |addr| addr.to_string());
-                match (&acceptor, listener.protocol) {
-                    (Some(acceptor), SecurityProtocol::Ssl) => {
-                        let shard = shard.clone();
-                        let budget = budget.clone();
-                        let acceptor = acceptor.clone();
-                        let name = listener.name.clone();
-                        glommio::spawn_local(async move {
-                            let _ = stream.set_nodelay(true);
-                            let handshake = acceptor.accept(stream);
-                            let timeout = glommio::timer::sleep(crate::tls::HANDSHAKE_TIMEOUT);
-                            futures::pin_mut!(handshake, timeout);
-                            let accepted = match futures::future::select(handshake, timeout).await {
-                                futures::future::Either::Left((Ok(accepted), _)) => accepted,
-                                futures::future::Either::Left((Err(error), _)) => {
-                                    tracing::info!(
-                                        peer = %peer,
-                                        listener = %name,
-                                        %error,
-                                        "TLS handshake failed; connection closed"
-                                    );
-                                    shard.metrics.connection_closed_unserved();
-                                    return;
-                                }
-                                futures::future::Either::Right(_) => {
-                                    tracing::info!(
-                                        peer = %peer,
-                                        listener = %name,
-                                        "TLS handshake timed out; connection closed"
-                                    );
-                                    shard.metrics.connection_closed_unserved();
-                                    return;
-                                }
-                            };
-                            let transport = Transport::tls(accepted, peer).on_listener(&name);
-                            tracing::debug!(
-                                peer = %transport.peer,
-                                listener = %name,
-                                principal = %transport.principal,
-                                "TLS connection accepted"
-                            );
-                            crate::connection::serve(shard, transport, budget, slot).await;
-                        })
-                        .detach();
-                    }
-                    _ => {
-                        tracing::debug!(
-                            peer = %peer,
-                            listener = %listener.name,
-                            shard = id,
-                            "connection accepted"
-                        );
-                        let transport = Transport::plain(stream).on_listener(&listener.name);
-                        let serve = crate::connection::serve(
-                            shard.clone(),
-                            transport,
-                            budget.clone(),
-                            slot,
-                        );
-                        glommio::spawn_local(serve).detach();
-                    }
-                }
-            }
-            futures::future::Either::Left((Err(error), _)) => {
-                tracing::warn!(shard = id, listener = %listener.name, %error, "accept failed");
-                glommio::timer::sleep(Duration::from_millis(10)).await;
-            }
-            futures::future::Either::Right(_) => break,
-        }
-    }
 }
 
 /// Holds every shard's listener back until all shards have opened the partitions of the

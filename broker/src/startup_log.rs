@@ -5,7 +5,7 @@
 
 use std::os::fd::AsRawFd;
 
-use crate::config::{BrokerConfig, FlushPolicy, SecurityProtocol};
+use crate::config::{BrokerConfig, FlushPolicy};
 
 /// Kafka's `Long.MAX_VALUE` default of `log.flush.interval.messages`: never.
 const NEVER_MESSAGES: u64 = i64::MAX as u64;
@@ -14,7 +14,7 @@ const NEVER_MESSAGES: u64 = i64::MAX as u64;
 pub fn listeners(config: &BrokerConfig, acceptor: Option<&crate::tls::Acceptor>) {
     for listener in &config.listeners {
         let path = match (acceptor, listener.protocol) {
-            (Some(acceptor), SecurityProtocol::Ssl) => acceptor.path_description(),
+            (Some(acceptor), protocol) if protocol.is_tls() => acceptor.path_description(),
             _ if config.fetch_copy => "plaintext (copy)".to_string(),
             _ => "plaintext (sendfile)".to_string(),
         };
@@ -27,11 +27,7 @@ pub fn listeners(config: &BrokerConfig, acceptor: Option<&crate::tls::Acceptor>)
             listener.name
         );
     }
-    if !config
-        .listeners
-        .iter()
-        .any(|l| l.protocol == SecurityProtocol::Ssl)
-    {
+    if !config.listeners.iter().any(|l| l.protocol.is_tls()) {
         tracing::info!(tls = "not in use (no SSL listener)", "TLS path");
     }
 }

@@ -9,6 +9,7 @@ use super::keys::{find, BROKER_KEYS, FAMILIES, IGNORED_KEYS, LONG_MAX};
 use super::listeners::{parse_listeners, parse_protocol_map, Listener, DEFAULT_PROTOCOL_MAP};
 use super::properties::list_items;
 use super::properties::parse_properties;
+use super::sasl::SaslConfig;
 use super::ssl::SslConfig;
 use super::topic::FlushPolicy;
 use super::validate::check_value;
@@ -75,6 +76,8 @@ pub struct BrokerConfig {
     pub advertised_listeners: Vec<Listener>,
     /// The SSL listeners' `ssl.*` settings.
     pub ssl: SslConfig,
+    /// The SASL listeners' `sasl.*` settings and JAAS configurations.
+    pub sasl: SaslConfig,
     /// All configured dirs; only `log_dirs[0]` is used (see [`BrokerConfig::data_dir`]).
     pub log_dirs: Vec<PathBuf>,
     pub num_partitions: i32,
@@ -198,6 +201,11 @@ pub fn from_pairs(
             if !ignored.contains(&k) {
                 ignored.push(k);
             }
+            continue;
+        }
+        // Per-listener JAAS configuration: a family of keys, not rows of the table.
+        if crate::sasl::jaas_key(&k).is_some() {
+            explicit.insert(k, v.trim().to_string());
             continue;
         }
         let spec =
@@ -368,6 +376,7 @@ impl BrokerConfig {
             listeners,
             advertised_listeners,
             ssl: SslConfig::from_values(get)?,
+            sasl: SaslConfig::from_values(get, &explicit)?,
             log_dirs,
             num_partitions: num("num.partitions", get("num.partitions"))?,
             default_replication_factor: num::<i32>(

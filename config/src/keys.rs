@@ -224,8 +224,8 @@ pub const BROKER_KEYS: &[Spec] = &[
         T::String,
         Some(super::listeners::DEFAULT_PROTOCOL_MAP),
         Check::ProtocolMap,
-        "NAME:PROTOCOL pairs giving each listener name its security protocol (PLAINTEXT or \
-         SSL; SASL_PLAINTEXT and SASL_SSL are not served).",
+        "NAME:PROTOCOL pairs giving each listener name its security protocol (PLAINTEXT, SSL, \
+         SASL_PLAINTEXT or SASL_SSL).",
     ),
     spec(
         "ssl.keystore.type",
@@ -299,6 +299,88 @@ pub const BROKER_KEYS: &[Spec] = &[
         "Ours, not Kafka's: after the handshake, hand the session keys to the kernel (kernel \
          TLS) so that fetches keep sendfile. Used per connection where the kernel supports it \
          (tls module loaded); user-space TLS otherwise. false = always user-space TLS.",
+    ),
+    // SASL (Kafka's SaslConfigs / BrokerSecurityConfigs; read by `sasl`). The JAAS
+    // configuration is per listener and mechanism:
+    // listener.name.<listener>.<mechanism>.sasl.jaas.config (see `sasl::JAAS_SUFFIX`).
+    spec(
+        "sasl.enabled.mechanisms",
+        T::List,
+        Some("GSSAPI"),
+        Check::None,
+        "The SASL mechanisms served on SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, \
+         SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER. GSSAPI (Kerberos, Kafka's default) is not \
+         served: start-up fails when a SASL listener is configured and it is enabled.",
+    ),
+    spec(
+        "sasl.mechanism.inter.broker.protocol",
+        T::String,
+        Some("GSSAPI"),
+        Check::None,
+        "SASL mechanism used for inter-broker communication when the inter-broker listener is \
+         a SASL one (not supported yet: the inter-broker listener must be PLAINTEXT or SSL).",
+    ),
+    spec(
+        "sasl.server.max.receive.size",
+        T::Int,
+        Some("524288"),
+        Check::AtLeast(1),
+        "The maximum receive size allowed before and during initial SASL authentication. A \
+         larger frame closes the connection.",
+    ),
+    spec(
+        "connections.max.reauth.ms",
+        T::Long,
+        Some("0"),
+        Check::AtLeast(0),
+        "Kafka: when positive, the most a SASL session lasts before the client must \
+         re-authenticate (KIP-368). Not served yet: accepted, but sessions never expire \
+         (SaslAuthenticate answers a session lifetime of 0, so clients do not re-authenticate) \
+         and the start-up log says so.",
+    ),
+    spec(
+        "sasl.oauthbearer.jwks.endpoint.url",
+        T::String,
+        None,
+        Check::None,
+        "OAUTHBEARER: the JWKS holding the keys that sign accepted tokens, as a file:// URL \
+         (read at start-up; https is not fetched). Unset: unsecured (alg none) tokens are \
+         accepted, as Kafka's default unsecured validator does; for tests only.",
+    ),
+    spec(
+        "sasl.oauthbearer.expected.audience",
+        T::List,
+        None,
+        Check::None,
+        "OAUTHBEARER: audiences (aud) of which a signed token must name one; unset = any.",
+    ),
+    spec(
+        "sasl.oauthbearer.expected.issuer",
+        T::String,
+        None,
+        Check::None,
+        "OAUTHBEARER: the issuer (iss) a signed token must name; unset = any.",
+    ),
+    spec(
+        "sasl.oauthbearer.sub.claim.name",
+        T::String,
+        Some("sub"),
+        Check::None,
+        "OAUTHBEARER: the claim naming the principal.",
+    ),
+    spec(
+        "sasl.oauthbearer.scope.claim.name",
+        T::String,
+        Some("scope"),
+        Check::None,
+        "OAUTHBEARER: the claim holding the token's scopes.",
+    ),
+    spec(
+        "sasl.oauthbearer.clock.skew.seconds",
+        T::Int,
+        Some("30"),
+        Check::AtLeast(0),
+        "OAUTHBEARER: seconds of difference allowed between the token issuer's clock and ours.",
     ),
     spec(
         "log.dirs",

@@ -53,6 +53,7 @@ pub mod log_levels;
 mod properties;
 mod quorum;
 mod rows;
+mod sasl;
 mod ssl;
 mod topic;
 mod topic_keys;
@@ -81,6 +82,10 @@ pub use properties::parse_properties;
 pub use quorum::{
     parse_bootstrap_servers, parse_roles, parse_voters, ControllerListener, HostPort, ProcessRoles,
     QuorumConfig, QuorumError, Voter,
+};
+pub use sasl::{
+    jaas_key, OAuthBearerConfig, SaslConfig, JAAS_SUFFIX as SASL_JAAS_SUFFIX,
+    LISTENER_PREFIX as SASL_LISTENER_PREFIX, SERVED_MECHANISMS,
 };
 pub use ssl::{ClientAuth, SslConfig, TlsVersion};
 pub use topic::{

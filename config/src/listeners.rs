@@ -9,11 +9,13 @@ use super::ConfigError;
 pub const DEFAULT_PROTOCOL_MAP: &str =
     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL";
 
-/// What a listener speaks (Kafka's `SecurityProtocol`, less the SASL ones we do not serve).
+/// What a listener speaks (Kafka's `SecurityProtocol`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SecurityProtocol {
     Plaintext,
     Ssl,
+    SaslPlaintext,
+    SaslSsl,
 }
 
 impl SecurityProtocol {
@@ -21,7 +23,32 @@ impl SecurityProtocol {
         match self {
             SecurityProtocol::Plaintext => "PLAINTEXT",
             SecurityProtocol::Ssl => "SSL",
+            SecurityProtocol::SaslPlaintext => "SASL_PLAINTEXT",
+            SecurityProtocol::SaslSsl => "SASL_SSL",
         }
+    }
+
+    /// Kafka's `SecurityProtocol` id (in BrokerRegistration records and DescribeCluster).
+    pub fn id(self) -> i16 {
+        match self {
+            SecurityProtocol::Plaintext => 0,
+            SecurityProtocol::Ssl => 1,
+            SecurityProtocol::SaslPlaintext => 2,
+            SecurityProtocol::SaslSsl => 3,
+        }
+    }
+
+    /// Whether connections are encrypted with TLS before anything else.
+    pub fn is_tls(self) -> bool {
+        matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
+    }
+
+    /// Whether a client must authenticate with SASL before any other request.
+    pub fn is_sasl(self) -> bool {
+        matches!(
+            self,
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        )
     }
 }
 
@@ -111,31 +138,27 @@ pub fn parse_endpoints(key: &str, value: &str) -> Result<Vec<Endpoint>, ConfigEr
     Ok(out)
 }
 
-/// A listener name's protocol in `listener.security.protocol.map`: one we serve, or the name
-/// of a SASL protocol (valid in Kafka, refused when a listener uses it).
-pub type MappedProtocol = Result<SecurityProtocol, String>;
-
 /// Parses `listener.security.protocol.map` (`NAME:PROTOCOL,...`) into (name, protocol) pairs.
 pub fn parse_protocol_map(
     key: &str,
     value: &str,
-) -> Result<Vec<(String, MappedProtocol)>, ConfigError> {
+) -> Result<Vec<(String, SecurityProtocol)>, ConfigError> {
     let bad = |expected: String| ConfigError::InvalidValue {
         key: key.to_string(),
         value: value.to_string(),
         expected,
     };
-    let mut out: Vec<(String, MappedProtocol)> = Vec::new();
+    let mut out: Vec<(String, SecurityProtocol)> = Vec::new();
     for item in list_items(value) {
         let (name, protocol) = item
             .split_once(':')
             .ok_or_else(|| bad("NAME:PROTOCOL pairs, e.g. PLAINTEXT:PLAINTEXT,SSL:SSL".into()))?;
         let name = name.trim().to_ascii_uppercase();
         let protocol = match protocol.trim().to_ascii_uppercase().as_str() {
-            "PLAINTEXT" => Ok(SecurityProtocol::Plaintext),
-            "SSL" => Ok(SecurityProtocol::Ssl),
-            // Valid in Kafka; refused only when a listener uses it.
-            p @ ("SASL_PLAINTEXT" | "SASL_SSL") => Err(p.to_string()),
+            "PLAINTEXT" => SecurityProtocol::Plaintext,
+            "SSL" => SecurityProtocol::Ssl,
+            "SASL_PLAINTEXT" => SecurityProtocol::SaslPlaintext,
+            "SASL_SSL" => SecurityProtocol::SaslSsl,
             other => {
                 return Err(bad(format!(
                     "protocols PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (not `{other}`)"
@@ -167,13 +190,7 @@ pub fn parse_listeners(
     let mut out = Vec::with_capacity(endpoints.len());
     for Endpoint { name, host, port } in endpoints {
         let protocol = match map.iter().find(|(n, _)| *n == name) {
-            Some((_, Ok(protocol))) => *protocol,
-            Some((_, Err(sasl))) => {
-                return Err(bad(format!(
-                    "PLAINTEXT or SSL listeners (security protocol {sasl} of listener {name} \
-                     is not supported)"
-                )))
-            }
+            Some((_, protocol)) => *protocol,
             None => {
                 return Err(bad(format!(
                     "listener names that listener.security.protocol.map gives a protocol \

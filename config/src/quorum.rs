@@ -9,7 +9,7 @@
 //! ([`QuorumConfig::kraft`] false). Kafka has no such mode (it would be ZooKeeper mode, gone
 //! in 4.0); we keep it so the one-line start needs no configuration.
 
-use super::listeners::{Listener, MappedProtocol, SecurityProtocol};
+use super::listeners::{Listener, SecurityProtocol};
 use super::properties::list_items;
 
 /// What this process runs (`process.roles`).
@@ -411,7 +411,7 @@ pub(super) struct Inputs<'a> {
     /// `advertised.listeners` as set (None: it defaults to `listeners`).
     pub advertised: Option<&'a [Listener]>,
     /// The effective `listener.security.protocol.map`, parsed.
-    pub protocol_map: &'a [(String, MappedProtocol)],
+    pub protocol_map: &'a [(String, SecurityProtocol)],
     /// The timing keys, as numbers: heartbeat, session, election, fetch, backoff, request,
     /// retry backoff, linger.
     pub timings: [i32; 8],
@@ -550,15 +550,16 @@ pub(super) fn build(i: Inputs<'_>) -> Result<QuorumConfig, QuorumError> {
 
 /// A controller listener's protocol in the effective map.
 fn protocol_of(
-    map: &[(String, MappedProtocol)],
+    map: &[(String, SecurityProtocol)],
     name: &str,
 ) -> Result<SecurityProtocol, QuorumError> {
     match map.iter().find(|(n, _)| n == name) {
-        Some((_, Ok(protocol))) => Ok(*protocol),
-        Some((_, Err(sasl))) => Err(QuorumError::ControllerListenerSasl {
+        // The quorum's own connections do not authenticate (yet).
+        Some((_, protocol)) if protocol.is_sasl() => Err(QuorumError::ControllerListenerSasl {
             name: name.to_string(),
-            protocol: sasl.clone(),
+            protocol: protocol.name().to_string(),
         }),
+        Some((_, protocol)) => Ok(*protocol),
         None => Err(QuorumError::ControllerListenerNotMapped(name.to_string())),
     }
 }

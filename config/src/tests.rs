@@ -111,9 +111,9 @@ fn errors_name_the_key() {
     assert!(e.to_string().contains(">= 14"), "{e}");
     let e = load(None, &["num.partitions=abc".into()]).unwrap_err();
     assert!(e.to_string().contains("num.partitions"));
-    let e = load(None, &["listeners=SASL_SSL://:9093".into()]).unwrap_err();
+    let e = load(None, &["listeners=NOPE://:9093".into()]).unwrap_err();
     assert_eq!(e.key(), Some("listeners"));
-    assert!(e.to_string().contains("SASL_SSL"), "{e}");
+    assert!(e.to_string().contains("NOPE"), "{e}");
     let e = load(None, &["advertised.listeners=PLAINTEXT://:9092".into()]).unwrap_err();
     assert_eq!(e.key(), Some("advertised.listeners"));
     assert!(matches!(
@@ -131,7 +131,7 @@ fn errors_name_the_key() {
 
 #[test]
 fn listeners_parse() {
-    const MAP: &str = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL";
+    const MAP: &str = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,SASL_PLAINTEXT:SASL_PLAINTEXT";
     let l = parse_listeners("listeners", "PLAINTEXT://[::1]:9092", MAP).unwrap();
     assert_eq!(l[0].host, "::1");
     assert_eq!(l[0].addr(), "[::1]:9092");
@@ -139,7 +139,10 @@ fn listeners_parse() {
     assert!(parse_listeners("listeners", "PLAINTEXT://h:1,PLAINTEXT://h:2", MAP).is_err());
     assert!(parse_listeners("listeners", "PLAINTEXT://h:1,SSL://h:1", MAP).is_err());
     assert!(parse_listeners("listeners", "EXTERNAL://h:1", MAP).is_err());
-    assert!(parse_listeners("listeners", "SASL_SSL://h:1", MAP).is_err());
+    let sasl = parse_listeners("listeners", "SASL_SSL://h:1,sasl_plaintext://h:2", MAP).unwrap();
+    assert_eq!(sasl[0].protocol, SecurityProtocol::SaslSsl);
+    assert_eq!(sasl[1].protocol, SecurityProtocol::SaslPlaintext);
+    assert!(sasl[0].protocol.is_tls() && sasl[0].protocol.is_sasl());
     assert!(parse_listeners("listeners", "", MAP).is_err());
     let l = parse_listeners("listeners", "PLAINTEXT://:9092,ssl://localhost:9093", MAP).unwrap();
     assert_eq!(l[1].name, "SSL");
@@ -676,4 +679,29 @@ fn broker_alterations_take_dynamic_keys_only() {
     assert_eq!(appended["log.cleanup.policy"], "delete,compact");
     assert!(validate_broker_overrides(&ov(&[("log.segment.bytes", "1")])).is_err());
     assert!(validate_broker_overrides(&ov(&[("log.segment.bytes", "100000")])).is_ok());
+}
+
+#[test]
+fn sasl_keys() {
+    let c = load(
+        None,
+        &[
+            "listeners=SASL_PLAINTEXT://:9094".into(),
+            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256".into(),
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_a=\"b\";".into(),
+            "sasl.server.max.receive.size=1000".into(),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.sasl.enabled_mechanisms, ["PLAIN", "SCRAM-SHA-256"]);
+    assert_eq!(c.sasl.server_max_receive_size, 1000);
+    assert!(c
+        .sasl
+        .jaas_for("SASL_PLAINTEXT", "plain")
+        .unwrap()
+        .contains("user_a"));
+    assert_eq!(c.sasl.jaas_for("SASL_PLAINTEXT", "SCRAM-SHA-256"), None);
+    // Other per-listener keys are not taken.
+    let e = load(None, &["listener.name.x.ssl.keystore.location=/k".into()]).unwrap_err();
+    assert_eq!(e.key(), Some("listener.name.x.ssl.keystore.location"));
 }

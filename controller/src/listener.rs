@@ -5,7 +5,7 @@
 //! `metadata::alter_partition`) and the ElectLeaders brokers forward (see
 //! `metadata::elections`), validated and committed by that loop too; ApiVersions; and the admin requests brokers forward to the active
 //! controller (KIP-590: CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-//! IncrementalAlterConfigs, and AllocateProducerIds), which this node's metadata core
+//! IncrementalAlterConfigs, AllocateProducerIds and AlterUserScramCredentials), which this node's metadata core
 //! executes (see `metadata::cluster`); and broker-only nodes' FetchMetadata (a private key,
 //! see `crate::observer`), answered from this voter's applied image.
 
@@ -37,6 +37,7 @@ pub const FORWARDED: &[ApiKey] = &[
     ApiKey::AlterConfigs,
     ApiKey::IncrementalAlterConfigs,
     ApiKey::AllocateProducerIds,
+    ApiKey::AlterUserScramCredentials,
 ];
 
 /// A broker's registration or heartbeat, for the runtime's loop.

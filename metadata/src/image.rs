@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::records::{
     BrokerRegistration, MetadataRecord, TopicId, NO_LEADER_CHANGE, RESOURCE_BROKER, RESOURCE_TOPIC,
 };
+use super::scram::ScramImage;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartitionImage {
@@ -70,6 +71,8 @@ pub struct Image {
     /// Registered brokers by id (KIP-631): their epoch, endpoints, rack and whether they are
     /// fenced or shutting down.
     pub brokers: BTreeMap<i32, BrokerRegistration>,
+    /// SCRAM credentials (KIP-554), shared between image versions until one changes them.
+    pub scram: Arc<ScramImage>,
 }
 
 impl Image {
@@ -307,6 +310,12 @@ impl Image {
                     "BrokerRegistrationChangeRecord for no such registration"
                 ),
             },
+            MetadataRecord::UserScramCredential(credential) => {
+                Arc::make_mut(&mut self.scram).upsert(credential);
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                Arc::make_mut(&mut self.scram).remove(*mechanism, name);
+            }
         }
     }
 
@@ -389,6 +398,7 @@ impl Image {
                 next_producer_id: self.next_producer_id,
             });
         }
+        out.extend(self.scram.to_records());
         out
     }
 

@@ -18,6 +18,7 @@ pub mod leadership;
 pub mod log;
 pub mod placement;
 pub mod records;
+pub mod scram;
 mod topic_layout;
 
 use std::collections::BTreeMap;
@@ -663,6 +664,23 @@ impl Controller {
         }
         self.commit(&[MetadataRecord::RemoveTopic { topic_id: *id }])?;
         Ok(name)
+    }
+
+    /// AlterUserScramCredentials (KIP-554), validated against the current image as Kafka's
+    /// `ScramControlManager` validates it (see [`scram::ScramImage::alter`]); the records of
+    /// the valid alterations are committed together before this returns. One result per
+    /// distinct user.
+    pub fn alter_scram_credentials(
+        &mut self,
+        deletions: &[(String, i8)],
+        upsertions: &[scram::Upsertion],
+        derive: impl Fn(i8, &[u8]) -> (Vec<u8>, Vec<u8>),
+    ) -> Result<Vec<scram::AlterResult>, LogError> {
+        let (records, results) = self.image.scram.alter(deletions, upsertions, derive);
+        if !records.is_empty() {
+            self.commit(&records)?;
+        }
+        Ok(results)
     }
 
     /// AlterConfigs / IncrementalAlterConfigs on one topic: computes the new override set,

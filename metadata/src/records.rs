@@ -92,6 +92,36 @@ pub enum MetadataRecord {
         broker_epoch: i64,
         next_producer_id: i64,
     },
+    /// UserScramCredentialRecord (apiKey 11, KIP-554): a user's SCRAM credential for one
+    /// mechanism, created or replaced. Holds what the server needs to authenticate the user,
+    /// never the password.
+    UserScramCredential(ScramCredentialRecord),
+    /// RemoveUserScramCredentialRecord (apiKey 22): the credential of `name` for `mechanism`
+    /// is gone.
+    RemoveUserScramCredential { name: String, mechanism: i8 },
+}
+
+/// UserScramCredentialRecord's fields (Kafka's names). `mechanism` is Kafka's
+/// `ScramMechanism` type (1 SCRAM-SHA-256, 2 SCRAM-SHA-512).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ScramCredentialRecord {
+    pub name: String,
+    pub mechanism: i8,
+    pub salt: Vec<u8>,
+    pub stored_key: Vec<u8>,
+    pub server_key: Vec<u8>,
+    pub iterations: i32,
+}
+
+/// Keys stay out of logs and panics (Kafka's `ScramCredentialValue.toString` hides them too).
+impl std::fmt::Debug for ScramCredentialRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScramCredentialRecord")
+            .field("name", &self.name)
+            .field("mechanism", &self.mechanism)
+            .field("iterations", &self.iterations)
+            .finish_non_exhaustive()
+    }
 }
 
 /// PartitionChangeRecord's leader value for "unchanged".
@@ -155,6 +185,8 @@ const TYPE_PARTITION_CHANGE: u8 = 5;
 const TYPE_REMOVE_TOPIC: u8 = 9;
 const TYPE_PRODUCER_IDS: u8 = 15;
 const TYPE_BROKER_REGISTRATION_CHANGE: u8 = 17;
+const TYPE_USER_SCRAM_CREDENTIAL: u8 = 11;
+const TYPE_REMOVE_USER_SCRAM_CREDENTIAL: u8 = 22;
 
 /// A record's replica list, ISR or endpoint count above this is corruption (Kafka caps a
 /// replication factor far lower; this bounds what a damaged body can make us allocate).
@@ -173,6 +205,8 @@ impl MetadataRecord {
             MetadataRecord::RegisterBroker(_) => TYPE_REGISTER_BROKER,
             MetadataRecord::UnregisterBroker { .. } => TYPE_UNREGISTER_BROKER,
             MetadataRecord::BrokerRegistrationChange { .. } => TYPE_BROKER_REGISTRATION_CHANGE,
+            MetadataRecord::UserScramCredential(_) => TYPE_USER_SCRAM_CREDENTIAL,
+            MetadataRecord::RemoveUserScramCredential { .. } => TYPE_REMOVE_USER_SCRAM_CREDENTIAL,
         }
     }
 
@@ -284,6 +318,18 @@ impl MetadataRecord {
                 buf.extend_from_slice(&broker_epoch.to_be_bytes());
                 buf.extend_from_slice(&next_producer_id.to_be_bytes());
             }
+            MetadataRecord::UserScramCredential(c) => {
+                put_str(buf, &c.name);
+                buf.push(c.mechanism as u8);
+                put_str_bytes(buf, &c.salt);
+                put_str_bytes(buf, &c.stored_key);
+                put_str_bytes(buf, &c.server_key);
+                buf.extend_from_slice(&c.iterations.to_be_bytes());
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                put_str(buf, name);
+                buf.push(*mechanism as u8);
+            }
         }
     }
 
@@ -300,6 +346,8 @@ impl MetadataRecord {
                 | TYPE_REGISTER_BROKER
                 | TYPE_UNREGISTER_BROKER
                 | TYPE_BROKER_REGISTRATION_CHANGE
+                | TYPE_USER_SCRAM_CREDENTIAL
+                | TYPE_REMOVE_USER_SCRAM_CREDENTIAL
         ) {
             return Err(DecodeError::UnknownType(record_type));
         }
@@ -394,6 +442,20 @@ impl MetadataRecord {
                 broker_id: r.i32()?,
                 broker_epoch: r.i64()?,
                 next_producer_id: r.i64()?,
+            },
+            TYPE_USER_SCRAM_CREDENTIAL => {
+                MetadataRecord::UserScramCredential(ScramCredentialRecord {
+                    name: r.string()?,
+                    mechanism: r.u8()? as i8,
+                    salt: r.bytes()?,
+                    stored_key: r.bytes()?,
+                    server_key: r.bytes()?,
+                    iterations: r.i32()?,
+                })
+            }
+            TYPE_REMOVE_USER_SCRAM_CREDENTIAL => MetadataRecord::RemoveUserScramCredential {
+                name: r.string()?,
+                mechanism: r.u8()? as i8,
             },
             _ => MetadataRecord::RemoveTopic {
                 topic_id: r.uuid()?,
@@ -495,8 +557,13 @@ fn tri_state(v: Option<bool>) -> u8 {
 }
 
 fn put_str(buf: &mut Vec<u8>, s: &str) {
-    buf.extend_from_slice(&(s.len() as u32).to_be_bytes());
-    buf.extend_from_slice(s.as_bytes());
+    put_str_bytes(buf, s.as_bytes());
+}
+
+/// Bytes framed as a string is: length, then the bytes.
+fn put_str_bytes(buf: &mut Vec<u8>, b: &[u8]) {
+    buf.extend_from_slice(&(b.len() as u32).to_be_bytes());
+    buf.extend_from_slice(b);
 }
 
 struct Reader<'a> {
@@ -585,6 +652,12 @@ impl<'a> Reader<'a> {
     fn str_of_len(&mut self, n: usize) -> Result<String, DecodeError> {
         let b = self.take(n)?;
         String::from_utf8(b.to_vec()).map_err(|_| DecodeError::Malformed("invalid utf-8"))
+    }
+    /// Bytes framed as [`put_str_bytes`] writes them (the length is checked against what is
+    /// left before anything is allocated).
+    fn bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
+        let n = self.u32()? as usize;
+        self.take(n).map(<[u8]>::to_vec)
     }
     fn string(&mut self) -> Result<String, DecodeError> {
         let n = self.u32()? as usize;
@@ -709,6 +782,18 @@ mod tests {
                 fenced: Some(true),
                 in_controlled_shutdown: Some(true),
             },
+            MetadataRecord::UserScramCredential(ScramCredentialRecord {
+                name: "alice".into(),
+                mechanism: 2,
+                salt: vec![1, 2, 3],
+                stored_key: vec![4; 64],
+                server_key: vec![5; 64],
+                iterations: 8192,
+            }),
+            MetadataRecord::RemoveUserScramCredential {
+                name: "ü".into(),
+                mechanism: 1,
+            },
         ]
     }
 
@@ -800,7 +885,7 @@ mod tests {
         for _ in 0..20_000 {
             let len = (next() % 64) as usize;
             let mut body: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-            for ty in [2u8, 3, 4, 9, 0, 1, 5, 15, 17, 255] {
+            for ty in [2u8, 3, 4, 9, 0, 1, 5, 11, 15, 17, 22, 255] {
                 let _ = MetadataRecord::decode_body(ty, 0, &body);
                 let _ = MetadataRecord::decode_body(ty, 1, &body);
             }
@@ -808,7 +893,8 @@ mod tests {
             if body.len() >= FRAME_PREFIX + FRAME_HEADER {
                 let n = body.len() - FRAME_PREFIX;
                 body[0..4].copy_from_slice(&(n as u32).to_be_bytes());
-                body[FRAME_PREFIX] = [0u8, 1, 2, 3, 4, 5, 9, 15, 17][(next() % 9) as usize];
+                body[FRAME_PREFIX] =
+                    [0u8, 1, 2, 3, 4, 5, 9, 11, 15, 17, 22][(next() % 11) as usize];
                 body[FRAME_PREFIX + 1] = (next() % 2) as u8;
                 let crc = crc32c::crc32c(&body[FRAME_PREFIX..]);
                 body[4..8].copy_from_slice(&crc.to_be_bytes());

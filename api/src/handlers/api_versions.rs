@@ -26,12 +26,17 @@ fn api_keys() -> Vec<ApiVersion> {
 }
 
 pub fn handle(ctx: &RequestContext, _request: ApiVersionsRequest) -> Response {
-    let response = ApiVersionsResponse {
+    encode_response(ctx, ctx.api_version, &response())
+}
+
+/// The answer to an ApiVersions request at a version we serve (also before SASL
+/// authentication, see `authentication`).
+pub fn response() -> ApiVersionsResponse {
+    ApiVersionsResponse {
         error_code: 0,
         api_keys: api_keys(),
         ..Default::default()
-    };
-    encode_response(ctx, ctx.api_version, &response)
+    }
 }
 
 /// The body to encode at version 0 for a request at a version we do not serve.

@@ -92,6 +92,9 @@ async fn answer(shard: &Rc<Shard>, frame: Vec<u8>) -> Result<Vec<u8>, String> {
             super::alter_configs::handle_incremental_alter_configs(shard, decode(&ctx, body)?, ctx)
                 .await
         }
+        Some(ApiKey::AlterUserScramCredentials) => {
+            super::scram_credentials::alter(shard, decode(&ctx, body)?, ctx).await
+        }
         Some(ApiKey::AllocateProducerIds) => {
             let _request: AllocateProducerIdsRequest = decode(&ctx, body)?;
             let response = match shard.call(0, forward::AllocateProducerIds).await {

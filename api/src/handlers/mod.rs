@@ -7,7 +7,7 @@
 
 mod admin;
 mod alter_configs;
-mod api_versions;
+pub mod api_versions;
 mod by_shard;
 pub mod cluster_view;
 mod consumer_groups;
@@ -28,6 +28,8 @@ mod list_offsets;
 mod metadata;
 mod offset_for_leader_epoch;
 mod produce;
+mod sasl_requests;
+mod scram_credentials;
 mod transactions;
 
 use std::rc::Rc;
@@ -86,6 +88,10 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::TxnOffsetCommit, 0, 4),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
 ];
 
 /// Versions advertised in ApiVersions below the served range, answered with
@@ -305,6 +311,10 @@ pub fn dispatch(
             transactions::describe_transactions(shard, decode(&ctx, body)?, ctx),
             held,
         ),
+        ApiKey::SaslHandshake => ready(sasl_requests::handshake(&ctx, decode(&ctx, body)?), held),
+        ApiKey::SaslAuthenticate => {
+            ready(sasl_requests::authenticate(&ctx, decode(&ctx, body)?), held)
+        }
         ApiKey::ListTransactions => spawn(
             transactions::list_transactions(shard, decode(&ctx, body)?, ctx),
             held,
@@ -335,6 +345,14 @@ pub fn dispatch(
         ),
         ApiKey::DescribeQuorum => spawn(
             describe_quorum::handle(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::DescribeUserScramCredentials => spawn(
+            scram_credentials::describe(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::AlterUserScramCredentials => spawn(
+            scram_credentials::alter(shard, decode(&ctx, body)?, ctx),
             held,
         ),
         _ => unreachable!("SUPPORTED lists only handled keys"),

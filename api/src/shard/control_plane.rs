@@ -6,7 +6,8 @@ use super::*;
 use crate::metadata::TopicLayout;
 
 /// What a change that the quorum did not commit answers beside NOT_CONTROLLER.
-const NOT_COMMITTED: &str = "The change was not committed by the metadata quorum; retry.";
+pub(super) const NOT_COMMITTED: &str =
+    "The change was not committed by the metadata quorum; retry.";
 /// How long a committed change may take to reach this shard's image before the answer goes
 /// out anyway.
 const COMMIT_ADOPT_WAIT: Duration = Duration::from_secs(10);
@@ -403,14 +404,14 @@ impl Shard {
 
     /// In a cluster: `Some(the active controller's listener, if known)` when this node's
     /// controller is not the active one, so changes go there.
-    fn forward_target(&self) -> Option<Option<std::net::SocketAddr>> {
+    pub(super) fn forward_target(&self) -> Option<Option<std::net::SocketAddr>> {
         let link = self.cluster.as_ref()?;
         (!link.is_leader()).then(|| link.remote_leader())
     }
 
     /// In a cluster, the active controller's metadata core starts each change from the
     /// committed image (a change of its own that failed left nothing behind).
-    fn adopt_committed(&self) {
+    pub(super) fn adopt_committed(&self) {
         if let (Some(link), Some(controller)) = (&self.cluster, &self.controller) {
             controller.borrow_mut().adopt(link.committed().0);
         }

@@ -30,6 +30,7 @@ use wire::ErrorCode;
 
 mod calls;
 mod control_plane;
+mod credentials;
 mod retention;
 pub(crate) mod to_controller;
 

@@ -385,3 +385,64 @@ pub async fn alter_configs(
             .collect(),
     }
 }
+
+const ALTER_USER_SCRAM_CREDENTIALS_VERSION: i16 = 0;
+
+/// AlterUserScramCredentials, as the metadata core got it: one result per distinct user, as
+/// the active controller answered; every user NOT_CONTROLLER when it could not be asked.
+pub async fn alter_scram_credentials(
+    to: Option<SocketAddr>,
+    change: &crate::forward::AlterScramCredentials,
+) -> Vec<crate::metadata::scram::AlterResult> {
+    use crate::metadata::scram::AlterResult;
+    use wire::generated::alter_user_scram_credentials_request as request;
+    let wanted = wire::generated::AlterUserScramCredentialsRequest {
+        deletions: change
+            .deletions
+            .iter()
+            .map(|(name, mechanism)| request::ScramCredentialDeletion {
+                name: name.clone(),
+                mechanism: *mechanism,
+                ..Default::default()
+            })
+            .collect(),
+        upsertions: change
+            .upsertions
+            .iter()
+            .map(|u| request::ScramCredentialUpsertion {
+                name: u.name.clone(),
+                mechanism: u.mechanism,
+                iterations: u.iterations,
+                salt: Bytes::copy_from_slice(&u.salt),
+                salted_password: Bytes::copy_from_slice(&u.salted_password),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    match call::<_, wire::generated::AlterUserScramCredentialsResponse>(
+        to,
+        ApiKey::AlterUserScramCredentials,
+        ALTER_USER_SCRAM_CREDENTIALS_VERSION,
+        &wanted,
+    )
+    .await
+    {
+        Ok(response) => response
+            .results
+            .into_iter()
+            .map(|r| AlterResult {
+                user: r.user,
+                error_code: r.error_code,
+                error_message: r.error_message,
+            })
+            .collect(),
+        Err(error) => {
+            tracing::info!(%error, "AlterUserScramCredentials forwarded to the active controller failed");
+            change.refuse_all(
+                ErrorCode::NotController.code(),
+                &format!("The active controller could not be reached: {error}"),
+            )
+        }
+    }
+}
