@@ -8,11 +8,9 @@
 //! rebalance delay, its pid).
 #![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
-mod common;
-
 use std::process::{Command, Stdio};
 
-use common::Broker;
+use crate::common::Broker;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -90,6 +88,7 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn stabilize_reports_generation_time_and_the_initial_delay() {
+    let _turn = crate::common::turn(module_path!());
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for delay_ms in [0u64, 400] {
         let broker = Broker::start(&[
@@ -124,6 +123,7 @@ fn stabilize_reports_generation_time_and_the_initial_delay() {
 
 #[test]
 fn commits_reports_rate_and_latency() {
+    let _turn = crate::common::turn(module_path!());
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let broker = Broker::start(&[OFFSETS_PARTITIONS]);
     let (c, json) = broker.bench(
@@ -151,6 +151,7 @@ fn commits_reports_rate_and_latency() {
 
 #[test]
 fn memory_reports_rss_of_the_broker_per_group() {
+    let _turn = crate::common::turn(module_path!());
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let broker = Broker::start(&[OFFSETS_PARTITIONS, "group.initial.rebalance.delay.ms=0"]);
     for (name, stay) in [("memory-left", false), ("memory-stay", true)] {

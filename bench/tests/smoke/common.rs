@@ -6,7 +6,7 @@
 //! workspace's `target/`), else `cargo build -p broker` first. A stale binary tests old broker
 //! code: set BROKER_BIN or rebuild the broker to be sure.
 
-// Each test file uses a part of this module.
+// Each test module uses a part of this one.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
@@ -153,5 +153,43 @@ impl Drop for NullBrokerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Tests of one module run beside each other, never beside another module's: each module was
+/// its own test binary (run one after another), and the timing ones (latency sweep, fetch
+/// cost, compare) measure CPU that another module's brokers would take. Held for the test.
+pub struct ModuleTurn {
+    module: &'static str,
+}
+
+static TURN: std::sync::Mutex<(Option<&'static str>, usize)> = std::sync::Mutex::new((None, 0));
+static TURN_CHANGED: std::sync::Condvar = std::sync::Condvar::new();
+
+/// Waits until no other module's test runs; call as `let _turn = common::turn(module_path!());`.
+pub fn turn(module: &'static str) -> ModuleTurn {
+    let mut state = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        match state.0 {
+            Some(running) if running != module => {
+                state = TURN_CHANGED.wait(state).unwrap_or_else(|e| e.into_inner());
+            }
+            _ => break,
+        }
+    }
+    state.0 = Some(module);
+    state.1 += 1;
+    ModuleTurn { module }
+}
+
+impl Drop for ModuleTurn {
+    fn drop(&mut self) {
+        let mut state = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        debug_assert_eq!(state.0, Some(self.module));
+        state.1 -= 1;
+        if state.1 == 0 {
+            state.0 = None;
+            TURN_CHANGED.notify_all();
+        }
     }
 }

@@ -5,12 +5,11 @@
 //! targets are evaluated, and the PNG is written. No timing assertions.
 #![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
-mod common;
-
 use std::process::Command;
 
 #[test]
 fn fetch_cost_small_run() {
+    let _turn = crate::common::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("fetch-cost.json");
     let png = dir.path().join("fetch-cost.png");
@@ -18,7 +17,7 @@ fn fetch_cost_small_run() {
     let output = Command::new(env!("CARGO_BIN_EXE_bench"))
         .args(["fetch-cost", "--bytes", "24MiB", "--rounds", "1"])
         .arg("--broker-bin")
-        .arg(common::broker_bin())
+        .arg(crate::common::broker_bin())
         .arg("--dir")
         .arg(dir.path().join("work"))
         .arg("--json")

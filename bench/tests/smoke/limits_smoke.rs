@@ -46,6 +46,7 @@ fn parse_table(text: &str) -> Vec<(String, String)> {
 
 #[test]
 fn quick_limits_table_parses() {
+    let _turn = crate::common::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("limits.json");
     let output = Command::new(env!("CARGO_BIN_EXE_bench"))

@@ -4,11 +4,9 @@
 //! the figure is a PNG.
 #![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
-mod common;
-
 use std::process::Command;
 
-use common::NullBrokerProcess as NullBroker;
+use crate::common::NullBrokerProcess as NullBroker;
 
 const LABELS: &[&str] = &[
     "throughput (records/s)",
@@ -120,10 +118,12 @@ fn run_compare(client: &str) {
 
 #[test]
 fn compare_two_null_brokers_librdkafka() {
+    let _turn = crate::common::turn(module_path!());
     run_compare("librdkafka");
 }
 
 #[test]
 fn compare_two_null_brokers_native() {
+    let _turn = crate::common::turn(module_path!());
     run_compare("native");
 }

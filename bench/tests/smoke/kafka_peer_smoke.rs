@@ -5,11 +5,9 @@
 //! script's class path step fails then, and the test says so instead of failing.
 #![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
-mod common;
-
 use std::process::Command;
 
-use common::NullBrokerProcess as NullBroker;
+use crate::common::NullBrokerProcess as NullBroker;
 
 fn have(cmd: &str) -> bool {
     Command::new("sh")
@@ -20,6 +18,7 @@ fn have(cmd: &str) -> bool {
 
 #[test]
 fn compare_against_kafka_peer() {
+    let _turn = crate::common::turn(module_path!());
     if !have("java") || !have("mvn") || !have("python3") || !have("ss") {
         eprintln!("skipped: needs java, mvn, python3 and ss for scripts/kafka-peer.sh");
         return;

@@ -6,11 +6,9 @@
 //! its pid found by port). No timing assertions.
 #![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
-mod common;
-
 use std::process::Command;
 
-use common::NullBrokerProcess;
+use crate::common::NullBrokerProcess;
 
 const RATES: [&str; 2] = ["200", "500"];
 const MODES: [&str; 3] = ["acks=1", "acks=all", "e2e"];
@@ -103,8 +101,9 @@ fn check_measured(row: &[String], point: &serde_json::Value, cpu_exact: bool) {
 
 #[test]
 fn sweep_ours_and_null() {
+    let _turn = crate::common::turn(module_path!());
     let dir = tempfile::tempdir().unwrap();
-    let bin = common::broker_bin();
+    let bin = crate::common::broker_bin();
     let (table, report) = sweep(
         &[
             "--broker-bin",
@@ -164,6 +163,7 @@ fn sweep_ours_and_null() {
 
 #[test]
 fn sweep_other_by_address() {
+    let _turn = crate::common::turn(module_path!());
     let null = NullBrokerProcess::start();
     let dir = tempfile::tempdir().unwrap();
     let other = format!("spawned={}", null.addr);

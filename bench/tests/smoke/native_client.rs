@@ -13,9 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-mod common;
-
-use common::broker_bin;
+use crate::common::broker_bin;
 
 use bench::engine::{ConsumedRecord, DeliveryInfo, Props, SendError};
 use bench::native::batch::partition_for_key;
@@ -247,6 +245,7 @@ fn consume_and_check(
 
 #[test]
 fn acks_all_round_trip_50k_keyed_records() {
+    let _turn = crate::common::turn(module_path!());
     let broker = start_broker();
     create_topic(&broker, "native-all");
     let reports = produce(
@@ -261,6 +260,7 @@ fn acks_all_round_trip_50k_keyed_records() {
 
 #[test]
 fn compressed_round_trips() {
+    let _turn = crate::common::turn(module_path!());
     let broker = start_broker();
     for codec in ["gzip", "lz4", "zstd", "snappy"] {
         let topic = format!("native-{codec}");
@@ -278,6 +278,7 @@ fn compressed_round_trips() {
 
 #[test]
 fn acks_one_and_zero() {
+    let _turn = crate::common::turn(module_path!());
     let broker = start_broker();
     create_topic(&broker, "native-acks1");
     let reports = produce(
@@ -311,6 +312,7 @@ fn acks_one_and_zero() {
 
 #[test]
 fn unkeyed_records_spread_per_batch_and_explicit_partitions_are_honoured() {
+    let _turn = crate::common::turn(module_path!());
     let broker = start_broker();
     create_topic(&broker, "native-unkeyed");
     let mut producer = bench::engine::native::producer(
@@ -354,6 +356,7 @@ fn unkeyed_records_spread_per_batch_and_explicit_partitions_are_honoured() {
 
 #[test]
 fn unknown_partition_and_unreachable_broker_are_errors() {
+    let _turn = crate::common::turn(module_path!());
     let broker = start_broker();
     create_topic(&broker, "native-errors");
     let mut producer = bench::engine::native::producer(&broker.bootstrap, &props(&[])).unwrap();
@@ -369,6 +372,7 @@ fn unknown_partition_and_unreachable_broker_are_errors() {
 /// connection is busy, so the producer keeps up instead of queueing one-record batches.
 #[test]
 fn linger_zero_fixed_rate_keeps_up() {
+    let _turn = crate::common::turn(module_path!());
     let broker = start_broker();
     let topic = "linger-zero-rate";
     create_topic(&broker, topic);
@@ -416,6 +420,7 @@ fn linger_zero_fixed_rate_keeps_up() {
 /// poll_into returns within (about) its timeout even while fetchers keep it fed.
 #[test]
 fn poll_into_returns_while_topic_is_fed() {
+    let _turn = crate::common::turn(module_path!());
     let broker = start_broker();
     let topic = "poll-fed";
     create_topic(&broker, topic);

@@ -29,6 +29,7 @@ fn tls_props(ca: &std::path::Path) -> Vec<(String, String)> {
 
 #[test]
 fn native_consumer_over_tls() {
+    let _turn = crate::common::turn(module_path!());
     if !openssl_present() {
         eprintln!("skipped: no openssl CLI to make certificates");
         return;

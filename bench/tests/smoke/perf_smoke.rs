@@ -12,12 +12,10 @@
 //! reports. The broker is killed when the test ends (Drop guard).
 #![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::Broker;
+use crate::common::Broker;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -374,10 +372,12 @@ fn smoke(client: &str) {
 
 #[test]
 fn perf_tools_with_librdkafka() {
+    let _turn = crate::common::turn(module_path!());
     smoke("librdkafka");
 }
 
 #[test]
 fn perf_tools_with_native_client() {
+    let _turn = crate::common::turn(module_path!());
     smoke("native");
 }
