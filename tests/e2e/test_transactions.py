@@ -420,22 +420,26 @@ def test_new_group_member_gets_transactional_offset_promptly(broker):
 
 
 def test_coordinator_aborts_expired_transaction(start_broker):
-    """A transaction left open longer than its transaction.timeout.ms (2 s) is aborted by the
+    """A transaction left open longer than its transaction.timeout.ms (4 s) is aborted by the
     coordinator (checked every 500 ms here): the ABORT marker is written, the LSO reaches the
     log end, read_committed sees none of it, the producer's epoch is bumped and its late commit
     fails."""
     b = start_broker({"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
     topic = create_topic(b.bootstrap, unique("txn-expire"), 1)
     txn_id = unique("txn-expire-id")
-    p = txn_producer(b.bootstrap, txn_id, **{"transaction.timeout.ms": 2000})
+    p = txn_producer(b.bootstrap, txn_id, **{"transaction.timeout.ms": 4000})
     t0 = time.monotonic()
     p.begin_transaction()
     assert send(p, topic, values("expire", 5)).offsets() == list(range(5))
-    assert end_offset(b.bootstrap, topic, READ_COMMITTED) == 0
-    wait_until(lambda: end_offset(b.bootstrap, topic, READ_COMMITTED) == 6, 15,
+    lso = end_offset(b.bootstrap, topic, READ_COMMITTED)
+    # On a loaded machine the sends alone may outlast the timeout: the open transaction holds
+    # the LSO only while it is younger than that.
+    if time.monotonic() - t0 < 3.5:
+        assert lso == 0, "the open transaction does not hold the last stable offset"
+    wait_until(lambda: end_offset(b.bootstrap, topic, READ_COMMITTED) == 6, 20,
                "the coordinator never aborted the expired transaction", interval=0.2)
     took = time.monotonic() - t0
-    assert took >= 1.5, f"aborted after {took:.2f}s, before its 2 s timeout"
+    assert took >= 3.5, f"aborted after {took:.2f}s, before its 4 s timeout"
     assert end_offset(b.bootstrap, topic, READ_UNCOMMITTED) == 6
     assert marker_kinds(b.bootstrap, topic) == [(5, "ABORT")]
     assert read_partition(b.bootstrap, topic, READ_COMMITTED, 1, timeout=3) == []

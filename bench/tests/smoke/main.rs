@@ -2,6 +2,8 @@
 //! test binary links the whole crate (librdkafka, plotters, rustls) again, which cost the
 //! test command minutes of linking for nothing.
 
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is the failure report
+
 mod common;
 
 mod compare_smoke;
