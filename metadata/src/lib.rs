@@ -666,23 +666,6 @@ impl Controller {
         Ok(name)
     }
 
-    /// AlterUserScramCredentials (KIP-554), validated against the current image as Kafka's
-    /// `ScramControlManager` validates it (see [`scram::ScramImage::alter`]); the records of
-    /// the valid alterations are committed together before this returns. One result per
-    /// distinct user.
-    pub fn alter_scram_credentials(
-        &mut self,
-        deletions: &[(String, i8)],
-        upsertions: &[scram::Upsertion],
-        derive: impl Fn(i8, &[u8]) -> (Vec<u8>, Vec<u8>),
-    ) -> Result<Vec<scram::AlterResult>, LogError> {
-        let (records, results) = self.image.scram.alter(deletions, upsertions, derive);
-        if !records.is_empty() {
-            self.commit(&records)?;
-        }
-        Ok(results)
-    }
-
     /// AlterConfigs / IncrementalAlterConfigs on one topic: computes the new override set,
     /// checks it as a whole (every value parsed as the partitions will parse it), and writes
     /// one ConfigRecord per key that changes (`value: None` removes a key), so the change

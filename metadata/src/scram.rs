@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::records::{MetadataRecord, ScramCredentialRecord};
+use crate::LogError;
 
 /// Kafka's `ScramMechanism` type of SCRAM-SHA-256.
 pub const SCRAM_SHA_256: i8 = 1;
@@ -320,6 +321,25 @@ impl ScramImage {
             Some(_) => Ok(()),
             None => Err((RESOURCE_NOT_FOUND, DELETE_MISSING)),
         }
+    }
+}
+
+impl crate::Controller {
+    /// AlterUserScramCredentials (KIP-554), validated against the current image as Kafka's
+    /// `ScramControlManager` validates it (see [`ScramImage::alter`]); the records of
+    /// the valid alterations are committed together before this returns. One result per
+    /// distinct user.
+    pub fn alter_scram_credentials(
+        &mut self,
+        deletions: &[(String, i8)],
+        upsertions: &[Upsertion],
+        derive: impl Fn(i8, &[u8]) -> (Vec<u8>, Vec<u8>),
+    ) -> Result<Vec<AlterResult>, LogError> {
+        let (records, results) = self.image.scram.alter(deletions, upsertions, derive);
+        if !records.is_empty() {
+            self.commit(&records)?;
+        }
+        Ok(results)
     }
 }
 
