@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::authorizer::AuthorizerSettings;
 use super::describe::ConfigSource;
 use super::keys::{find, BROKER_KEYS, FAMILIES, IGNORED_KEYS, LONG_MAX};
 use super::listeners::{parse_listeners, parse_protocol_map, Listener, DEFAULT_PROTOCOL_MAP};
@@ -78,6 +79,10 @@ pub struct BrokerConfig {
     pub ssl: SslConfig,
     /// The SASL listeners' `sasl.*` settings and JAAS configurations.
     pub sasl: SaslConfig,
+    /// `authorizer.class.name` and its settings; `None` = no authorization.
+    pub authorizer: Option<AuthorizerSettings>,
+    /// `ssl.principal.mapping.rules`, raw (parsed at start-up by the `acl` crate).
+    pub ssl_principal_mapping_rules: String,
     /// All configured dirs; only `log_dirs[0]` is used (see [`BrokerConfig::data_dir`]).
     pub log_dirs: Vec<PathBuf>,
     pub num_partitions: i32,
@@ -377,6 +382,11 @@ impl BrokerConfig {
             advertised_listeners,
             ssl: SslConfig::from_values(get)?,
             sasl: SaslConfig::from_values(get, &explicit)?,
+            authorizer: AuthorizerSettings::from_values(get)?,
+            ssl_principal_mapping_rules: get("ssl.principal.mapping.rules")
+                .unwrap_or("DEFAULT")
+                .trim()
+                .to_string(),
             log_dirs,
             num_partitions: num("num.partitions", get("num.partitions"))?,
             default_replication_factor: num::<i32>(

@@ -300,6 +300,41 @@ pub const BROKER_KEYS: &[Spec] = &[
          TLS) so that fetches keep sendfile. Used per connection where the kernel supports it \
          (tls module loaded); user-space TLS otherwise. false = always user-space TLS.",
     ),
+    // Authorization (Kafka's AuthorizerConfig / StandardAuthorizer; read by `authorizer`).
+    spec(
+        "authorizer.class.name",
+        T::String,
+        Some(""),
+        Check::None,
+        "The authorizer: empty (no authorization: every request is allowed and the ACL APIs \
+         answer SECURITY_DISABLED) or org.apache.kafka.metadata.authorizer.StandardAuthorizer \
+         (requests checked against the ACLs kept in the metadata log, as Kafka's KRaft \
+         authorizer does).",
+    ),
+    spec(
+        "super.users",
+        T::String,
+        None,
+        Check::None,
+        "Principals allowed every operation on every resource, separated by semicolons \
+         (User:admin;User:ops).",
+    ),
+    spec(
+        "allow.everyone.if.no.acl.found",
+        T::Boolean,
+        Some("false"),
+        Check::None,
+        "When true, a resource no ACL matches is open to everyone (Kafka's default: false, \
+         closed).",
+    ),
+    spec(
+        "ssl.principal.mapping.rules",
+        T::String,
+        Some("DEFAULT"),
+        Check::None,
+        "Rules mapping a client certificate's subject DN to the principal's name, as Kafka's: \
+         RULE:pattern/replacement/[LU] entries separated by commas, then DEFAULT (the whole DN).",
+    ),
     // SASL (Kafka's SaslConfigs / BrokerSecurityConfigs; read by `sasl`). The JAAS
     // configuration is per listener and mechanism:
     // listener.name.<listener>.<mechanism>.sasl.jaas.config (see `sasl::JAAS_SUFFIX`).

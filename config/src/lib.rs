@@ -42,6 +42,7 @@
 //! ```
 
 mod alter;
+mod authorizer;
 mod broker;
 mod consumer_group;
 mod describe;
@@ -66,6 +67,7 @@ pub use alter::{
     alter_broker_overrides, alter_topic_overrides, incremental_alter_broker_overrides,
     incremental_alter_topic_overrides, AlterError, AlterOp,
 };
+pub use authorizer::{AuthorizerSettings, STANDARD_AUTHORIZER};
 pub use broker::{
     from_pairs, load, validate_broker_overrides, BrokerConfig, GroupConfig, ReplicationConfig,
     TxnConfig,
