@@ -478,7 +478,14 @@ async fn run_shard(
         task.await;
     }
     let partitions = shard.partition_count();
+    let closing = Instant::now();
     shard.close().await;
+    tracing::info!(
+        shard = id,
+        partitions,
+        elapsed_ms = closing.elapsed().as_millis() as u64,
+        "partition logs closed"
+    );
     let stats = &shard.stats;
     let (busy_polls, busy_poll_ms) = crate::busy_poll::stats();
     tracing::info!(
