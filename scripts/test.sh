@@ -12,6 +12,7 @@
 # Environment:
 #   E2E_ONLY=1          skip `cargo test` (still builds the broker)
 #   PYTEST_ADDOPTS="..." extra pytest arguments (pytest's own variable), e.g. "-k restart -vv"
+#   E2E_WORKERS=N       pytest-xdist workers for the end-to-end suite (default 2; 0 = in process)
 #   JAVA_TESTS=0        skip the Java stage (tests/java: Apache Kafka's Java client and tools)
 #   DIFFERENTIAL_TESTS=0 skip the differential stage (tests/differential: the same raw requests
 #                       to Apache Kafka and to our broker, answers compared field by field)
@@ -98,7 +99,9 @@ command -v iptables >/dev/null && iptables -V || echo "no iptables: the replicat
 section "end-to-end tests (pytest tests/e2e)"
 export BROKER_BIN="$ROOT/target/release/broker"
 export PYTHONDONTWRITEBYTECODE=1
-"$VENV/bin/python" -m pytest -x -q --durations=25 tests/e2e
+# Two workers: most tests wait on timers, sessions and clients rather than the CPU, and the
+# whole command has 40 minutes on CI's two cores. Tests of one xdist_group share a worker.
+"$VENV/bin/python" -m pytest -x -q --durations=25 -n "${E2E_WORKERS:-2}" --dist loadgroup tests/e2e
 
 if [[ "${JAVA_TESTS:-1}" != "0" ]]; then
     section "Java client and Kafka tools (mvn test in tests/java)"

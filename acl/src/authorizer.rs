@@ -193,7 +193,54 @@ impl Authorizer {
         resource_type: ResourceType,
         resource_name: &str,
     ) -> Decision {
-        if self.is_super_user(principal) {
+        let settings = Settings {
+            super_user: self.is_super_user(principal),
+            allow_everyone_if_no_acl_found: self.config.allow_everyone_if_no_acl_found,
+        };
+        self.decide(
+            settings,
+            principal,
+            host,
+            operation,
+            resource_type,
+            resource_name,
+        )
+    }
+
+    /// [`Authorizer::authorize`] under `config` rather than the authorizer's own settings: a
+    /// broker keeps `super.users` and `allow.everyone.if.no.acl.found` in its own
+    /// configuration while the ACLs come from the metadata image. Super users are compared
+    /// with a linear scan of `config.super_users` (a handful); no allocation.
+    pub fn authorize_with(
+        &self,
+        config: &AuthorizerConfig,
+        principal: &str,
+        host: &str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        resource_name: &str,
+    ) -> Decision {
+        let settings = Settings::of(config, principal);
+        self.decide(
+            settings,
+            principal,
+            host,
+            operation,
+            resource_type,
+            resource_name,
+        )
+    }
+
+    fn decide(
+        &self,
+        settings: Settings,
+        principal: &str,
+        host: &str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        resource_name: &str,
+    ) -> Decision {
+        if settings.super_user {
             return Decision::Allow;
         }
         let mut applied = false;
@@ -222,7 +269,7 @@ impl Authorizer {
         } else if allowed {
             Decision::Allow
         } else {
-            self.no_acl_decision(applied)
+            settings.no_acl_decision(applied)
         }
     }
 
@@ -237,11 +284,40 @@ impl Authorizer {
         resource_type: ResourceType,
         resource_name: &str,
     ) -> i32 {
+        let settings = Settings {
+            super_user: self.is_super_user(principal),
+            allow_everyone_if_no_acl_found: self.config.allow_everyone_if_no_acl_found,
+        };
+        self.operations(settings, principal, host, resource_type, resource_name)
+    }
+
+    /// [`Authorizer::authorized_operations`] under `config` (see
+    /// [`Authorizer::authorize_with`]).
+    pub fn authorized_operations_with(
+        &self,
+        config: &AuthorizerConfig,
+        principal: &str,
+        host: &str,
+        resource_type: ResourceType,
+        resource_name: &str,
+    ) -> i32 {
+        let settings = Settings::of(config, principal);
+        self.operations(settings, principal, host, resource_type, resource_name)
+    }
+
+    fn operations(
+        &self,
+        settings: Settings,
+        principal: &str,
+        host: &str,
+        resource_type: ResourceType,
+        resource_name: &str,
+    ) -> i32 {
         let operations = supported_operations(resource_type);
         let all_bits = operations
             .iter()
             .fold(0, |bits, op| bits | operation_bit(*op));
-        if self.is_super_user(principal) {
+        if settings.super_user {
             return all_bits;
         }
         let (mut applied, mut allow_bits, mut deny_bits) = (false, 0, 0);
@@ -265,7 +341,7 @@ impl Authorizer {
             ControlFlow::Continue(())
         });
         let undecided = all_bits & !allow_bits & !deny_bits;
-        let defaulted = match self.no_acl_decision(applied) {
+        let defaulted = match settings.no_acl_decision(applied) {
             Decision::Allow => undecided,
             Decision::Deny => 0,
         };
@@ -294,6 +370,37 @@ impl Authorizer {
         operation: AclOperation,
         resource_type: ResourceType,
     ) -> Decision {
+        let settings = Settings {
+            super_user: self.is_super_user(principal),
+            allow_everyone_if_no_acl_found: self.config.allow_everyone_if_no_acl_found,
+        };
+        self.any(settings, principal, host, operation, resource_type)
+    }
+
+    /// [`Authorizer::authorize_any`] under `config` (see [`Authorizer::authorize_with`]).
+    ///
+    /// # Panics
+    /// As [`Authorizer::authorize_any`].
+    pub fn authorize_any_with(
+        &self,
+        config: &AuthorizerConfig,
+        principal: &str,
+        host: &str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+    ) -> Decision {
+        let settings = Settings::of(config, principal);
+        self.any(settings, principal, host, operation, resource_type)
+    }
+
+    fn any(
+        &self,
+        settings: Settings,
+        principal: &str,
+        host: &str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+    ) -> Decision {
         assert!(
             !matches!(resource_type, ResourceType::Any | ResourceType::Unknown),
             "authorize_any needs a concrete resource type, not {resource_type}"
@@ -302,7 +409,14 @@ impl Authorizer {
             !matches!(operation, AclOperation::Any | AclOperation::Unknown),
             "authorize_any needs a concrete operation, not {operation}"
         );
-        if self.authorize(principal, host, operation, resource_type, "hardcode") == Decision::Allow
+        if self.decide(
+            settings,
+            principal,
+            host,
+            operation,
+            resource_type,
+            "hardcode",
+        ) == Decision::Allow
         {
             return Decision::Allow;
         }
@@ -344,19 +458,36 @@ impl Authorizer {
         Decision::Deny
     }
 
+    #[cfg(test)]
+    pub(crate) fn index_is_empty(&self) -> bool {
+        self.index.iter().all(TypeIndex::is_empty)
+    }
+}
+
+/// What a decision needs of the settings: whether the principal is a super user, and
+/// `allow.everyone.if.no.acl.found`.
+#[derive(Clone, Copy)]
+struct Settings {
+    super_user: bool,
+    allow_everyone_if_no_acl_found: bool,
+}
+
+impl Settings {
+    fn of(config: &AuthorizerConfig, principal: &str) -> Settings {
+        Settings {
+            super_user: config.super_users.iter().any(|user| user == principal),
+            allow_everyone_if_no_acl_found: config.allow_everyone_if_no_acl_found,
+        }
+    }
+
     /// The answer when no ACL decided: DENY if any applied to the resource, else the
     /// configured default.
-    fn no_acl_decision(&self, applied: bool) -> Decision {
-        if !applied && self.config.allow_everyone_if_no_acl_found {
+    fn no_acl_decision(self, applied: bool) -> Decision {
+        if !applied && self.allow_everyone_if_no_acl_found {
             Decision::Allow
         } else {
             Decision::Deny
         }
-    }
-
-    #[cfg(test)]
-    pub(crate) fn index_is_empty(&self) -> bool {
-        self.index.iter().all(TypeIndex::is_empty)
     }
 }
 

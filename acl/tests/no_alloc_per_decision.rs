@@ -101,6 +101,55 @@ fn authorize_allocates_nothing() {
     }
 }
 
+/// The `_with` variants (the broker's settings, the image's ACLs) decide as an authorizer
+/// built with those settings, and allocate nothing either.
+#[test]
+fn decisions_under_a_separate_config_match_and_allocate_nothing() {
+    let configured = acls();
+    let bare = {
+        let mut bare = acls();
+        bare.set_config(acl::AuthorizerConfig::default());
+        bare
+    };
+    let settings = configured.config().clone();
+    let principals = [
+        "User:alice",
+        "User:bob",
+        "User:dave",
+        "User:admin",
+        "User:carol",
+    ];
+    let names = ["orders", "orders-eu", "unrelated", "payments-2", "g"];
+    for principal in principals {
+        for rt in [T, G] {
+            for name in names {
+                for op in [Read, Write, Describe, Delete, Alter] {
+                    let (decision, count) = allocations(|| {
+                        bare.authorize_with(&settings, principal, "10.0.0.9", op, rt, name)
+                    });
+                    assert_eq!(count, 0, "{principal} {op} {name} allocated");
+                    let expect = configured.authorize(principal, "10.0.0.9", op, rt, name);
+                    assert_eq!(decision, expect, "{principal} {op} {rt} {name}");
+                }
+                let (bits, count) = allocations(|| {
+                    bare.authorized_operations_with(&settings, principal, "10.0.0.9", rt, name)
+                });
+                assert_eq!(count, 0);
+                let expect = configured.authorized_operations(principal, "10.0.0.9", rt, name);
+                assert_eq!(bits, expect, "{principal} {rt} {name}");
+            }
+            let (any, count) = allocations(|| {
+                bare.authorize_any_with(&settings, principal, "10.0.0.9", Write, rt)
+            });
+            assert_eq!(count, 0);
+            assert_eq!(
+                any,
+                configured.authorize_any(principal, "10.0.0.9", Write, rt)
+            );
+        }
+    }
+}
+
 #[test]
 fn the_counter_counts() {
     let (_, count) = allocations(|| std::hint::black_box(vec![1u8; 16]));

@@ -1,6 +1,7 @@
 //! Admin commands of the `broker` binary, one module per command family, each writing to a
 //! caller-supplied `Write` so that tests can read what a command printed.
 
+pub mod acls;
 pub mod cluster;
 pub use kclient::{client, routing};
 pub use wire::consumer_protocol;

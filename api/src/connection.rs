@@ -150,9 +150,15 @@ async fn serve_from(
         listener,
         principal,
     } = transport;
+    // ACL hosts are compared with the address as Java prints it, once per connection.
+    let host = match peer.parse::<std::net::SocketAddr>() {
+        Ok(address) => Rc::from(acl::java_host_address(address.ip())),
+        Err(_) => Rc::from(peer.as_str()),
+    };
     let origin = handlers::Origin {
         listener,
         principal,
+        host,
         tally: tally.clone(),
     };
     let load = ConnectionLoad::new(budget, shard.config.queued_max_requests as usize);

@@ -178,6 +178,8 @@ calls! {
     DeleteTopics(DeleteTopics) -> Vec<TopicOutcome>;
     AlterTopicConfigs(AlterTopicConfigs) -> Vec<TopicOutcome>;
     AlterScramCredentials(AlterScramCredentials) -> Vec<crate::metadata::scram::AlterResult>;
+    CreateAcls(CreateAcls) -> Vec<crate::metadata::acls::AclCreateResult>;
+    DeleteAcls(DeleteAcls) -> Vec<crate::metadata::acls::AclDeleteResult>;
     ImageUpdate(ImageUpdate) -> Vec<TopicFailure>;
     CloseFetchSession(CloseFetchSession) -> ();
     JoinGroup(group::JoinGroup) -> group::JoinReply;
@@ -216,6 +218,8 @@ impl CallKind for CreateTopics {}
 impl CallKind for DeleteTopics {}
 impl CallKind for AlterTopicConfigs {}
 impl CallKind for AlterScramCredentials {}
+impl CallKind for CreateAcls {}
+impl CallKind for DeleteAcls {}
 impl CallKind for ImageUpdate {}
 impl CallKind for CloseFetchSession {}
 
@@ -459,6 +463,18 @@ impl AlterScramCredentials {
             })
             .collect()
     }
+}
+
+/// Metadata core: CreateAcls, the bindings as the request carries them; one result per
+/// binding, in order.
+pub struct CreateAcls {
+    pub bindings: Vec<acl::AclBinding>,
+}
+
+/// Metadata core: DeleteAcls, the filters as the request carries them; one result per
+/// filter, in order.
+pub struct DeleteAcls {
+    pub filters: Vec<acl::AclBindingFilter>,
 }
 
 /// A new metadata image: open logs for new partitions, drop deleted ones, then adopt it.

@@ -87,6 +87,11 @@ enum Command {
         #[command(subcommand)]
         command: admin::scram::ScramCommand,
     },
+    /// Adds, lists and removes ACLs (kafka-acls.sh).
+    Acls {
+        #[command(subcommand)]
+        command: admin::acls::AclsCommand,
+    },
     /// Produces the lines of stdin as records (kafka-console-producer.sh).
     Produce(admin::produce::ProduceArgs),
     /// Prints a topic's records without a consumer group (kafka-console-consumer.sh).
@@ -130,6 +135,7 @@ fn main() {
         Command::Groups { command } => to_stdout(|out| command.run(out, &mut std::io::stderr())),
         Command::Transactions { command } => to_stdout(|out| command.run(out)),
         Command::Scram { command } => to_stdout(|out| command.run(out)),
+        Command::Acls { command } => to_stdout(|out| command.run(out)),
         Command::Produce(args) => produce(&args),
         Command::Consume(args) => consume(&args),
     };

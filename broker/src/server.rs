@@ -139,9 +139,18 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     }
     // Read the keystore and truststore (and probe kernel TLS) once, before any shard starts:
     // a bad file fails start-up with the key and the file named.
+    // The authorizer's settings and the principal mapping rules: a bad value names its key
+    // and stops start-up (the shards parse `super.users` again and rely on it being valid).
+    api::shard::authorization::authorizer_config(&config)
+        .map_err(|error| anyhow!("super.users: {error}"))
+        .context("authorizer configuration")?;
+    let principal_mapper = acl::PrincipalMapper::parse(&config.ssl_principal_mapping_rules)
+        .map_err(|error| anyhow!("ssl.principal.mapping.rules: {error}"))
+        .context("authorizer configuration")?;
     let tls = if config.listeners.iter().any(|l| l.protocol.is_tls()) {
         Some(Arc::new(
-            crate::tls::Acceptor::new(&config.ssl).context("SSL listener configuration")?,
+            crate::tls::Acceptor::new(&config.ssl, principal_mapper)
+                .context("SSL listener configuration")?,
         ))
     } else {
         None

@@ -5,7 +5,8 @@
 //! `metadata::alter_partition`) and the ElectLeaders brokers forward (see
 //! `metadata::elections`), validated and committed by that loop too; ApiVersions; and the admin requests brokers forward to the active
 //! controller (KIP-590: CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-//! IncrementalAlterConfigs, AllocateProducerIds and AlterUserScramCredentials), which this node's metadata core
+//! IncrementalAlterConfigs, AllocateProducerIds, AlterUserScramCredentials, CreateAcls and
+//! DeleteAcls), which this node's metadata core
 //! executes (see `metadata::cluster`); and broker-only nodes' FetchMetadata (a private key,
 //! see `crate::observer`), answered from this voter's applied image.
 
@@ -38,6 +39,8 @@ pub const FORWARDED: &[ApiKey] = &[
     ApiKey::IncrementalAlterConfigs,
     ApiKey::AllocateProducerIds,
     ApiKey::AlterUserScramCredentials,
+    ApiKey::CreateAcls,
+    ApiKey::DeleteAcls,
 ];
 
 /// A broker's registration or heartbeat, for the runtime's loop.

@@ -55,7 +55,7 @@ impl TopicImage {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Image {
     pub topics_by_name: BTreeMap<String, Arc<TopicImage>>,
     pub topics_by_id: BTreeMap<TopicId, Arc<TopicImage>>,
@@ -73,7 +73,44 @@ pub struct Image {
     pub brokers: BTreeMap<i32, BrokerRegistration>,
     /// SCRAM credentials (KIP-554), shared between image versions until one changes them.
     pub scram: Arc<ScramImage>,
+    /// ACLs (AccessControlEntryRecord), shared between image versions until a batch changes
+    /// them; the broker authorizes requests against it.
+    pub acls: Arc<acl::Authorizer>,
 }
+
+impl Default for Image {
+    fn default() -> Self {
+        Image {
+            topics_by_name: BTreeMap::new(),
+            topics_by_id: BTreeMap::new(),
+            broker_configs: BTreeMap::new(),
+            offset: None,
+            next_producer_id: 0,
+            brokers: BTreeMap::new(),
+            scram: Arc::default(),
+            acls: Arc::new(acl::Authorizer::new(acl::AuthorizerConfig::default())),
+        }
+    }
+}
+
+/// Equal images hold the same state; ACLs compare by id and binding (`Authorizer` has no
+/// `PartialEq` of its own).
+impl PartialEq for Image {
+    fn eq(&self, other: &Self) -> bool {
+        self.topics_by_name == other.topics_by_name
+            && self.topics_by_id == other.topics_by_id
+            && self.broker_configs == other.broker_configs
+            && self.offset == other.offset
+            && self.next_producer_id == other.next_producer_id
+            && self.brokers == other.brokers
+            && self.scram == other.scram
+            && (Arc::ptr_eq(&self.acls, &other.acls)
+                || (self.acls.config() == other.acls.config()
+                    && self.acls.entries().eq(other.acls.entries())))
+    }
+}
+
+impl Eq for Image {}
 
 impl Image {
     pub fn topic(&self, name: &str) -> Option<&Arc<TopicImage>> {
@@ -112,11 +149,24 @@ impl Image {
     /// metadata core at every start).
     pub fn apply_all<'a>(&mut self, records: impl IntoIterator<Item = &'a MetadataRecord>) {
         let mut open: Option<TopicImage> = None;
+        // The ACLs a run of ACL records changes: copied once per batch (never per record), so
+        // the previous image keeps its own.
+        let mut acls: Option<acl::Authorizer> = None;
         for rec in records {
-            self.apply_one(rec, &mut open);
+            match rec {
+                MetadataRecord::AccessControlEntry { .. }
+                | MetadataRecord::RemoveAccessControlEntry { .. } => {
+                    let acls = acls.get_or_insert_with(|| crate::acls::copy(&self.acls));
+                    crate::acls::apply(acls, rec);
+                }
+                _ => self.apply_one(rec, &mut open),
+            }
         }
         if let Some(t) = open {
             self.put(t);
+        }
+        if let Some(acls) = acls {
+            self.acls = Arc::new(acls);
         }
     }
 
@@ -316,6 +366,10 @@ impl Image {
             MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
                 Arc::make_mut(&mut self.scram).remove(*mechanism, name);
             }
+            MetadataRecord::AccessControlEntry { .. }
+            | MetadataRecord::RemoveAccessControlEntry { .. } => {
+                unreachable!("apply_all applies ACL records to its copy of the ACLs")
+            }
         }
     }
 
@@ -399,6 +453,7 @@ impl Image {
             });
         }
         out.extend(self.scram.to_records());
+        out.extend(crate::acls::to_records(&self.acls));
         out
     }
 

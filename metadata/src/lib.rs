@@ -9,6 +9,7 @@
 //! Single node for now. A later Raft layer replicates the very same records (hence the
 //! epoch field in each log entry and Kafka's record shapes).
 
+pub mod acls;
 pub mod alter_partition;
 pub mod broker_lifecycle;
 pub mod cluster;

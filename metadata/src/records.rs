@@ -99,6 +99,13 @@ pub enum MetadataRecord {
     /// RemoveUserScramCredentialRecord (apiKey 22): the credential of `name` for `mechanism`
     /// is gone.
     RemoveUserScramCredential { name: String, mechanism: i8 },
+    /// AccessControlEntryRecord (apiKey 18): an ACL and its id (a random Uuid).
+    AccessControlEntry {
+        id: acl::AclId,
+        binding: acl::AclBinding,
+    },
+    /// RemoveAccessControlEntryRecord (apiKey 19): the ACL of that id is gone.
+    RemoveAccessControlEntry { id: acl::AclId },
 }
 
 /// UserScramCredentialRecord's fields (Kafka's names). `mechanism` is Kafka's
@@ -187,6 +194,8 @@ const TYPE_PRODUCER_IDS: u8 = 15;
 const TYPE_BROKER_REGISTRATION_CHANGE: u8 = 17;
 const TYPE_USER_SCRAM_CREDENTIAL: u8 = 11;
 const TYPE_REMOVE_USER_SCRAM_CREDENTIAL: u8 = 22;
+const TYPE_ACCESS_CONTROL_ENTRY: u8 = 18;
+const TYPE_REMOVE_ACCESS_CONTROL_ENTRY: u8 = 19;
 
 /// A record's replica list, ISR or endpoint count above this is corruption (Kafka caps a
 /// replication factor far lower; this bounds what a damaged body can make us allocate).
@@ -207,6 +216,8 @@ impl MetadataRecord {
             MetadataRecord::BrokerRegistrationChange { .. } => TYPE_BROKER_REGISTRATION_CHANGE,
             MetadataRecord::UserScramCredential(_) => TYPE_USER_SCRAM_CREDENTIAL,
             MetadataRecord::RemoveUserScramCredential { .. } => TYPE_REMOVE_USER_SCRAM_CREDENTIAL,
+            MetadataRecord::AccessControlEntry { .. } => TYPE_ACCESS_CONTROL_ENTRY,
+            MetadataRecord::RemoveAccessControlEntry { .. } => TYPE_REMOVE_ACCESS_CONTROL_ENTRY,
         }
     }
 
@@ -330,6 +341,19 @@ impl MetadataRecord {
                 put_str(buf, name);
                 buf.push(*mechanism as u8);
             }
+            MetadataRecord::AccessControlEntry { id, binding } => {
+                // Kafka's field order: id, resource type, name, pattern type, principal,
+                // host, operation, permission type.
+                buf.extend_from_slice(id);
+                buf.push(binding.pattern.resource_type.code() as u8);
+                put_str(buf, &binding.pattern.name);
+                buf.push(binding.pattern.pattern_type.code() as u8);
+                put_str(buf, &binding.entry.principal);
+                put_str(buf, &binding.entry.host);
+                buf.push(binding.entry.operation.code() as u8);
+                buf.push(binding.entry.permission.code() as u8);
+            }
+            MetadataRecord::RemoveAccessControlEntry { id } => buf.extend_from_slice(id),
         }
     }
 
@@ -348,6 +372,8 @@ impl MetadataRecord {
                 | TYPE_BROKER_REGISTRATION_CHANGE
                 | TYPE_USER_SCRAM_CREDENTIAL
                 | TYPE_REMOVE_USER_SCRAM_CREDENTIAL
+                | TYPE_ACCESS_CONTROL_ENTRY
+                | TYPE_REMOVE_ACCESS_CONTROL_ENTRY
         ) {
             return Err(DecodeError::UnknownType(record_type));
         }
@@ -457,6 +483,26 @@ impl MetadataRecord {
                 name: r.string()?,
                 mechanism: r.u8()? as i8,
             },
+            TYPE_ACCESS_CONTROL_ENTRY => {
+                let id = r.uuid()?;
+                let resource_type = acl::ResourceType::from_code(r.u8()? as i8);
+                let name = r.string()?;
+                let pattern_type = acl::PatternType::from_code(r.u8()? as i8);
+                let principal = r.string()?;
+                let host = r.string()?;
+                let operation = acl::AclOperation::from_code(r.u8()? as i8);
+                let permission = acl::AclPermissionType::from_code(r.u8()? as i8);
+                MetadataRecord::AccessControlEntry {
+                    id,
+                    binding: acl::AclBinding::new(
+                        acl::ResourcePattern::new(resource_type, name, pattern_type),
+                        acl::AccessControlEntry::new(principal, host, operation, permission),
+                    ),
+                }
+            }
+            TYPE_REMOVE_ACCESS_CONTROL_ENTRY => {
+                MetadataRecord::RemoveAccessControlEntry { id: r.uuid()? }
+            }
             _ => MetadataRecord::RemoveTopic {
                 topic_id: r.uuid()?,
             },
@@ -794,6 +840,23 @@ mod tests {
                 name: "ü".into(),
                 mechanism: 1,
             },
+            MetadataRecord::AccessControlEntry {
+                id: [3; 16],
+                binding: acl::AclBinding::new(
+                    acl::ResourcePattern::new(
+                        acl::ResourceType::Topic,
+                        "orders-",
+                        acl::PatternType::Prefixed,
+                    ),
+                    acl::AccessControlEntry::new(
+                        "User:ü",
+                        "*",
+                        acl::AclOperation::Read,
+                        acl::AclPermissionType::Deny,
+                    ),
+                ),
+            },
+            MetadataRecord::RemoveAccessControlEntry { id: [3; 16] },
         ]
     }
 
@@ -885,7 +948,7 @@ mod tests {
         for _ in 0..20_000 {
             let len = (next() % 64) as usize;
             let mut body: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-            for ty in [2u8, 3, 4, 9, 0, 1, 5, 11, 15, 17, 22, 255] {
+            for ty in [2u8, 3, 4, 9, 0, 1, 5, 11, 15, 17, 18, 19, 22, 255] {
                 let _ = MetadataRecord::decode_body(ty, 0, &body);
                 let _ = MetadataRecord::decode_body(ty, 1, &body);
             }
@@ -894,7 +957,7 @@ mod tests {
                 let n = body.len() - FRAME_PREFIX;
                 body[0..4].copy_from_slice(&(n as u32).to_be_bytes());
                 body[FRAME_PREFIX] =
-                    [0u8, 1, 2, 3, 4, 5, 9, 11, 15, 17, 22][(next() % 11) as usize];
+                    [0u8, 1, 2, 3, 4, 5, 9, 11, 15, 17, 18, 19, 22][(next() % 13) as usize];
                 body[FRAME_PREFIX + 1] = (next() % 2) as u8;
                 let crc = crc32c::crc32c(&body[FRAME_PREFIX..]);
                 body[4..8].copy_from_slice(&crc.to_be_bytes());

@@ -15,6 +15,9 @@ import pytest
 from conftest import broker_as_typed, port_open
 from e2e_helpers import ck_consume, ck_produce, ck_producer, kp_consume, kp_produce, kp_producer
 
+# Both README tests need ports 9092 and 9093: one xdist worker runs them, one after the other.
+pytestmark = pytest.mark.xdist_group("readme-ports")
+
 BOOTSTRAP = "127.0.0.1:9092"
 N = 200
 

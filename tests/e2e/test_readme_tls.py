@@ -18,6 +18,9 @@ from conftest import broker_as_typed, port_open
 from e2e_helpers import ck_consume, ck_consumer, ck_produce, ck_producer
 from test_tls import api_versions_over, ck_ssl, client_context, pki  # noqa: F401 (fixture)
 
+# Both README tests need ports 9092 and 9093: one xdist worker runs them, one after the other.
+pytestmark = pytest.mark.xdist_group("readme-ports")
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 CARGO_PREFIX = ["cargo", "run", "--release", "-p", "broker", "--"]
 N = 100

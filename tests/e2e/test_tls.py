@@ -267,7 +267,7 @@ def test_librdkafka_over_tls_1_2_only(start_broker, pki):
 
 
 def test_client_auth_required(start_broker, pki, monkeypatch):
-    monkeypatch.setenv("RUST_LOG", "info,broker::server=debug")
+    monkeypatch.setenv("RUST_LOG", "info,broker::server=debug,broker::accept=debug")
     b = ssl_broker(start_broker, pki, **{"ssl.client.auth": "required"})
     # With a certificate: served, and the connection's principal is the subject DN.
     assert api_versions_over(b.ssl_port, client_context(pki))[1] == 0
@@ -296,7 +296,7 @@ def test_client_auth_required(start_broker, pki, monkeypatch):
 
 
 def test_client_auth_requested_accepts_both(start_broker, pki, monkeypatch):
-    monkeypatch.setenv("RUST_LOG", "info,broker::server=debug")
+    monkeypatch.setenv("RUST_LOG", "info,broker::server=debug,broker::accept=debug")
     b = ssl_broker(start_broker, pki, **{"ssl.client.auth": "requested"})
     assert api_versions_over(b.ssl_port, client_context(pki, cert=False))[1] == 0
     assert api_versions_over(b.ssl_port, client_context(pki))[1] == 0

@@ -12,6 +12,9 @@ use wire::generated::{
 use wire::primitives::Uuid;
 use wire::ErrorCode;
 
+use acl::AclOperation::{Create, Delete, Describe, DescribeConfigs};
+use acl::ResourceType::Topic;
+
 use super::{encode_response, RequestContext, Response};
 use crate::config;
 use crate::forward::{self, TopicOutcome, TopicSpec};
@@ -30,10 +33,15 @@ pub async fn handle_create_topics(
         .filter(|topic| !seen.insert(topic.name.clone()))
         .map(|topic| topic.name.clone())
         .collect();
+    // Kafka (ControllerApis): CREATE on the cluster, else on each topic; DESCRIBE_CONFIGS on
+    // a topic for its configs in the answer.
+    let create_all = shard.authorize_cluster(&ctx, Create);
+    let creatable = |name: &str| create_all || shard.authorize(&ctx, Create, Topic, name);
     let specs: Vec<TopicSpec> = request
         .topics
         .iter()
         .filter(|topic| !duplicated.contains(&topic.name))
+        .filter(|topic| creatable(&topic.name))
         .map(|topic| {
             let configs: BTreeMap<String, String> = topic
                 .configs
@@ -82,6 +90,18 @@ pub async fn handle_create_topics(
                     ..Default::default()
                 };
             }
+            if !creatable(&topic.name) {
+                return CreatableTopicResult {
+                    name: topic.name.clone(),
+                    error_code: ErrorCode::TopicAuthorizationFailed.code(),
+                    error_message: Some("Authorization failed.".into()),
+                    num_partitions: -1,
+                    replication_factor: -1,
+                    configs: Some(Vec::new()),
+                    ..Default::default()
+                };
+            }
+            let described = shard.authorize(&ctx, DescribeConfigs, Topic, &topic.name);
             let outcome = outcomes.next().unwrap_or_else(|| TopicOutcome {
                 name: topic.name.clone(),
                 topic_id: [0; 16],
@@ -106,8 +126,13 @@ pub async fn handle_create_topics(
                     (true, -1) => shard.config.default_replication_factor,
                     (true, asked) => asked,
                 },
+                topic_config_error_code: if created && !described {
+                    ErrorCode::TopicAuthorizationFailed.code()
+                } else {
+                    0
+                },
                 // A topic not created lists no configs (an empty list, as Kafka, not null).
-                configs: Some(if created {
+                configs: Some(if created && described {
                     config::describe_topic(&shard.topic_defaults(), &spec_configs)
                         .into_iter()
                         .map(|entry| CreatableTopicConfigs {
@@ -161,7 +186,36 @@ pub async fn handle_delete_topics(
             None => image.topic_by_id(&id.0).map(|topic| topic.name.clone()),
         })
         .collect();
-    let known: Vec<String> = names.iter().flatten().cloned().collect();
+    // Kafka (ControllerApis): DELETE on the cluster allows every topic; else a topic named
+    // needs DESCRIBE (before its existence is told) and DELETE, and one given by id needs
+    // DELETE (its name is shown only with DESCRIBE). `Some(shown name)`: refused.
+    let delete_all = shard.authorize_cluster(&ctx, Delete);
+    let refusals: Vec<Option<Option<String>>> = wanted
+        .iter()
+        .zip(&names)
+        .map(|((given, _), name)| {
+            let name = name.as_deref().filter(|_| !delete_all)?;
+            let describable = shard.authorize(&ctx, Describe, Topic, name);
+            let refused = || Some(describable.then(|| name.to_owned()));
+            if given.is_some() && !describable {
+                return Some(Some(name.to_owned()));
+            }
+            if given.is_some() && image.topic(name).is_none() {
+                return None;
+            }
+            if shard.authorize(&ctx, Delete, Topic, name) {
+                None
+            } else {
+                refused()
+            }
+        })
+        .collect();
+    let known: Vec<String> = names
+        .iter()
+        .zip(&refusals)
+        .filter(|(_, refused)| refused.is_none())
+        .filter_map(|(name, _)| name.clone())
+        .collect();
     let outcomes = if known.is_empty() {
         Vec::new()
     } else {
@@ -171,7 +225,14 @@ pub async fn handle_delete_topics(
     let responses = wanted
         .iter()
         .zip(names)
-        .map(|((_, id), name)| match name {
+        .zip(refusals)
+        .map(|(((_, id), name), refused)| match name {
+            _ if refused.is_some() => DeletableTopicResult {
+                name: refused.flatten(),
+                topic_id: *id,
+                error_code: ErrorCode::TopicAuthorizationFailed.code(),
+                ..Default::default()
+            },
             None => DeletableTopicResult {
                 name: None,
                 topic_id: *id,

@@ -26,6 +26,8 @@ use crate::shard::Shard;
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
+const RESOURCE_CLIENT_METRICS: i8 = 16;
+const RESOURCE_GROUP: i8 = 32;
 
 /// One resource of either request, in a common form.
 struct Resource {
@@ -58,7 +60,7 @@ pub async fn handle_alter_configs(
             )),
         })
         .collect::<Vec<_>>();
-    let outcomes = alter(&shard, &resources, request.validate_only).await;
+    let outcomes = alter(&shard, &ctx, &resources, request.validate_only).await;
     let response = AlterConfigsResponse {
         throttle_time_ms: 0,
         responses: resources
@@ -109,7 +111,7 @@ pub async fn handle_incremental_alter_configs(
             }
         })
         .collect::<Vec<_>>();
-    let outcomes = alter(&shard, &resources, request.validate_only).await;
+    let outcomes = alter(&shard, &ctx, &resources, request.validate_only).await;
     let response = IncrementalAlterConfigsResponse {
         throttle_time_ms: 0,
         responses: resources
@@ -132,7 +134,12 @@ pub async fn handle_incremental_alter_configs(
 
 /// Answers every resource: malformed ones here, the others on the metadata core (one call
 /// for all of them).
-async fn alter(shard: &Rc<Shard>, resources: &[Resource], validate_only: bool) -> Vec<Outcome> {
+async fn alter(
+    shard: &Rc<Shard>,
+    ctx: &RequestContext,
+    resources: &[Resource],
+    validate_only: bool,
+) -> Vec<Outcome> {
     let mut seen = HashSet::new();
     let duplicated: HashSet<(i8, &str)> = resources
         .iter()
@@ -148,6 +155,8 @@ async fn alter(shard: &Rc<Shard>, resources: &[Resource], validate_only: bool) -
                 ErrorCode::InvalidRequest,
                 format!("Duplicate resource {}", resource.name),
             )
+        } else if let Some(code) = refusal(shard, ctx, resource) {
+            refuse(code, code.message().to_string())
         } else {
             match (&resource.change, resource.resource_type) {
                 (Err((code, message)), _) => refuse(*code, message.clone()),
@@ -204,6 +213,29 @@ async fn alter(shard: &Rc<Shard>, resources: &[Resource], validate_only: bool) -
             })
         })
         .collect()
+}
+
+/// Kafka (ControllerApis, and the broker for its loggers): ALTER_CONFIGS on the cluster for
+/// the broker, its loggers and client metrics, on the topic or group otherwise.
+fn refusal(shard: &Shard, ctx: &RequestContext, resource: &Resource) -> Option<ErrorCode> {
+    use acl::AclOperation::AlterConfigs;
+    use acl::ResourceType::{Group, Topic};
+    let (allowed, code) = match resource.resource_type {
+        RESOURCE_BROKER | RESOURCE_BROKER_LOGGER | RESOURCE_CLIENT_METRICS => (
+            shard.authorize_cluster(ctx, AlterConfigs),
+            ErrorCode::ClusterAuthorizationFailed,
+        ),
+        RESOURCE_TOPIC => (
+            shard.authorize(ctx, AlterConfigs, Topic, &resource.name),
+            ErrorCode::TopicAuthorizationFailed,
+        ),
+        RESOURCE_GROUP => (
+            shard.authorize(ctx, AlterConfigs, Group, &resource.name),
+            ErrorCode::GroupAuthorizationFailed,
+        ),
+        _ => (true, ErrorCode::None),
+    };
+    (!allowed).then_some(code)
 }
 
 /// IncrementalAlterConfigs on BROKER_LOGGER: checked as Kafka checks it, then (unless

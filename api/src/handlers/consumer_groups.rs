@@ -10,6 +10,9 @@ use wire::generated::*;
 use wire::primitives::Uuid;
 use wire::ErrorCode;
 
+use acl::AclOperation::{Describe, Read};
+use acl::ResourceType::{Group, Topic};
+
 use super::groups::{call, invalid_group_id};
 use super::{encode_response, RequestContext, Response};
 use crate::group::calls::{self, ConsumerDescribeReply, ConsumerHeartbeatReply, Refused};
@@ -73,6 +76,26 @@ pub async fn consumer_group_heartbeat(
 ) -> Response {
     let version = ctx.api_version;
     let group_id = request.group_id.clone();
+    // Kafka: READ on the group; then DESCRIBE on every subscribed topic named, or the whole
+    // heartbeat is refused (TOPIC_AUTHORIZATION_FAILED, no message).
+    let refused = if !shard.authorize(&ctx, Read, Group, &group_id) {
+        Some(ErrorCode::GroupAuthorizationFailed)
+    } else if request
+        .subscribed_topic_names
+        .as_ref()
+        .is_some_and(|names| {
+            names
+                .iter()
+                .any(|name| !shard.authorize(&ctx, Describe, Topic, name))
+        })
+    {
+        Some(ErrorCode::TopicAuthorizationFailed)
+    } else {
+        None
+    };
+    if let Some(code) = refused {
+        return encode_response(&ctx, version, &heartbeat_response(Err(Refused::code(code))));
+    }
     let beat = |partition| calls::ConsumerHeartbeat {
         partition,
         request: Box::new(heartbeat_request(request)),
@@ -149,7 +172,9 @@ pub async fn consumer_group_describe(
 ) -> Response {
     let mut groups = Vec::with_capacity(request.group_ids.len());
     for group_id in &request.group_ids {
-        let reply = if invalid_group_id(group_id) {
+        let reply = if !shard.authorize(&ctx, Describe, Group, group_id) {
+            Err(Refused::code(ErrorCode::GroupAuthorizationFailed))
+        } else if invalid_group_id(group_id) {
             Err(Refused::code(ErrorCode::InvalidGroupId))
         } else {
             let describe = |partition| calls::ConsumerDescribe {
@@ -160,7 +185,11 @@ pub async fn consumer_group_describe(
                 .await
                 .unwrap_or_else(|code| Err(Refused::code(code)))
         };
-        groups.push(described_group(group_id, reply));
+        let mut described = described_group(group_id, reply);
+        if request.include_authorized_operations && described.error_code == 0 {
+            described.authorized_operations = shard.authorized_operations(&ctx, Group, group_id);
+        }
+        groups.push(described);
     }
     let response = ConsumerGroupDescribeResponse {
         groups,

@@ -26,10 +26,20 @@ pub async fn handle(
         .filter(|topic| !seen.insert(topic.name.as_str()))
         .map(|topic| topic.name.as_str())
         .collect();
+    // Kafka (ControllerApis): ALTER on each topic (after the duplicate check).
+    let allowed = |name: &str| {
+        shard.authorize(
+            &ctx,
+            acl::AclOperation::Alter,
+            acl::ResourceType::Topic,
+            name,
+        )
+    };
     let specs: Vec<PartitionsSpec> = request
         .topics
         .iter()
         .filter(|topic| !duplicated.contains(topic.name.as_str()))
+        .filter(|topic| allowed(&topic.name))
         .map(|topic| PartitionsSpec {
             name: topic.name.clone(),
             count: topic.count,
@@ -58,6 +68,8 @@ pub async fn handle(
                     ErrorCode::InvalidRequest.code(),
                     Some("Duplicate topic in request.".to_string()),
                 )
+            } else if !allowed(&topic.name) {
+                (ErrorCode::TopicAuthorizationFailed.code(), None)
             } else {
                 outcomes
                     .next()

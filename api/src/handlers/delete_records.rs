@@ -35,6 +35,13 @@ pub async fn handle(
             }
         }
     }
+    // Kafka: DELETE on each topic, checked first (one decision per topic).
+    let allowed = shard.authorized_names(
+        &ctx,
+        acl::AclOperation::Delete,
+        acl::ResourceType::Topic,
+        request.topics.iter().map(|t| t.name.as_str()),
+    );
     let mut results: Vec<Option<(i16, i64)>> = Vec::with_capacity(order.len());
     let mut by_shard = ByShard::new(shard.shard_count());
     for (slot, &(name, partition)) in order.iter().enumerate() {
@@ -42,6 +49,9 @@ pub async fn handle(
             .topic(name)
             .and_then(|t| t.partition(partition).map(|p| (t, p)))
         {
+            _ if !allowed.contains(name) => {
+                results.push(Some((ErrorCode::TopicAuthorizationFailed.code(), -1)))
+            }
             None => results.push(Some((ErrorCode::UnknownTopicOrPartition.code(), -1))),
             Some((topic_image, owner)) => {
                 results.push(None);

@@ -16,12 +16,6 @@ use crate::shard::Shard;
 const ENDPOINT_BROKERS: i8 = 1;
 const ENDPOINT_CONTROLLERS: i8 = 2;
 
-/// Kafka's AclOperation codes allowed on the CLUSTER resource (CREATE 5, ALTER 7, DESCRIBE 8,
-/// CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12) as
-/// DescribeCluster's bit field: with no ACLs every one of them is allowed.
-const CLUSTER_OPERATIONS: i32 =
-    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
-
 pub async fn handle(
     shard: Rc<Shard>,
     request: DescribeClusterRequest,
@@ -59,10 +53,13 @@ pub async fn handle(
                         ..Default::default()
                     })
                     .collect(),
-                cluster_authorized_operations: if request.include_cluster_authorized_operations {
-                    CLUSTER_OPERATIONS
-                } else {
+                // Kafka: the bit set needs DESCRIBE on the cluster (0 without it).
+                cluster_authorized_operations: if !request.include_cluster_authorized_operations {
                     i32::MIN
+                } else if shard.authorize_cluster(&ctx, acl::AclOperation::Describe) {
+                    shard.authorized_operations(&ctx, acl::ResourceType::Cluster, acl::CLUSTER_NAME)
+                } else {
+                    0
                 },
                 ..Default::default()
             }

@@ -19,6 +19,8 @@ use crate::shard::Shard;
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
+const RESOURCE_CLIENT_METRICS: i8 = 16;
+const RESOURCE_GROUP: i8 = 32;
 
 pub async fn handle(
     shard: Rc<Shard>,
@@ -34,6 +36,21 @@ pub async fn handle(
         .iter()
         .filter(|resource| seen.insert((resource.resource_type, resource.resource_name.as_str())))
         .map(|resource| {
+            if let Some(code) = refusal(
+                &shard,
+                &ctx,
+                resource.resource_type,
+                &resource.resource_name,
+            ) {
+                return DescribeConfigsResult {
+                    error_code: code.code(),
+                    error_message: Some(code.message().to_string()),
+                    resource_type: resource.resource_type,
+                    resource_name: resource.resource_name.clone(),
+                    configs: Vec::new(),
+                    ..Default::default()
+                };
+            }
             if resource.resource_type == RESOURCE_BROKER_LOGGER {
                 return describe_loggers(&shard, resource);
             }
@@ -108,6 +125,34 @@ pub async fn handle(
         ..Default::default()
     };
     encode_response(&ctx, ctx.api_version, &response)
+}
+
+/// Kafka's `ConfigHelper`: DESCRIBE_CONFIGS on the cluster for the broker, its loggers and
+/// client metrics, on the topic or group otherwise; the error names the resource's kind.
+fn refusal(
+    shard: &Shard,
+    ctx: &RequestContext,
+    resource_type: i8,
+    name: &str,
+) -> Option<ErrorCode> {
+    use acl::AclOperation::DescribeConfigs;
+    use acl::ResourceType::{Group, Topic};
+    let (allowed, code) = match resource_type {
+        RESOURCE_BROKER | RESOURCE_BROKER_LOGGER | RESOURCE_CLIENT_METRICS => (
+            shard.authorize_cluster(ctx, DescribeConfigs),
+            ErrorCode::ClusterAuthorizationFailed,
+        ),
+        RESOURCE_TOPIC => (
+            shard.authorize(ctx, DescribeConfigs, Topic, name),
+            ErrorCode::TopicAuthorizationFailed,
+        ),
+        RESOURCE_GROUP => (
+            shard.authorize(ctx, DescribeConfigs, Group, name),
+            ErrorCode::GroupAuthorizationFailed,
+        ),
+        _ => (true, ErrorCode::None),
+    };
+    (!allowed).then_some(code)
 }
 
 /// BROKER_LOGGER: every logger with the level in force, as Kafka's `ConfigHelper` answers

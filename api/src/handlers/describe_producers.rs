@@ -30,6 +30,13 @@ pub async fn handle(
     let mut by_shard = ByShard::new(shard.shard_count());
     for topic in &request.topics {
         let topic_image = image.topic(&topic.name);
+        // Kafka: READ on the topic, before its existence is told.
+        let authorized = shard.authorize(
+            &ctx,
+            acl::AclOperation::Read,
+            acl::ResourceType::Topic,
+            &topic.name,
+        );
         for &partition in &topic.partition_indexes {
             let next = answers.len();
             let slot = *distinct
@@ -40,6 +47,12 @@ pub async fn handle(
                 continue;
             }
             match topic_image.and_then(|t| t.partition(partition).map(|p| (t, p))) {
+                _ if !authorized => {
+                    answers.push(Some((
+                        ErrorCode::TopicAuthorizationFailed.code(),
+                        Vec::new(),
+                    )));
+                }
                 None => {
                     answers.push(Some((
                         ErrorCode::UnknownTopicOrPartition.code(),

@@ -33,6 +33,16 @@ pub async fn handle(
     request: DescribeQuorumRequest,
     ctx: RequestContext,
 ) -> Response {
+    // Kafka (ControllerApis): DESCRIBE on the cluster, or the whole request is refused.
+    if !shard.authorize_cluster(&ctx, acl::AclOperation::Describe) {
+        let code = ErrorCode::ClusterAuthorizationFailed;
+        let response = DescribeQuorumResponse {
+            error_code: code.code(),
+            error_message: Some(code.message().to_string()),
+            ..Default::default()
+        };
+        return encode_response(&ctx, ctx.api_version, &response);
+    }
     let asked_for_metadata = request.topics.len() == 1
         && request.topics[0].topic_name == METADATA_TOPIC
         && request.topics[0].partitions.len() == 1

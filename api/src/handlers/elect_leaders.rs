@@ -24,7 +24,12 @@ pub async fn handle(
     request: ElectLeadersRequest,
     ctx: RequestContext,
 ) -> Response {
+    // Kafka (ControllerApis): ALTER on the cluster, or the whole request is refused.
     let response = match &shard.cluster {
+        _ if !shard.authorize_cluster(&ctx, acl::AclOperation::Alter) => ElectLeadersResponse {
+            error_code: ErrorCode::ClusterAuthorizationFailed.code(),
+            ..Default::default()
+        },
         Some(link) => {
             let to = link.leader_addr();
             crate::shard::to_controller::call::<_, ElectLeadersResponse>(

@@ -365,14 +365,32 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
         };
         return encode_response(&ctx, ctx.api_version, &response);
     }
+    // Kafka: a follower's fetch (replica id >= 0) needs CLUSTER_ACTION, or every partition is
+    // refused; a consumer's needs READ on each topic (decided once per topic).
+    let follower_allowed =
+        replica_id < 0 || shard.authorize_cluster(&ctx, acl::AclOperation::ClusterAction);
     for topic in &request.topics {
         let topic_image = if by_id {
             image.topic_by_id(&topic.topic_id.0)
         } else {
             image.topic(&topic.topic)
         };
+        let authorized = if replica_id >= 0 {
+            follower_allowed
+        } else {
+            let name = topic_image.map_or(topic.topic.as_str(), |t| t.name.as_str());
+            // An unknown topic id answers UNKNOWN_TOPIC_ID whatever the ACLs say.
+            (by_id && topic_image.is_none())
+                || shard.authorize(
+                    &ctx,
+                    acl::AclOperation::Read,
+                    acl::ResourceType::Topic,
+                    name,
+                )
+        };
         for partition in &topic.partitions {
             let target = match topic_image {
+                _ if !authorized => Err(ErrorCode::TopicAuthorizationFailed),
                 None => Err(unknown_topic),
                 Some(topic_image) => match topic_image.partition(partition.partition) {
                     None => Err(ErrorCode::UnknownTopicOrPartition),

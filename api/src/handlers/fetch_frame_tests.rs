@@ -82,6 +82,8 @@ fn spliced_frame_equals_copied_frame_at_every_version() {
             client_id: String::new(),
             listener: "PLAINTEXT".into(),
             principal: "User:ANONYMOUS".into(),
+            host: "127.0.0.1".into(),
+            trusted: false,
             tally: crate::handoff::Tally::off(),
             error_counts: None,
         };

@@ -70,6 +70,10 @@ async fn answer(shard: &Rc<Shard>, frame: Vec<u8>) -> Result<Vec<u8>, String> {
         client_id: header.client_id.unwrap_or_default(),
         listener: Rc::from("CONTROLLER"),
         principal: Rc::from("User:ANONYMOUS"),
+        host: Rc::from(""),
+        // The broker that forwarded it authorized its client's request (see
+        // `handlers::authorize`); the CONTROLLER listener carries no principal of that client.
+        trusted: true,
         tally: crate::handoff::Tally::new(shard.id, shard.shard_count(), false, false),
         error_counts: None,
     };
@@ -95,6 +99,8 @@ async fn answer(shard: &Rc<Shard>, frame: Vec<u8>) -> Result<Vec<u8>, String> {
         Some(ApiKey::AlterUserScramCredentials) => {
             super::scram_credentials::alter(shard, decode(&ctx, body)?, ctx).await
         }
+        Some(ApiKey::CreateAcls) => super::acls::create(shard, decode(&ctx, body)?, ctx).await,
+        Some(ApiKey::DeleteAcls) => super::acls::delete(shard, decode(&ctx, body)?, ctx).await,
         Some(ApiKey::AllocateProducerIds) => {
             let _request: AllocateProducerIdsRequest = decode(&ctx, body)?;
             let response = match shard.call(0, forward::AllocateProducerIds).await {

@@ -23,16 +23,15 @@ use wire::generated::offset_fetch_response::{
 use wire::generated::*;
 use wire::ErrorCode;
 
-use super::{encode_response, RequestContext, Response};
+use acl::AclOperation::{Delete, Describe, Read};
+use acl::ResourceType::{Group, TransactionalId};
+
+use super::{encode_response, group_acls, RequestContext, Response};
 use crate::forward::Serve;
 use crate::group::calls::{self, JoinFailed, JoinReply, MemberLeft, SyncReply};
 use crate::group::classic::JoinArgs;
 use crate::group::{self, FetchedTopic, OFFSETS_TOPIC};
 use crate::shard::Shard;
-
-/// Kafka's AclOperation codes allowed on a GROUP resource (READ 3, DELETE 6, DESCRIBE 8,
-/// DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11) as DescribeGroups' bit field.
-const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11);
 
 /// FindCoordinator key types.
 const KEY_TYPE_GROUP: i8 = 0;
@@ -115,33 +114,54 @@ pub async fn find_coordinator(
             .find(|b| b.node_id == leader)
             .map(|b| (b.node_id, b.host.clone(), b.port))
     };
-    let entry = |key: String| match (&outcome, coordinator_of(&key)) {
-        (Ok(()), Some((node_id, host, port))) => CoordinatorEntry {
-            key,
-            node_id,
-            host,
-            port,
-            error_code: 0,
-            error_message: None,
-            ..Default::default()
-        },
-        (Ok(()), None) => CoordinatorEntry {
-            key,
-            node_id: -1,
-            host: String::new(),
-            port: -1,
-            error_code: ErrorCode::CoordinatorNotAvailable.code(),
-            error_message: Some("the group's coordinator has no live leader".into()),
-            ..Default::default()
-        },
-        (Err((code, message)), _) => CoordinatorEntry {
+    // Kafka: DESCRIBE on the group or the transactional id, per key, before anything else.
+    let refusal = |key: &str| match key_type {
+        KEY_TYPE_GROUP if !shard.authorize(&ctx, Describe, Group, key) => {
+            Some(ErrorCode::GroupAuthorizationFailed)
+        }
+        KEY_TYPE_TRANSACTION if !shard.authorize(&ctx, Describe, TransactionalId, key) => {
+            Some(ErrorCode::TransactionalIdAuthorizationFailed)
+        }
+        _ => None,
+    };
+    let entry = |key: String| match (refusal(&key), &outcome, coordinator_of(&key)) {
+        (Some(code), _, _) => CoordinatorEntry {
             key,
             node_id: -1,
             host: String::new(),
             port: -1,
             error_code: code.code(),
-            error_message: Some((*message).into()),
+            error_message: Some(code.message().into()),
             ..Default::default()
+        },
+        (None, outcome, coordinator) => match (outcome, coordinator) {
+            (Ok(()), Some((node_id, host, port))) => CoordinatorEntry {
+                key,
+                node_id,
+                host,
+                port,
+                error_code: 0,
+                error_message: None,
+                ..Default::default()
+            },
+            (Ok(()), None) => CoordinatorEntry {
+                key,
+                node_id: -1,
+                host: String::new(),
+                port: -1,
+                error_code: ErrorCode::CoordinatorNotAvailable.code(),
+                error_message: Some("the group's coordinator has no live leader".into()),
+                ..Default::default()
+            },
+            (Err((code, message)), _) => CoordinatorEntry {
+                key,
+                node_id: -1,
+                host: String::new(),
+                port: -1,
+                error_code: code.code(),
+                error_message: Some((*message).into()),
+                ..Default::default()
+            },
         },
     };
     let response = if ctx.api_version >= 4 {
@@ -213,7 +233,10 @@ pub async fn join_group(
     let version = ctx.api_version;
     let limits = &shard.config.groups;
     let error = |code: ErrorCode| Err(JoinFailed::new(&request.member_id, code));
-    let reply = if invalid_group_id(&request.group_id) {
+    let reply = if !shard.authorize(&ctx, Read, Group, &request.group_id) {
+        // Kafka's error response names no member.
+        Err(JoinFailed::new("", ErrorCode::GroupAuthorizationFailed))
+    } else if invalid_group_id(&request.group_id) {
         error(ErrorCode::InvalidGroupId)
     } else if request.session_timeout_ms < limits.min_session_timeout_ms
         || request.session_timeout_ms > limits.max_session_timeout_ms
@@ -292,7 +315,9 @@ pub async fn sync_group(
     ctx: RequestContext,
 ) -> Response {
     let version = ctx.api_version;
-    let reply = if invalid_group_id(&request.group_id) {
+    let reply = if !shard.authorize(&ctx, Read, Group, &request.group_id) {
+        Err(ErrorCode::GroupAuthorizationFailed)
+    } else if invalid_group_id(&request.group_id) {
         Err(ErrorCode::InvalidGroupId)
     } else {
         let sync = |partition| calls::SyncGroup {
@@ -329,7 +354,9 @@ pub async fn heartbeat(
     request: HeartbeatRequest,
     ctx: RequestContext,
 ) -> Response {
-    let result = if invalid_group_id(&request.group_id) {
+    let result = if !shard.authorize(&ctx, Read, Group, &request.group_id) {
+        Err(ErrorCode::GroupAuthorizationFailed)
+    } else if invalid_group_id(&request.group_id) {
         Err(ErrorCode::InvalidGroupId)
     } else {
         let beat = |partition| calls::Heartbeat {
@@ -355,7 +382,9 @@ pub async fn leave_group(
 ) -> Response {
     let version = ctx.api_version;
     let group_id = request.group_id;
-    let reply = if invalid_group_id(&group_id) {
+    let reply = if !shard.authorize(&ctx, Read, Group, &group_id) {
+        Err(ErrorCode::GroupAuthorizationFailed)
+    } else if invalid_group_id(&group_id) {
         Err(ErrorCode::InvalidGroupId)
     } else {
         // v0-2 name one member at the top level; v3+ a list of them.
@@ -422,12 +451,21 @@ pub async fn offset_commit(
     let everywhere = |request: &OffsetCommitRequest, code: ErrorCode| {
         group::offset_commit_response(request, &|_, _| code)
     };
-    let response = if invalid_group_id(&request.group_id) {
+    // Kafka: READ on the group, else every partition is refused; then READ on each topic.
+    let mut request = request;
+    let mut refused = Vec::new();
+    let response = if !shard.authorize(&ctx, Read, Group, &request.group_id) {
+        everywhere(&request, ErrorCode::GroupAuthorizationFailed)
+    } else if invalid_group_id(&request.group_id) {
         everywhere(&request, ErrorCode::InvalidGroupId)
     } else {
+        let had_topics = !request.topics.is_empty();
+        refused = group_acls::split_commit(&shard, &ctx, &mut request.topics);
         // Located first: the request travels to the coordinator, and a failure to find one
         // answers it here.
         match group::locate_when_known(&shard, &request.group_id).await {
+            // Nothing left to commit: Kafka answers without the coordinator.
+            _ if had_topics && request.topics.is_empty() => OffsetCommitResponse::default(),
             Err(code) => everywhere(&request, code),
             Ok((target, partition)) => {
                 let commit = calls::OffsetCommit {
@@ -439,6 +477,8 @@ pub async fn offset_commit(
             }
         }
     };
+    let mut response = response;
+    response.topics.extend(refused);
     encode_response(&ctx, version, &response)
 }
 
@@ -479,6 +519,47 @@ async fn fetch_group_offsets(
     }
 }
 
+/// `fetch_group_offsets` as Kafka authorizes it: DESCRIBE on the group (refused: every
+/// requested partition and the group carry GROUP_AUTHORIZATION_FAILED), then DESCRIBE on
+/// each topic (named ones refused with TOPIC_AUTHORIZATION_FAILED, left out of "all").
+async fn fetch_authorized_offsets(
+    shard: &Rc<Shard>,
+    ctx: &RequestContext,
+    group_id: &str,
+    topics: Option<Vec<(String, Vec<i32>)>>,
+    member: (Option<String>, i32),
+    require_stable: bool,
+) -> (i16, Vec<FetchedTopic>) {
+    if !shard.authorize(ctx, Describe, Group, group_id) {
+        let code = ErrorCode::GroupAuthorizationFailed.code();
+        let topics = topics
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, partitions)| {
+                let parts = partitions
+                    .into_iter()
+                    .map(|p| (p, -1, -1, Some(String::new()), code))
+                    .collect();
+                (name, parts)
+            })
+            .collect();
+        return (code, topics);
+    }
+    let Some(mut named) = topics else {
+        let (code, mut fetched) =
+            fetch_group_offsets(shard, group_id, None, member, require_stable).await;
+        group_acls::retain_described(shard, ctx, &mut fetched);
+        return (code, fetched);
+    };
+    let refused = group_acls::split_fetch(shard, ctx, &mut named);
+    let (code, mut fetched) =
+        fetch_group_offsets(shard, group_id, Some(named), member, require_stable).await;
+    if code == 0 {
+        fetched.extend(refused);
+    }
+    (code, fetched)
+}
+
 pub async fn offset_fetch(
     shard: Rc<Shard>,
     request: OffsetFetchRequest,
@@ -500,8 +581,9 @@ pub async fn offset_fetch(
             } else {
                 (None, -1)
             };
-            let (error_code, topics) = fetch_group_offsets(
+            let (error_code, topics) = fetch_authorized_offsets(
                 &shard,
+                &ctx,
                 &group.group_id,
                 topics,
                 member,
@@ -546,8 +628,9 @@ pub async fn offset_fetch(
                 .map(|t| (t.name.clone(), t.partition_indexes.clone()))
                 .collect()
         });
-        let (error_code, topics) = fetch_group_offsets(
+        let (error_code, topics) = fetch_authorized_offsets(
             &shard,
+            &ctx,
             &request.group_id,
             topics,
             (None, -1),
@@ -592,12 +675,19 @@ pub async fn offset_delete(
         error_code: code.code(),
         ..Default::default()
     };
-    let response = if invalid_group_id(&group_id) {
+    // Kafka: DELETE on the group, then READ on each topic.
+    let mut request = request;
+    let mut refused = Vec::new();
+    let mut response = if !shard.authorize(&ctx, Delete, Group, &group_id) {
+        error(ErrorCode::GroupAuthorizationFailed)
+    } else if invalid_group_id(&group_id) {
         error(ErrorCode::InvalidGroupId)
     } else {
+        refused = group_acls::split_delete(&shard, &ctx, &mut request.topics);
         let delete = |partition| calls::OffsetDelete { partition, request };
         call(&shard, &group_id, delete).await.unwrap_or_else(error)
     };
+    response.topics.extend(refused);
     encode_response(&ctx, ctx.api_version, &response)
 }
 
@@ -624,6 +714,10 @@ pub async fn list_groups(
                     .iter()
                     .any(|t| t.eq_ignore_ascii_case(&g.group_type)))
     });
+    // Kafka: every group with DESCRIBE on the cluster, else those the request may DESCRIBE.
+    if !shard.authorize_cluster(&ctx, Describe) {
+        groups.retain(|g| shard.authorize(&ctx, Describe, Group, &g.group_id));
+    }
     groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
     for g in &mut groups {
         if version < 4 {
@@ -653,7 +747,9 @@ pub async fn describe_groups(
             group_id: group_id.clone(),
             ..Default::default()
         };
-        let mut described = if invalid_group_id(group_id) {
+        let mut described = if !shard.authorize(&ctx, Describe, Group, group_id) {
+            failed(ErrorCode::GroupAuthorizationFailed)
+        } else if invalid_group_id(group_id) {
             failed(ErrorCode::InvalidGroupId)
         } else {
             let describe = |partition| calls::DescribeGroup {
@@ -664,12 +760,13 @@ pub async fn describe_groups(
                 .await
                 .unwrap_or_else(failed)
         };
-        described.authorized_operations = if version >= 3 && request.include_authorized_operations {
-            // No ACLs: every operation Kafka defines on a group resource is allowed.
-            GROUP_OPERATIONS
-        } else {
-            i32::MIN
-        };
+        // Kafka sets it on the groups answered without an error.
+        described.authorized_operations =
+            if version >= 3 && request.include_authorized_operations && described.error_code == 0 {
+                shard.authorized_operations(&ctx, Group, group_id)
+            } else {
+                i32::MIN
+            };
         if version < 4 {
             for member in &mut described.members {
                 member.group_instance_id = None;
@@ -691,7 +788,9 @@ pub async fn delete_groups(
 ) -> Response {
     let mut results = Vec::with_capacity(request.groups_names.len());
     for group_id in &request.groups_names {
-        let result = if invalid_group_id(group_id) {
+        let result = if !shard.authorize(&ctx, Delete, Group, group_id) {
+            Err(ErrorCode::GroupAuthorizationFailed)
+        } else if invalid_group_id(group_id) {
             Err(ErrorCode::InvalidGroupId)
         } else {
             let delete = |partition| calls::DeleteGroup {

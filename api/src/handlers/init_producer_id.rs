@@ -13,6 +13,9 @@ use std::rc::Rc;
 use wire::generated::{InitProducerIdRequest, InitProducerIdResponse};
 use wire::ErrorCode;
 
+use acl::AclOperation::{IdempotentWrite, Write};
+use acl::ResourceType::{Topic, TransactionalId};
+
 use super::{encode_response, RequestContext, Response};
 use crate::shard::Shard;
 
@@ -27,7 +30,20 @@ pub async fn handle(
         producer_epoch: -1,
         ..Default::default()
     };
+    // KafkaApis: WRITE on the transactional id; without one, IDEMPOTENT_WRITE on the cluster
+    // or WRITE on some topic (`authorizeByResourceType`).
+    let authorized = match request.transactional_id.as_deref() {
+        Some(id) => shard
+            .authorize(&ctx, Write, TransactionalId, id)
+            .then_some(())
+            .ok_or(ErrorCode::TransactionalIdAuthorizationFailed),
+        None => (shard.authorize_cluster(&ctx, IdempotentWrite)
+            || shard.authorize_any(&ctx, Write, Topic))
+        .then_some(())
+        .ok_or(ErrorCode::ClusterAuthorizationFailed),
+    };
     let response = match request.transactional_id.as_deref() {
+        _ if authorized.is_err() => refused(authorized.err().unwrap_or(ErrorCode::None)),
         // Kafka's coordinator: an empty transactional id is an invalid request.
         Some("") => refused(ErrorCode::InvalidRequest),
         Some(transactional_id) => {

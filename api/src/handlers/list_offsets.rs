@@ -100,6 +100,13 @@ pub async fn handle(
     let mut by_shard = ByShard::new(shard.shard_count());
     for topic in &request.topics {
         let topic_image = image.topic(&topic.name);
+        // Kafka: DESCRIBE on the topic, checked before anything else.
+        let authorized = shard.authorize(
+            &ctx,
+            acl::AclOperation::Describe,
+            acl::ResourceType::Topic,
+            &topic.name,
+        );
         for partition in &topic.partitions {
             let owner = topic_image.and_then(|t| {
                 t.partition(partition.partition_index)
@@ -110,6 +117,7 @@ pub async fn handle(
             // -1 when unknown) other than the partition's.
             let current = partition.current_leader_epoch;
             let answered = match owner {
+                _ if !authorized => Some(failed(ErrorCode::TopicAuthorizationFailed)),
                 _ if duplicated => Some(failed(ErrorCode::InvalidRequest)),
                 Some((_, p)) if current >= 0 && current < p.leader_epoch => {
                     Some(failed(ErrorCode::FencedLeaderEpoch))

@@ -1,6 +1,9 @@
 //! Metadata: brokers, topics, partitions (leader, epoch, replicas), topic ids; auto-creates
 //! requested topics that do not exist when both the request (v4+) and
-//! `auto.create.topics.enable` allow it, as Kafka does.
+//! `auto.create.topics.enable` allow it, as Kafka does. With an authorizer, as Kafka's
+//! KafkaApis: DESCRIBE on each topic (hidden from a listing of all topics, refused when
+//! named), CREATE on the cluster or the topic to auto-create it, and the authorized
+//! operations bit sets when asked for.
 
 use std::rc::Rc;
 
@@ -10,6 +13,9 @@ use wire::generated::metadata_response::{
 use wire::generated::{MetadataRequest, MetadataResponse};
 use wire::primitives::Uuid;
 use wire::ErrorCode;
+
+use acl::AclOperation::{Create, Describe};
+use acl::ResourceType::Topic;
 
 use super::{encode_response, RequestContext, Response};
 use crate::forward::{self, TopicSpec};
@@ -59,11 +65,16 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
         let max_topics = (MAX_PARTITIONS_PER_REQUEST / per_topic)
             .min(MAX_AUTO_CREATE_TOPICS_PER_REQUEST) as usize;
         let mut seen = std::collections::HashSet::new();
+        // Kafka: only topics the request may DESCRIBE, and CREATE (on the cluster, or on
+        // the topic), are created.
+        let create_all = shard.authorize_cluster(&ctx, Create);
         let missing: Vec<TopicSpec> = requested
             .iter()
             .filter_map(|topic| topic.name.as_ref())
             .filter(|name| image.topic(name).is_none() && validate_topic_name(name).is_ok())
             .filter(|name| seen.insert(name.as_str()))
+            .filter(|name| shard.authorize(&ctx, Describe, Topic, name))
+            .filter(|name| create_all || shard.authorize(&ctx, Create, Topic, name))
             .take(max_topics)
             .map(|name| TopicSpec {
                 name: name.clone(),
@@ -117,6 +128,22 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
             .collect(),
         ..Default::default()
     };
+    let include_operations = ctx.api_version >= 8 && request.include_topic_authorized_operations;
+    // Kafka fills `topic_authorized_operations` for every topic it answered as authorized
+    // (found or not), and leaves the default on the refused ones.
+    let with_operations = |mut topic: MetadataResponseTopic| {
+        if include_operations {
+            let name = topic.name.as_deref().unwrap_or_default();
+            topic.topic_authorized_operations = shard.authorized_operations(&ctx, Topic, name);
+        }
+        topic
+    };
+    let refused = |name: Option<String>, topic_id: Uuid| MetadataResponseTopic {
+        error_code: ErrorCode::TopicAuthorizationFailed.code(),
+        name,
+        topic_id,
+        ..Default::default()
+    };
     let topics = if all_topics {
         image
             .topics_by_name
@@ -125,7 +152,9 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
             .filter(|topic| {
                 topic.name != crate::group::OFFSETS_TOPIC && topic.name != crate::txn::TXN_TOPIC
             })
-            .map(|topic| describe(topic))
+            // Kafka: a listing of every topic leaves out those the request may not DESCRIBE.
+            .filter(|topic| shard.authorize(&ctx, Describe, Topic, &topic.name))
+            .map(|topic| with_operations(describe(topic)))
             .collect()
     } else {
         requested
@@ -135,9 +164,35 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
                     Some(name) => image.topic(name),
                     None => image.topic_by_id(&wanted.topic_id.0),
                 };
+                // A topic named, or found by its id, that the request may not DESCRIBE: the
+                // name is not disclosed for an id (an id is not secret), nor the id for a name.
+                let name = wanted.name.as_deref().or(found.map(|t| t.name.as_str()));
+                if let Some(name) = name.filter(|n| !shard.authorize(&ctx, Describe, Topic, n)) {
+                    return match &wanted.name {
+                        Some(_) => refused(Some(name.to_owned()), Uuid::ZERO),
+                        None if ctx.api_version < 12 => {
+                            refused(Some(String::new()), wanted.topic_id)
+                        }
+                        None => refused(None, wanted.topic_id),
+                    };
+                }
+                // Not created for want of CREATE (see above): Kafka refuses it.
+                let creatable = |name: &str| {
+                    shard.authorize_cluster(&ctx, Create)
+                        || shard.authorize(&ctx, Create, Topic, name)
+                };
                 match (found, &wanted.name) {
-                    (Some(topic), _) => describe(topic),
-                    (None, Some(name)) => MetadataResponseTopic {
+                    (None, Some(name))
+                        if auto_create && validate_topic_name(name).is_ok() && !creatable(name) =>
+                    {
+                        let mut topic = refused(Some(name.clone()), Uuid::ZERO);
+                        topic.is_internal = ctx.api_version >= 1
+                            && (name == crate::group::OFFSETS_TOPIC
+                                || name == crate::txn::TXN_TOPIC);
+                        topic
+                    }
+                    (Some(topic), _) => with_operations(describe(topic)),
+                    (None, Some(name)) => with_operations(MetadataResponseTopic {
                         error_code: if validate_topic_name(name).is_err() {
                             ErrorCode::InvalidTopicException.code()
                         } else {
@@ -145,7 +200,7 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
                         },
                         name: Some(name.clone()),
                         ..Default::default()
-                    },
+                    }),
                     // v10-11 requests may carry a null name but their responses may not
                     // (Kafka refuses such requests with INVALID_REQUEST).
                     (None, None) if ctx.api_version < 12 => MetadataResponseTopic {
@@ -179,6 +234,18 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
         cluster_id: Some(cluster_id(config)),
         controller_id: super::cluster_view::controller_id(&shard),
         topics,
+        // v8-10 only (Kafka: 0 without DESCRIBE on the cluster).
+        cluster_authorized_operations: if (8..=10).contains(&ctx.api_version)
+            && request.include_cluster_authorized_operations
+        {
+            if shard.authorize_cluster(&ctx, Describe) {
+                shard.authorized_operations(&ctx, acl::ResourceType::Cluster, acl::CLUSTER_NAME)
+            } else {
+                0
+            }
+        } else {
+            i32::MIN
+        },
         ..Default::default()
     };
     encode_response(&ctx, ctx.api_version, &response)

@@ -5,9 +5,11 @@
 //! `SUPPORTED` is the single source of truth for ApiVersions: a handler is listed with exactly
 //! the versions whose fields it honours.
 
+mod acls;
 mod admin;
 mod alter_configs;
 pub mod api_versions;
+mod authorize;
 mod by_shard;
 pub mod cluster_view;
 mod consumer_groups;
@@ -21,6 +23,7 @@ mod elect_leaders;
 mod fetch;
 pub mod fetch_session;
 pub mod forwarded;
+mod group_acls;
 mod groups;
 mod init_producer_id;
 mod internal_topics;
@@ -90,6 +93,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListTransactions, 0, 1),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::DescribeAcls, 0, 3),
+    (ApiKey::CreateAcls, 0, 3),
+    (ApiKey::DeleteAcls, 0, 3),
     (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::SaslAuthenticate, 0, 2),
 ];
@@ -127,9 +133,15 @@ pub struct RequestContext {
     /// The listener the request came through (Metadata and FindCoordinator answer with the
     /// address advertised for it).
     pub listener: Rc<str>,
-    /// Kafka's principal of the connection (`User:ANONYMOUS`, or `User:` and the client
-    /// certificate's subject DN), for authorization.
+    /// Kafka's principal of the connection (`User:ANONYMOUS`, `User:` and the SASL name, or
+    /// `User:` and the client certificate's mapped subject DN), for authorization.
     pub principal: Rc<str>,
+    /// The client's address as Java prints it (`acl::java_host_address`), which ACL hosts
+    /// are compared with; computed once per connection.
+    pub host: Rc<str>,
+    /// A request another broker forwarded to this node's controller (`forwarded`): that
+    /// broker authorized it for its client, so it is not checked again here.
+    pub trusted: bool,
     /// The connection's tally of partition owners: Produce and Fetch note each partition's
     /// owner shard in it (see `handoff`).
     pub tally: Rc<crate::handoff::Tally>,
@@ -142,6 +154,8 @@ pub struct RequestContext {
 pub struct Origin {
     pub listener: Rc<str>,
     pub principal: Rc<str>,
+    /// The client's address as ACL hosts name it (see `RequestContext::host`).
+    pub host: Rc<str>,
     /// Owners of the partitions its requests touch (see `handoff`).
     pub tally: Rc<crate::handoff::Tally>,
 }
@@ -181,6 +195,8 @@ pub fn dispatch(
         client_id: String::new(),
         listener: origin.listener.clone(),
         principal: origin.principal.clone(),
+        host: origin.host.clone(),
+        trusted: false,
         tally: origin.tally.clone(),
         error_counts: shard.metrics.error_counts(),
     };
@@ -355,6 +371,9 @@ pub fn dispatch(
             scram_credentials::alter(shard, decode(&ctx, body)?, ctx),
             held,
         ),
+        ApiKey::DescribeAcls => spawn(acls::describe(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::CreateAcls => spawn(acls::create(shard, decode(&ctx, body)?, ctx), held),
+        ApiKey::DeleteAcls => spawn(acls::delete(shard, decode(&ctx, body)?, ctx), held),
         _ => unreachable!("SUPPORTED lists only handled keys"),
     };
     Ok(task)

@@ -31,8 +31,17 @@ pub async fn handle(
     let mut listing_answer: Vec<usize> = Vec::new();
     let mut answers: Vec<Option<forward::EpochEndOffset>> = Vec::new();
     let mut by_shard = ByShard::new(shard.shard_count());
+    // Kafka (KIP-320): CLUSTER_ACTION on the cluster (a follower), else DESCRIBE on each topic.
+    let cluster_action = shard.authorize_cluster(&ctx, acl::AclOperation::ClusterAction);
     for topic in &request.topics {
         let topic_image = image.topic(&topic.topic);
+        let authorized = cluster_action
+            || shard.authorize(
+                &ctx,
+                acl::AclOperation::Describe,
+                acl::ResourceType::Topic,
+                &topic.topic,
+            );
         for partition in &topic.partitions {
             let key = (
                 topic.topic.as_str(),
@@ -47,6 +56,11 @@ pub async fn handle(
                 continue;
             }
             match topic_image.and_then(|t| t.partition(partition.partition).map(|p| (t, p))) {
+                _ if !authorized => answers.push(Some(forward::EpochEndOffset {
+                    error_code: ErrorCode::TopicAuthorizationFailed.code(),
+                    leader_epoch: -1,
+                    end_offset: -1,
+                })),
                 None => answers.push(Some(forward::EpochEndOffset {
                     error_code: ErrorCode::UnknownTopicOrPartition.code(),
                     leader_epoch: -1,

@@ -114,14 +114,24 @@ struct ShardParts {
     parts: Vec<ProducePart>,
 }
 
-fn plan(request: &ProduceRequest, image: &Image, shard_count: usize) -> Plan {
+/// `allowed`: whether the request may WRITE to a topic, asked once per topic of the request
+/// (not per partition); a refused topic's partitions answer TOPIC_AUTHORIZATION_FAILED before
+/// any other check, as Kafka's.
+fn plan(
+    request: &ProduceRequest,
+    image: &Image,
+    shard_count: usize,
+    mut allowed: impl FnMut(&str) -> bool,
+) -> Plan {
     let valid_acks = matches!(request.acks, -1..=1);
     let mut results = Vec::new();
     let mut shards: Vec<ShardParts> = Vec::new();
     for topic in &request.topic_data {
         let topic_image = image.topic(&topic.name);
+        let authorized = allowed(&topic.name);
         for partition in &topic.partition_data {
             let owner = match topic_image {
+                _ if !authorized => Err(ErrorCode::TopicAuthorizationFailed),
                 _ if !valid_acks => Err(ErrorCode::InvalidRequiredAcks),
                 None => Err(ErrorCode::UnknownTopicOrPartition),
                 // Kafka: "Cannot append to internal topic" for clients.
@@ -187,13 +197,59 @@ fn fill(results: &mut [Option<ProduceResult>], slots: &[usize], answers: Vec<Pro
     }
 }
 
+/// Kafka's `RequestUtils.hasTransactionalRecords`: some partition's first batch is
+/// transactional.
+fn has_transactional_records(request: &ProduceRequest) -> bool {
+    request.topic_data.iter().any(|topic| {
+        topic.partition_data.iter().any(|partition| {
+            partition.records.as_ref().is_some_and(|records| {
+                wire::record_batch::BatchHeader::parse(records)
+                    .is_ok_and(|header| header.is_transactional())
+            })
+        })
+    })
+}
+
 pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestContext) -> Response {
     let acks = request.acks;
     let timeout_ms = request.timeout_ms.max(0) as u64;
+    // Kafka: transactional records need WRITE on the transactional id, or the whole request
+    // is refused.
+    if shard.authorizes(&ctx) && has_transactional_records(&request) {
+        let allowed = request.transactional_id.as_deref().is_some_and(|id| {
+            shard.authorize(
+                &ctx,
+                acl::AclOperation::Write,
+                acl::ResourceType::TransactionalId,
+                id,
+            )
+        });
+        if !allowed {
+            if acks == 0 {
+                return Err(
+                    "acks=0 produce refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED: \
+                            closing the connection as Kafka does"
+                        .into(),
+                );
+            }
+            let refused = build_response(
+                &request,
+                std::iter::repeat_with(|| failed(ErrorCode::TransactionalIdAuthorizationFailed)),
+            );
+            return encode_response(&ctx, ctx.api_version, &refused);
+        }
+    }
     let Plan {
         mut results,
         mut shards,
-    } = plan(&request, &shard.image(), shard.shard_count());
+    } = plan(&request, &shard.image(), shard.shard_count(), |topic| {
+        shard.authorize(
+            &ctx,
+            acl::AclOperation::Write,
+            acl::ResourceType::Topic,
+            topic,
+        )
+    });
     // Which shard owns what this connection touches (connection handoff).
     for parts in &shards {
         for _ in &parts.parts {

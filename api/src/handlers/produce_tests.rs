@@ -205,7 +205,7 @@ fn plan_groups_partitions_by_shard_in_request_order() {
             ("a", &[(3, one.clone())]),
         ],
     );
-    let plan = plan(&request, &image(), 2);
+    let plan = plan(&request, &image(), 2, |_| true);
     let unknown = Some(ErrorCode::UnknownTopicOrPartition.code());
     assert_eq!(
         codes(&plan.results),
@@ -228,7 +228,7 @@ fn plan_groups_partitions_by_shard_in_request_order() {
         ]
     );
     // One shard: everything goes to it, still in request order.
-    let plan = super::plan(&request, &image(), 1);
+    let plan = super::plan(&request, &image(), 1, |_| true);
     assert_eq!(plan.shards.len(), 1);
     assert_eq!(plan.shards[0].slots, vec![0, 1, 2, 5, 6]);
 }
@@ -236,7 +236,12 @@ fn plan_groups_partitions_by_shard_in_request_order() {
 #[test]
 fn plan_answers_bad_acks_and_internal_topic_without_a_shard() {
     let one = batch(1);
-    let bad_acks = plan(&request(2, &[("a", &[(0, one.clone())])]), &image(), 2);
+    let bad_acks = plan(
+        &request(2, &[("a", &[(0, one.clone())])]),
+        &image(),
+        2,
+        |_| true,
+    );
     assert!(bad_acks.shards.is_empty());
     assert_eq!(
         codes(&bad_acks.results),
@@ -252,12 +257,39 @@ fn plan_answers_bad_acks_and_internal_topic_without_a_shard() {
         ),
         &image(),
         2,
+        |_| true,
     );
     assert_eq!(
         codes(&internal.results),
         vec![Some(ErrorCode::InvalidTopicException.code()), None]
     );
     assert_eq!(internal.shards.len(), 1);
+}
+
+#[test]
+fn plan_refuses_unauthorized_topics_first_and_asks_once_per_topic() {
+    let one = batch(1);
+    let mut asked = Vec::new();
+    let refused = plan(
+        &request(
+            7,
+            &[
+                ("a", &[(0, one.clone()), (1, one.clone())]),
+                ("missing", &[(0, one)]),
+            ],
+        ),
+        &image(),
+        2,
+        |topic| {
+            asked.push(topic.to_string());
+            false
+        },
+    );
+    assert_eq!(asked, vec!["a".to_string(), "missing".to_string()]);
+    assert!(refused.shards.is_empty());
+    // Before the bad acks and the unknown topic, as Kafka's checks run.
+    let denied = Some(ErrorCode::TopicAuthorizationFailed.code());
+    assert_eq!(codes(&refused.results), vec![denied, denied, denied]);
 }
 
 #[test]
@@ -395,6 +427,8 @@ fn context() -> RequestContext {
         client_id: String::new(),
         listener: Rc::from("PLAINTEXT"),
         principal: Rc::from("User:ANONYMOUS"),
+        host: Rc::from("127.0.0.1"),
+        trusted: false,
         tally: crate::handoff::Tally::off(),
         error_counts: None,
     }

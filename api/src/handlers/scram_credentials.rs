@@ -18,6 +18,8 @@ use wire::generated::{
     DescribeUserScramCredentialsResponse,
 };
 
+use wire::ErrorCode;
+
 use super::{encode_response, RequestContext, Response};
 use crate::forward;
 use crate::metadata::image::Image;
@@ -33,6 +35,16 @@ pub async fn describe(
     request: DescribeUserScramCredentialsRequest,
     ctx: RequestContext,
 ) -> Response {
+    // Kafka: DESCRIBE on the cluster, or the whole request is refused.
+    if !shard.authorize_cluster(&ctx, acl::AclOperation::Describe) {
+        let code = ErrorCode::ClusterAuthorizationFailed;
+        let response = DescribeUserScramCredentialsResponse {
+            error_code: code.code(),
+            error_message: Some(code.message().to_string()),
+            ..Default::default()
+        };
+        return encode_response(&ctx, ctx.api_version, &response);
+    }
     let users: Option<Vec<String>> = request
         .users
         .map(|users| users.into_iter().map(|u| u.name).collect());
@@ -96,7 +108,12 @@ pub async fn alter(
                 .map(|u| (u.name.clone(), u.mechanism, Some(u.salt.clone()))),
         )
         .collect();
-    let results = if call.deletions.is_empty() && call.upsertions.is_empty() {
+    // Kafka (ControllerApis): ALTER on the cluster, or every user is refused.
+    let allowed = shard.authorize_cluster(&ctx, acl::AclOperation::Alter);
+    let results = if !allowed {
+        let code = ErrorCode::ClusterAuthorizationFailed;
+        call.refuse_all(code.code(), code.message())
+    } else if call.deletions.is_empty() && call.upsertions.is_empty() {
         Vec::new()
     } else {
         shard.call(0, call).await

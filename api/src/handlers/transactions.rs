@@ -24,6 +24,9 @@ use wire::generated::write_txn_markers_response::{
 use wire::generated::*;
 use wire::ErrorCode;
 
+use acl::AclOperation::{Alter, ClusterAction, Describe, Read, Write};
+use acl::ResourceType::{Group, Topic, TransactionalId};
+
 use super::{encode_response, RequestContext, Response};
 use crate::group::{self, OFFSETS_TOPIC};
 use crate::shard::Shard;
@@ -132,11 +135,11 @@ fn topic_results(
 async fn add_partitions(
     shard: &Rc<Shard>,
     transactional_id: &str,
-    producer_id: i64,
-    producer_epoch: i16,
+    (producer_id, producer_epoch): (i64, i16),
     topics: &[add_partitions_to_txn_request::AddPartitionsToTxnTopic],
     verify_only: bool,
     version: i16,
+    writable: &dyn Fn(&str) -> bool,
 ) -> Vec<AddPartitionsToTxnTopicResult> {
     let image = shard.image();
     let partitions: Vec<(String, i32)> = topics
@@ -145,8 +148,10 @@ async fn add_partitions(
         .collect();
     // Kafka: unknown partitions are UNKNOWN_TOPIC_OR_PARTITION and the others
     // OPERATION_NOT_ATTEMPTED; internal topics may not be written by clients.
+    // With an authorizer, a topic needs WRITE (decided per partition listed here; clients
+    // add a handful per call).
     let refusal = |(topic, p): &(String, i32)| {
-        if topic == OFFSETS_TOPIC || topic == TXN_TOPIC {
+        if topic == OFFSETS_TOPIC || topic == TXN_TOPIC || !writable(topic) {
             Some(ErrorCode::TopicAuthorizationFailed)
         } else if image.topic(topic).and_then(|t| t.partition(*p)).is_none() {
             Some(ErrorCode::UnknownTopicOrPartition)
@@ -188,18 +193,36 @@ pub async fn add_partitions_to_txn(
 ) -> Response {
     let version = ctx.api_version;
     let response = if version < 4 {
-        let results = add_partitions(
-            &shard,
-            &request.v3_and_below_transactional_id,
-            request.v3_and_below_producer_id,
-            request.v3_and_below_producer_epoch,
-            &request.v3_and_below_topics,
-            false,
-            version,
-        )
-        .await;
+        // Kafka: a client's request needs WRITE on the transactional id, then on each topic.
+        let id = &request.v3_and_below_transactional_id;
+        let results = if !shard.authorize(&ctx, Write, TransactionalId, id) {
+            topic_results(&request.v3_and_below_topics, &mut || {
+                ErrorCode::TransactionalIdAuthorizationFailed
+            })
+        } else {
+            let writable = |topic: &str| shard.authorize(&ctx, Write, Topic, topic);
+            add_partitions(
+                &shard,
+                id,
+                (
+                    request.v3_and_below_producer_id,
+                    request.v3_and_below_producer_epoch,
+                ),
+                &request.v3_and_below_topics,
+                false,
+                version,
+                &writable,
+            )
+            .await
+        };
         AddPartitionsToTxnResponse {
             results_by_topic_v3_and_below: results,
+            ..Default::default()
+        }
+    } else if !shard.authorize_cluster(&ctx, ClusterAction) {
+        // v4+ come from brokers: CLUSTER_ACTION, or the whole request is refused.
+        AddPartitionsToTxnResponse {
+            error_code: ErrorCode::ClusterAuthorizationFailed.code(),
             ..Default::default()
         }
     } else {
@@ -209,11 +232,11 @@ pub async fn add_partitions_to_txn(
             let topic_results = add_partitions(
                 &shard,
                 &t.transactional_id,
-                t.producer_id,
-                t.producer_epoch,
+                (t.producer_id, t.producer_epoch),
                 &t.topics,
                 t.verify_only,
                 version,
+                &|_| true,
             )
             .await;
             results.push(AddPartitionsToTxnResult {
@@ -236,8 +259,15 @@ pub async fn add_offsets_to_txn(
     ctx: RequestContext,
 ) -> Response {
     // The group's `__consumer_offsets` partition joins the transaction (Kafka's
-    // `handleAddOffsetsToTransaction`), so its marker ends the transaction's offsets.
+    // `handleAddOffsetsToTransaction`), so its marker ends the transaction's offsets. Kafka:
+    // WRITE on the transactional id, then READ on the group.
     let code = match group::locate_when_known(&shard, &request.group_id).await {
+        _ if !shard.authorize(&ctx, Write, TransactionalId, &request.transactional_id) => {
+            ErrorCode::TransactionalIdAuthorizationFailed
+        }
+        _ if !shard.authorize(&ctx, Read, Group, &request.group_id) => {
+            ErrorCode::GroupAuthorizationFailed
+        }
         Err(code) => code,
         Ok((_, offsets_partition)) => {
             let add = |partition| AddToTxn {
@@ -269,7 +299,14 @@ pub async fn end_txn(shard: Rc<Shard>, request: EndTxnRequest, ctx: RequestConte
         producer_epoch: request.producer_epoch,
         commit: request.committed,
     };
-    let response = match call(&shard, &request.transactional_id, end).await {
+    // Kafka: WRITE on the transactional id.
+    let allowed = shard.authorize(&ctx, Write, TransactionalId, &request.transactional_id);
+    let reply = if allowed {
+        call(&shard, &request.transactional_id, end).await
+    } else {
+        Err(ErrorCode::TransactionalIdAuthorizationFailed)
+    };
+    let response = match reply {
         Ok(Ok((producer_id, producer_epoch))) => EndTxnResponse {
             error_code: 0,
             producer_id,
@@ -292,7 +329,23 @@ pub async fn txn_offset_commit(
     ctx: RequestContext,
 ) -> Response {
     let version = ctx.api_version;
-    let response = match group::locate_when_known(&shard, &request.group_id).await {
+    // Kafka: WRITE on the transactional id, READ on the group (either refused: every
+    // partition), then READ on each topic.
+    if !shard.authorize(&ctx, Write, TransactionalId, &request.transactional_id) {
+        let code = ErrorCode::TransactionalIdAuthorizationFailed;
+        let response = group::txn_offset_commit_everywhere(&request, code);
+        return encode_response(&ctx, version, &response);
+    }
+    if !shard.authorize(&ctx, Read, Group, &request.group_id) {
+        let code = ErrorCode::GroupAuthorizationFailed;
+        let response = group::txn_offset_commit_everywhere(&request, code);
+        return encode_response(&ctx, version, &response);
+    }
+    let mut request = request;
+    let had_topics = !request.topics.is_empty();
+    let refused = super::group_acls::split_txn_commit(&shard, &ctx, &mut request.topics);
+    let mut response = match group::locate_when_known(&shard, &request.group_id).await {
+        _ if had_topics && request.topics.is_empty() => TxnOffsetCommitResponse::default(),
         Err(code) => group::txn_offset_commit_everywhere(&request, code),
         Ok((target, partition)) => {
             let commit = group::calls::TxnOffsetCommit {
@@ -303,6 +356,7 @@ pub async fn txn_offset_commit(
             shard.call(target, commit).await
         }
     };
+    response.topics.extend(refused);
     encode_response(&ctx, version, &response)
 }
 
@@ -314,6 +368,9 @@ pub async fn write_txn_markers(
     ctx: RequestContext,
 ) -> Response {
     let image = shard.image();
+    // Kafka: ALTER or CLUSTER_ACTION on the cluster, or every partition is refused.
+    let allowed =
+        shard.authorize_cluster(&ctx, Alter) || shard.authorize_cluster(&ctx, ClusterAction);
     let mut markers = Vec::with_capacity(request.markers.len());
     for marker in &request.markers {
         let mut topics = Vec::with_capacity(marker.topics.len());
@@ -324,6 +381,7 @@ pub async fn write_txn_markers(
                     .topic(&topic.name)
                     .and_then(|t| t.partition(p).map(|image| (shard.owner(image), t.topic_id)));
                 let code = match located {
+                    _ if !allowed => ErrorCode::ClusterAuthorizationFailed,
                     None => ErrorCode::UnknownTopicOrPartition,
                     Some((owner, topic_id)) => {
                         let part = MarkerPart {
@@ -393,7 +451,14 @@ pub async fn describe_transactions(
             partition,
             transactional_id: id.clone(),
         };
-        let state = match call(&shard, id, describe).await {
+        // Kafka: DESCRIBE on the transactional id; its topics only those the request may
+        // DESCRIBE.
+        let reply = if shard.authorize(&ctx, Describe, TransactionalId, id) {
+            call(&shard, id, describe).await
+        } else {
+            Err(ErrorCode::TransactionalIdAuthorizationFailed)
+        };
+        let mut state = match reply {
             Ok(Ok(view)) => TransactionState {
                 error_code: 0,
                 transactional_id: id.clone(),
@@ -415,6 +480,11 @@ pub async fn describe_transactions(
                 ..Default::default()
             },
         };
+        if shard.authorizes(&ctx) {
+            state
+                .topics
+                .retain(|t| shard.authorize(&ctx, Describe, Topic, &t.topic));
+        }
         states.push(state);
     }
     let response = DescribeTransactionsResponse {
@@ -457,6 +527,12 @@ pub async fn list_transactions(
             },
         };
         found.extend(shard.call(target, list).await);
+    }
+    // Kafka: only the transactional ids the request may DESCRIBE.
+    if shard.authorizes(&ctx) {
+        found.retain(|view| {
+            shard.authorize(&ctx, Describe, TransactionalId, &view.transactional_id)
+        });
     }
     let response = ListTransactionsResponse {
         error_code: 0,

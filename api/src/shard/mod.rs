@@ -28,6 +28,8 @@ use crate::metadata::records::TopicId;
 use crate::metadata::{Controller, MAX_PARTITIONS_PER_REQUEST};
 use wire::ErrorCode;
 
+pub(crate) mod acls;
+pub mod authorization;
 mod calls;
 mod control_plane;
 mod credentials;
@@ -179,6 +181,9 @@ pub struct Shard {
     pub coordinator: crate::group::state::Coordinator,
     /// The transaction coordinator of this shard's `__transaction_state` partitions.
     pub txn: crate::txn::TxnCoordinators,
+    /// `super.users` and `allow.everyone.if.no.acl.found` when `authorizer.class.name` is set
+    /// (None: no authorization); the ACLs are the image's (see `handlers::authorize`).
+    pub authorizer: Option<acl::AuthorizerConfig>,
     /// Fetch sessions (KIP-227) of the connections this shard serves.
     pub fetch_sessions: crate::handlers::fetch_session::cache::ShardSessions,
     /// What connections moved in need (see `handoff`).
@@ -198,6 +203,8 @@ impl Shard {
         let group_commit = GroupCommit::new();
         let topic_defaults = RefCell::new(layered_config(&config, &image));
         let metrics = crate::metrics::ShardRecorder::new(config.metrics_listener.is_some());
+        let authorizer = authorization::authorizer_config(&config)
+            .expect("start-up checked super.users before the shards started");
         Rc::new(Shard {
             id,
             topic_defaults,
@@ -221,6 +228,7 @@ impl Shard {
             metrics,
             coordinator: crate::group::state::Coordinator::default(),
             txn: crate::txn::TxnCoordinators::default(),
+            authorizer,
             fetch_sessions: Default::default(),
             handoff: Default::default(),
             replication: Default::default(),

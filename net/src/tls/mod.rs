@@ -38,18 +38,25 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Acceptor {
     config: Arc<ServerConfig>,
     ktls: KtlsSupport,
+    /// `ssl.principal.mapping.rules`, applied to each client certificate's subject.
+    mapper: acl::PrincipalMapper,
 }
 
 impl Acceptor {
     /// Reads the keystore and truststore and probes kernel TLS (when `ssl.ktls.enable`).
-    pub fn new(ssl: &SslConfig) -> Result<Acceptor, TlsConfigError> {
+    /// `mapper`: the parsed `ssl.principal.mapping.rules`.
+    pub fn new(ssl: &SslConfig, mapper: acl::PrincipalMapper) -> Result<Acceptor, TlsConfigError> {
         let ktls = if ssl.ktls_enable {
             ktls::probe()
         } else {
             KtlsSupport::Unsupported("ssl.ktls.enable=false".into())
         };
         let config = config::server_config(ssl, matches!(ktls, KtlsSupport::Supported { .. }))?;
-        Ok(Acceptor { config, ktls })
+        Ok(Acceptor {
+            config,
+            ktls,
+            mapper,
+        })
     }
 
     pub fn ktls(&self) -> &KtlsSupport {
@@ -70,11 +77,12 @@ impl Acceptor {
     /// Handshakes on `stream` and hands the session to the kernel or keeps it in rustls.
     pub async fn accept(&self, mut stream: TcpStream) -> Result<Accepted, HandshakeError> {
         let conn = stream::handshake(&mut stream, self.config.clone()).await?;
-        let principal = conn
-            .peer_certificates()
-            .and_then(|certs| certs.first())
-            .and_then(|cert| principal::principal_of(cert.as_ref()))
-            .unwrap_or_else(|| principal::ANONYMOUS.to_string());
+        let principal = match conn.peer_certificates().and_then(|certs| certs.first()) {
+            Some(cert) => principal::mapped_principal_of(cert.as_ref(), &self.mapper)
+                .map_err(|error| HandshakeError::Principal(error.to_string()))?,
+            None => None,
+        }
+        .unwrap_or_else(|| principal::ANONYMOUS.to_string());
         let version = conn.protocol_version();
         let suite = conn.negotiated_cipher_suite();
         let fd = stream.as_raw_fd();

@@ -1,7 +1,8 @@
 //! The principal of a TLS connection, as Kafka's `DefaultKafkaPrincipalBuilder` makes it:
 //! `User:` and the client certificate's subject DN in RFC 2253 form (Java's
-//! `X500Principal.getName()`: most specific RDN first, `CN=client,OU=eng,O=Example,C=US`), or
-//! `User:ANONYMOUS` without a client certificate.
+//! `X500Principal.getName()`: most specific RDN first, `CN=client,OU=eng,O=Example,C=US`)
+//! mapped by `ssl.principal.mapping.rules` (`acl::PrincipalMapper`; the default rule
+//! `DEFAULT` keeps the DN), or `User:ANONYMOUS` without a client certificate.
 //!
 //! The subject is read with a small DER walker (the certificate was verified by rustls before
 //! we look at it): Certificate → tbsCertificate → subject, skipping version, serial,
@@ -13,6 +14,19 @@ pub const ANONYMOUS: &str = "User:ANONYMOUS";
 /// `User:<subject DN>` of a DER certificate; `None` if its subject cannot be read.
 pub fn principal_of(cert_der: &[u8]) -> Option<String> {
     subject_dn(cert_der).map(|dn| format!("User:{dn}"))
+}
+
+/// `User:` and the name `mapper` makes of a DER certificate's subject DN, as Kafka's
+/// `DefaultKafkaPrincipalBuilder` does; `Ok(None)` if its subject cannot be read. A DN no rule
+/// maps is an error: Kafka fails the authentication, and the connection closes.
+pub fn mapped_principal_of(
+    cert_der: &[u8],
+    mapper: &acl::PrincipalMapper,
+) -> Result<Option<String>, acl::AclError> {
+    let Some(dn) = subject_dn(cert_der) else {
+        return Ok(None);
+    };
+    Ok(Some(format!("User:{}", mapper.map(&dn)?)))
 }
 
 /// The subject DN of a DER certificate in RFC 2253 form.
@@ -258,5 +272,18 @@ mod tests {
         assert_eq!(principal_of(&cert).unwrap(), "User:CN=alice,O=Org");
         assert_eq!(principal_of(&cert[..10]), None);
         assert_eq!(principal_of(&[]), None);
+        let default = acl::PrincipalMapper::parse("DEFAULT").unwrap();
+        assert_eq!(
+            mapped_principal_of(&cert, &default).unwrap().as_deref(),
+            Some("User:CN=alice,O=Org")
+        );
+        let rules = acl::PrincipalMapper::parse("RULE:^CN=(.*?),O=.*$/$1/U").unwrap();
+        assert_eq!(
+            mapped_principal_of(&cert, &rules).unwrap().as_deref(),
+            Some("User:ALICE")
+        );
+        let none = acl::PrincipalMapper::parse("RULE:^CN=bob,.*$/bob/").unwrap();
+        assert!(mapped_principal_of(&cert, &none).is_err());
+        assert_eq!(mapped_principal_of(&[], &default).unwrap(), None);
     }
 }

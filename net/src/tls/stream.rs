@@ -47,6 +47,9 @@ pub enum HandshakeError {
     RecordTooLarge(usize),
     #[error("the peer closed the connection during the handshake")]
     Closed,
+    /// `ssl.principal.mapping.rules` has no rule for the client certificate's subject.
+    #[error("no principal for the client certificate: {0}")]
+    Principal(String),
 }
 
 /// Runs the server side of the handshake on `stream`.

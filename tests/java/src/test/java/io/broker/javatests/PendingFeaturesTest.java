@@ -103,7 +103,12 @@ class PendingFeaturesTest {
     @Test
     void acls() throws Exception {
         assumeAdvertised("ACLs", Map.of(29, "DescribeAcls", 30, "CreateAcls", 31, "DeleteAcls"));
-        try (Admin admin = Kafka.admin(broker)) {
+        // The ACL APIs answer SECURITY_DISABLED without an authorizer (as Kafka's): a broker of
+        // its own runs Kafka's StandardAuthorizer, this PLAINTEXT client a super user.
+        try (BrokerProcess secured = BrokerProcess.start(Map.of(
+                "authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                "super.users", "User:ANONYMOUS"));
+                Admin admin = Kafka.admin(secured)) {
             AclBinding binding = new AclBinding(new ResourcePattern(ResourceType.TOPIC, "java-acl", PatternType.LITERAL),
                     new AccessControlEntry("User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW));
             admin.createAcls(List.of(binding)).all().get(30, TimeUnit.SECONDS);
