@@ -112,7 +112,7 @@ impl Accepted {
                 }
             },
             _ => {
-                tracing::debug!(peer = %peer, listener = %name, shard = shard.id, "connection accepted");
+                tracing::debug!(target: "broker::server", peer = %peer, listener = %name, shard = shard.id, "connection accepted");
                 Transport::plain(stream).on_listener(name)
             }
         };
