@@ -19,6 +19,7 @@ pub mod offsets;
 pub mod produce;
 pub mod progress;
 pub mod quorum;
+pub mod quotas;
 pub mod reset_plan;
 pub mod scram;
 pub mod topic_filter;

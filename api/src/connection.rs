@@ -160,6 +160,7 @@ async fn serve_from(
         principal,
         host,
         tally: tally.clone(),
+        muted_until: Default::default(),
     };
     let load = ConnectionLoad::new(budget, shard.config.queued_max_requests as usize);
     // An idle bound beyond any deadline an `Instant` can hold (Long.MAX ms) means never.
@@ -246,6 +247,14 @@ async fn serve_from(
     let end: End = 'read: loop {
         // Hand out every whole frame already in the buffer.
         loop {
+            // A client over its quota: nothing more is read until its throttle has passed
+            // (KIP-219; its response went out already). Bounded by `quota::MAX_THROTTLE`.
+            if let Some(until) = origin.muted_until.take() {
+                let now = Instant::now();
+                if until > now {
+                    glommio::timer::sleep(until - now).await;
+                }
+            }
             match frame::frame_body_len(&buffer, max_frame) {
                 Err(error) => break 'read End::Refused(format!("refused frame: {error}")),
                 Ok(None) => break,

@@ -178,6 +178,7 @@ calls! {
     DeleteTopics(DeleteTopics) -> Vec<TopicOutcome>;
     AlterTopicConfigs(AlterTopicConfigs) -> Vec<TopicOutcome>;
     AlterScramCredentials(AlterScramCredentials) -> Vec<crate::metadata::scram::AlterResult>;
+    AlterClientQuotas(AlterClientQuotas) -> Vec<Result<(), crate::metadata::quotas::Refusal>>;
     CreateAcls(CreateAcls) -> Vec<crate::metadata::acls::AclCreateResult>;
     DeleteAcls(DeleteAcls) -> Vec<crate::metadata::acls::AclDeleteResult>;
     ImageUpdate(ImageUpdate) -> Vec<TopicFailure>;
@@ -218,6 +219,7 @@ impl CallKind for CreateTopics {}
 impl CallKind for DeleteTopics {}
 impl CallKind for AlterTopicConfigs {}
 impl CallKind for AlterScramCredentials {}
+impl CallKind for AlterClientQuotas {}
 impl CallKind for CreateAcls {}
 impl CallKind for DeleteAcls {}
 impl CallKind for ImageUpdate {}
@@ -463,6 +465,13 @@ impl AlterScramCredentials {
             })
             .collect()
     }
+}
+
+/// Metadata core: AlterClientQuotas (KIP-546): each entity's operations as the request
+/// carries them; one result per entity, in order.
+pub struct AlterClientQuotas {
+    pub alterations: Vec<crate::metadata::quotas::Alteration>,
+    pub validate_only: bool,
 }
 
 /// Metadata core: CreateAcls, the bindings as the request carries them; one result per

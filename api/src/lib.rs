@@ -22,6 +22,7 @@ pub mod log_config;
 pub mod logging;
 pub mod metrics;
 pub mod partition_ops;
+pub mod quota;
 pub mod replication;
 pub mod shard;
 pub mod txn;

@@ -87,6 +87,12 @@ enum Command {
         #[command(subcommand)]
         command: admin::scram::ScramCommand,
     },
+    /// Sets, removes and describes client quotas (kafka-configs.sh --entity-type
+    /// users|clients|ips).
+    Quotas {
+        #[command(subcommand)]
+        command: admin::quotas::QuotasCommand,
+    },
     /// Adds, lists and removes ACLs (kafka-acls.sh).
     Acls {
         #[command(subcommand)]
@@ -135,6 +141,7 @@ fn main() {
         Command::Groups { command } => to_stdout(|out| command.run(out, &mut std::io::stderr())),
         Command::Transactions { command } => to_stdout(|out| command.run(out)),
         Command::Scram { command } => to_stdout(|out| command.run(out)),
+        Command::Quotas { command } => to_stdout(|out| command.run(out)),
         Command::Acls { command } => to_stdout(|out| command.run(out)),
         Command::Produce(args) => produce(&args),
         Command::Consume(args) => consume(&args),

@@ -5,8 +5,8 @@
 //! `metadata::alter_partition`) and the ElectLeaders brokers forward (see
 //! `metadata::elections`), validated and committed by that loop too; ApiVersions; and the admin requests brokers forward to the active
 //! controller (KIP-590: CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-//! IncrementalAlterConfigs, AllocateProducerIds, AlterUserScramCredentials, CreateAcls and
-//! DeleteAcls), which this node's metadata core
+//! IncrementalAlterConfigs, AllocateProducerIds, AlterUserScramCredentials,
+//! AlterClientQuotas, CreateAcls and DeleteAcls), which this node's metadata core
 //! executes (see `metadata::cluster`); and broker-only nodes' FetchMetadata (a private key,
 //! see `crate::observer`), answered from this voter's applied image.
 
@@ -39,6 +39,7 @@ pub const FORWARDED: &[ApiKey] = &[
     ApiKey::IncrementalAlterConfigs,
     ApiKey::AllocateProducerIds,
     ApiKey::AlterUserScramCredentials,
+    ApiKey::AlterClientQuotas,
     ApiKey::CreateAcls,
     ApiKey::DeleteAcls,
 ];

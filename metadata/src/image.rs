@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::quotas::QuotaImage;
 use super::records::{
     BrokerRegistration, MetadataRecord, TopicId, NO_LEADER_CHANGE, RESOURCE_BROKER, RESOURCE_TOPIC,
 };
@@ -76,6 +77,9 @@ pub struct Image {
     /// ACLs (AccessControlEntryRecord), shared between image versions until a batch changes
     /// them; the broker authorizes requests against it.
     pub acls: Arc<acl::Authorizer>,
+    /// Client quotas (ClientQuotaRecord), shared between image versions until one changes
+    /// them.
+    pub quotas: Arc<QuotaImage>,
 }
 
 impl Default for Image {
@@ -89,6 +93,7 @@ impl Default for Image {
             brokers: BTreeMap::new(),
             scram: Arc::default(),
             acls: Arc::new(acl::Authorizer::new(acl::AuthorizerConfig::default())),
+            quotas: Arc::default(),
         }
     }
 }
@@ -104,6 +109,7 @@ impl PartialEq for Image {
             && self.next_producer_id == other.next_producer_id
             && self.brokers == other.brokers
             && self.scram == other.scram
+            && self.quotas == other.quotas
             && (Arc::ptr_eq(&self.acls, &other.acls)
                 || (self.acls.config() == other.acls.config()
                     && self.acls.entries().eq(other.acls.entries())))
@@ -366,6 +372,7 @@ impl Image {
             MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
                 Arc::make_mut(&mut self.scram).remove(*mechanism, name);
             }
+            MetadataRecord::ClientQuota(quota) => Arc::make_mut(&mut self.quotas).apply(quota),
             MetadataRecord::AccessControlEntry { .. }
             | MetadataRecord::RemoveAccessControlEntry { .. } => {
                 unreachable!("apply_all applies ACL records to its copy of the ACLs")
@@ -454,6 +461,7 @@ impl Image {
         }
         out.extend(self.scram.to_records());
         out.extend(crate::acls::to_records(&self.acls));
+        out.extend(self.quotas.to_records());
         out
     }
 

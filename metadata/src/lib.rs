@@ -18,6 +18,7 @@ pub mod image;
 pub mod leadership;
 pub mod log;
 pub mod placement;
+pub mod quotas;
 pub mod records;
 pub mod scram;
 mod topic_layout;

@@ -106,7 +106,32 @@ pub enum MetadataRecord {
     },
     /// RemoveAccessControlEntryRecord (apiKey 19): the ACL of that id is gone.
     RemoveAccessControlEntry { id: acl::AclId },
+    /// ClientQuotaRecord (apiKey 14): one quota of a client entity set, or removed.
+    ClientQuota(QuotaRecord),
 }
+
+/// ClientQuotaRecord's fields (Kafka's names). `entity` holds (entity type, entity name)
+/// pairs sorted by type, a `None` name being that type's default entity.
+#[derive(Clone, Debug)]
+pub struct QuotaRecord {
+    pub entity: Vec<(String, Option<String>)>,
+    pub key: String,
+    pub value: f64,
+    pub remove: bool,
+}
+
+/// Bitwise, so that a record equals itself after a round trip (NaN never gets here: the
+/// controller refuses it).
+impl PartialEq for QuotaRecord {
+    fn eq(&self, other: &Self) -> bool {
+        self.entity == other.entity
+            && self.key == other.key
+            && self.value.to_bits() == other.value.to_bits()
+            && self.remove == other.remove
+    }
+}
+
+impl Eq for QuotaRecord {}
 
 /// UserScramCredentialRecord's fields (Kafka's names). `mechanism` is Kafka's
 /// `ScramMechanism` type (1 SCRAM-SHA-256, 2 SCRAM-SHA-512).
@@ -196,10 +221,13 @@ const TYPE_USER_SCRAM_CREDENTIAL: u8 = 11;
 const TYPE_REMOVE_USER_SCRAM_CREDENTIAL: u8 = 22;
 const TYPE_ACCESS_CONTROL_ENTRY: u8 = 18;
 const TYPE_REMOVE_ACCESS_CONTROL_ENTRY: u8 = 19;
+const TYPE_CLIENT_QUOTA: u8 = 14;
 
 /// A record's replica list, ISR or endpoint count above this is corruption (Kafka caps a
 /// replication factor far lower; this bounds what a damaged body can make us allocate).
 const MAX_LIST: usize = 1 << 16;
+/// Entity types a quota entity may name (Kafka knows three: user, client-id, ip).
+const MAX_QUOTA_ENTITY_PARTS: usize = 3;
 
 impl MetadataRecord {
     /// Kafka metadata apiKey of this record.
@@ -218,6 +246,7 @@ impl MetadataRecord {
             MetadataRecord::RemoveUserScramCredential { .. } => TYPE_REMOVE_USER_SCRAM_CREDENTIAL,
             MetadataRecord::AccessControlEntry { .. } => TYPE_ACCESS_CONTROL_ENTRY,
             MetadataRecord::RemoveAccessControlEntry { .. } => TYPE_REMOVE_ACCESS_CONTROL_ENTRY,
+            MetadataRecord::ClientQuota(_) => TYPE_CLIENT_QUOTA,
         }
     }
 
@@ -314,10 +343,7 @@ impl MetadataRecord {
                 buf.push(*resource_type as u8);
                 put_str(buf, resource_name);
                 put_str(buf, name);
-                match value {
-                    None => buf.extend_from_slice(&(-1i32).to_be_bytes()),
-                    Some(v) => put_str(buf, v),
-                }
+                put_nullable_str(buf, value.as_deref());
             }
             MetadataRecord::RemoveTopic { topic_id } => buf.extend_from_slice(topic_id),
             MetadataRecord::ProducerIds {
@@ -354,6 +380,16 @@ impl MetadataRecord {
                 buf.push(binding.entry.permission.code() as u8);
             }
             MetadataRecord::RemoveAccessControlEntry { id } => buf.extend_from_slice(id),
+            MetadataRecord::ClientQuota(q) => {
+                buf.extend_from_slice(&(q.entity.len() as u32).to_be_bytes());
+                for (entity_type, name) in &q.entity {
+                    put_str(buf, entity_type);
+                    put_nullable_str(buf, name.as_deref());
+                }
+                put_str(buf, &q.key);
+                buf.extend_from_slice(&q.value.to_bits().to_be_bytes());
+                buf.push(u8::from(q.remove));
+            }
         }
     }
 
@@ -374,6 +410,7 @@ impl MetadataRecord {
                 | TYPE_REMOVE_USER_SCRAM_CREDENTIAL
                 | TYPE_ACCESS_CONTROL_ENTRY
                 | TYPE_REMOVE_ACCESS_CONTROL_ENTRY
+                | TYPE_CLIENT_QUOTA
         ) {
             return Err(DecodeError::UnknownType(record_type));
         }
@@ -503,6 +540,22 @@ impl MetadataRecord {
             TYPE_REMOVE_ACCESS_CONTROL_ENTRY => {
                 MetadataRecord::RemoveAccessControlEntry { id: r.uuid()? }
             }
+            TYPE_CLIENT_QUOTA => {
+                let count = r.u32()? as usize;
+                if count > MAX_QUOTA_ENTITY_PARTS {
+                    return Err(DecodeError::Malformed("quota entity too long"));
+                }
+                let mut entity = Vec::with_capacity(count);
+                for _ in 0..count {
+                    entity.push((r.string()?, r.nullable_string()?));
+                }
+                MetadataRecord::ClientQuota(QuotaRecord {
+                    entity,
+                    key: r.string()?,
+                    value: f64::from_bits(r.i64()? as u64),
+                    remove: r.bool()?,
+                })
+            }
             _ => MetadataRecord::RemoveTopic {
                 topic_id: r.uuid()?,
             },
@@ -604,6 +657,14 @@ fn tri_state(v: Option<bool>) -> u8 {
 
 fn put_str(buf: &mut Vec<u8>, s: &str) {
     put_str_bytes(buf, s.as_bytes());
+}
+
+/// A nullable string: length -1 is null.
+fn put_nullable_str(buf: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        None => buf.extend_from_slice(&(-1i32).to_be_bytes()),
+        Some(s) => put_str(buf, s),
+    }
 }
 
 /// Bytes framed as a string is: length, then the bytes.
@@ -722,253 +783,5 @@ impl<'a> Reader<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    pub(crate) fn samples() -> Vec<MetadataRecord> {
-        let id = [7u8; 16];
-        vec![
-            MetadataRecord::Topic {
-                name: "orders".into(),
-                topic_id: id,
-            },
-            MetadataRecord::Partition {
-                topic_id: id,
-                partition_id: 3,
-                replicas: vec![1, 2, 3],
-                leader: 1,
-                leader_epoch: 5,
-                isr: vec![1, 2],
-                partition_epoch: 0,
-                shard: 2,
-            },
-            MetadataRecord::Partition {
-                topic_id: id,
-                partition_id: 0,
-                replicas: vec![],
-                leader: -1,
-                leader_epoch: -1,
-                isr: vec![],
-                partition_epoch: 0,
-                shard: u16::MAX,
-            },
-            MetadataRecord::Config {
-                resource_type: RESOURCE_TOPIC,
-                resource_name: "orders".into(),
-                name: "retention.ms".into(),
-                value: Some("1000".into()),
-            },
-            MetadataRecord::Config {
-                resource_type: RESOURCE_BROKER,
-                resource_name: "".into(),
-                name: "x".into(),
-                value: None,
-            },
-            MetadataRecord::Config {
-                resource_type: RESOURCE_TOPIC,
-                resource_name: "ü".into(),
-                name: "".into(),
-                value: Some("".into()),
-            },
-            MetadataRecord::RemoveTopic { topic_id: id },
-            MetadataRecord::ProducerIds {
-                broker_id: 1,
-                broker_epoch: -1,
-                next_producer_id: 5000,
-            },
-            MetadataRecord::PartitionChange {
-                topic_id: id,
-                partition_id: 3,
-                leader: NO_LEADER_CHANGE,
-                isr: Some(vec![1]),
-                replicas: None,
-            },
-            MetadataRecord::PartitionChange {
-                topic_id: id,
-                partition_id: 0,
-                leader: 2,
-                isr: None,
-                replicas: Some(vec![]),
-            },
-            MetadataRecord::RegisterBroker(BrokerRegistration {
-                broker_id: 2,
-                incarnation_id: [9; 16],
-                broker_epoch: 77,
-                endpoints: vec![
-                    BrokerEndpoint {
-                        name: "PLAINTEXT".into(),
-                        host: "10.0.0.2".into(),
-                        port: 9092,
-                        security_protocol: 0,
-                    },
-                    BrokerEndpoint {
-                        name: "SSL".into(),
-                        host: "h".into(),
-                        port: u16::MAX,
-                        security_protocol: 1,
-                    },
-                ],
-                rack: Some("rack-a".into()),
-                fenced: true,
-                in_controlled_shutdown: false,
-            }),
-            MetadataRecord::UnregisterBroker {
-                broker_id: 2,
-                broker_epoch: 77,
-            },
-            MetadataRecord::BrokerRegistrationChange {
-                broker_id: 2,
-                broker_epoch: 77,
-                fenced: Some(false),
-                in_controlled_shutdown: None,
-            },
-            MetadataRecord::BrokerRegistrationChange {
-                broker_id: 3,
-                broker_epoch: 1,
-                fenced: Some(true),
-                in_controlled_shutdown: Some(true),
-            },
-            MetadataRecord::UserScramCredential(ScramCredentialRecord {
-                name: "alice".into(),
-                mechanism: 2,
-                salt: vec![1, 2, 3],
-                stored_key: vec![4; 64],
-                server_key: vec![5; 64],
-                iterations: 8192,
-            }),
-            MetadataRecord::RemoveUserScramCredential {
-                name: "ü".into(),
-                mechanism: 1,
-            },
-            MetadataRecord::AccessControlEntry {
-                id: [3; 16],
-                binding: acl::AclBinding::new(
-                    acl::ResourcePattern::new(
-                        acl::ResourceType::Topic,
-                        "orders-",
-                        acl::PatternType::Prefixed,
-                    ),
-                    acl::AccessControlEntry::new(
-                        "User:ü",
-                        "*",
-                        acl::AclOperation::Read,
-                        acl::AclPermissionType::Deny,
-                    ),
-                ),
-            },
-            MetadataRecord::RemoveAccessControlEntry { id: [3; 16] },
-        ]
-    }
-
-    /// A PartitionRecord written before body version 1 (no ISR, no partition epoch) reads as
-    /// ISR = replicas, partition epoch 0: data directories of earlier releases still open.
-    #[test]
-    fn partition_body_version_0_still_reads() {
-        let mut body = Vec::new();
-        body.extend_from_slice(&[7u8; 16]);
-        body.extend_from_slice(&4i32.to_be_bytes());
-        put_ids(&mut body, &[1, 2]);
-        body.extend_from_slice(&1i32.to_be_bytes());
-        body.extend_from_slice(&3i32.to_be_bytes());
-        body.extend_from_slice(&5u16.to_be_bytes());
-        let rec = MetadataRecord::decode_body(TYPE_PARTITION, 0, &body).unwrap();
-        assert_eq!(
-            rec,
-            MetadataRecord::Partition {
-                topic_id: [7; 16],
-                partition_id: 4,
-                replicas: vec![1, 2],
-                isr: vec![1, 2],
-                leader: 1,
-                leader_epoch: 3,
-                partition_epoch: 0,
-                shard: 5,
-            }
-        );
-        assert!(MetadataRecord::decode_body(TYPE_PARTITION, 2, &body).is_err());
-    }
-
-    #[test]
-    fn round_trip() {
-        let mut buf = Vec::new();
-        let entries: Vec<LogEntry> = samples()
-            .into_iter()
-            .enumerate()
-            .map(|(i, record)| LogEntry {
-                offset: i as u64 * 1000,
-                epoch: i as u32,
-                record,
-            })
-            .collect();
-        for e in &entries {
-            encode_entry(e, &mut buf);
-        }
-        let mut pos = 0;
-        for e in &entries {
-            let (got, used) = decode_entry(&buf[pos..]).unwrap();
-            assert_eq!(&got, e);
-            pos += used;
-        }
-        assert_eq!(pos, buf.len());
-    }
-
-    #[test]
-    fn torn_and_corrupt() {
-        let mut buf = Vec::new();
-        let e = LogEntry {
-            offset: 1,
-            epoch: 0,
-            record: samples().remove(1),
-        };
-        encode_entry(&e, &mut buf);
-        for cut in 0..buf.len() {
-            assert_eq!(
-                decode_entry(&buf[..cut]).unwrap_err(),
-                DecodeError::Truncated,
-                "cut {cut}"
-            );
-        }
-        for i in FRAME_PREFIX..buf.len() {
-            let mut b = buf.clone();
-            b[i] ^= 0x40;
-            assert_eq!(decode_entry(&b).unwrap_err(), DecodeError::BadCrc);
-        }
-    }
-
-    #[test]
-    fn garbage_never_panics() {
-        // xorshift: deterministic, no rand dependency needed.
-        let mut s: u64 = 0x9e3779b97f4a7c15;
-        let mut next = || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
-        for _ in 0..20_000 {
-            let len = (next() % 64) as usize;
-            let mut body: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-            for ty in [2u8, 3, 4, 9, 0, 1, 5, 11, 15, 17, 18, 19, 22, 255] {
-                let _ = MetadataRecord::decode_body(ty, 0, &body);
-                let _ = MetadataRecord::decode_body(ty, 1, &body);
-            }
-            // Also as a frame with a valid crc, so the body decoder is reached.
-            if body.len() >= FRAME_PREFIX + FRAME_HEADER {
-                let n = body.len() - FRAME_PREFIX;
-                body[0..4].copy_from_slice(&(n as u32).to_be_bytes());
-                body[FRAME_PREFIX] =
-                    [0u8, 1, 2, 3, 4, 5, 9, 11, 15, 17, 18, 19, 22][(next() % 13) as usize];
-                body[FRAME_PREFIX + 1] = (next() % 2) as u8;
-                let crc = crc32c::crc32c(&body[FRAME_PREFIX..]);
-                body[4..8].copy_from_slice(&crc.to_be_bytes());
-            }
-            let _ = decode_entry(&body);
-        }
-        // Huge declared counts must not allocate.
-        let mut b = vec![0u8; 20];
-        b[16..20].copy_from_slice(&u32::MAX.to_be_bytes());
-        assert!(MetadataRecord::decode_body(3, 0, &b).is_err());
-        assert!(MetadataRecord::decode_body(2, 0, &[0xff; 4]).is_err());
-        assert!(MetadataRecord::decode_body(2, 1, &[]).is_err());
-    }
-}
+#[path = "records_tests.rs"]
+mod tests;

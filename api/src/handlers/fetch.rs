@@ -499,8 +499,18 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
     let answer = fetch_session::complete(&shard, &session, &request, ctx.api_version, &outcomes);
     let mut request = request;
     let results = fetch_session::retain(&mut request, results, &answer.send);
+    // The bytes sent count against the client's consumer_byte_rate (its next fetch waits
+    // for the debt, see `quota`).
+    let sent: usize = results.iter().map(|r| r.records.len()).sum();
+    if sent > 0 {
+        let quotas = &shard.image().quotas;
+        let kind = crate::quota::QuotaKind::Fetch;
+        let now = std::time::Instant::now();
+        crate::quota::charge(quotas, &ctx.principal, &ctx.client_id, kind, sent, now);
+    }
     let (results, files) = detach_files(results);
     let mut response = build_response(&request, &ctx, results.into_iter());
+    response.throttle_time_ms = ctx.throttle_ms;
     response.session_id = answer.session_id;
     response.error_code = answer.error_code;
     if shard.cluster.is_some() && ctx.api_version >= KIP_951_FETCH_VERSION {

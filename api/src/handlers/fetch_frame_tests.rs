@@ -86,6 +86,7 @@ fn spliced_frame_equals_copied_frame_at_every_version() {
             trusted: false,
             tally: crate::handoff::Tally::off(),
             error_counts: None,
+            throttle_ms: 0,
         };
         let copied: Vec<FetchResult> = copied_records.iter().cloned().map(result).collect();
         let want = encode_response(

@@ -76,6 +76,7 @@ async fn answer(shard: &Rc<Shard>, frame: Vec<u8>) -> Result<Vec<u8>, String> {
         trusted: true,
         tally: crate::handoff::Tally::new(shard.id, shard.shard_count(), false, false),
         error_counts: None,
+        throttle_ms: 0,
     };
     let body = frame;
     let shard = shard.clone();
@@ -98,6 +99,9 @@ async fn answer(shard: &Rc<Shard>, frame: Vec<u8>) -> Result<Vec<u8>, String> {
         }
         Some(ApiKey::AlterUserScramCredentials) => {
             super::scram_credentials::alter(shard, decode(&ctx, body)?, ctx).await
+        }
+        Some(ApiKey::AlterClientQuotas) => {
+            super::client_quotas::alter(shard, decode(&ctx, body)?, ctx).await
         }
         Some(ApiKey::CreateAcls) => super::acls::create(shard, decode(&ctx, body)?, ctx).await,
         Some(ApiKey::DeleteAcls) => super::acls::delete(shard, decode(&ctx, body)?, ctx).await,

@@ -11,6 +11,7 @@ mod alter_configs;
 pub mod api_versions;
 mod authorize;
 mod by_shard;
+mod client_quotas;
 pub mod cluster_view;
 mod consumer_groups;
 mod create_partitions;
@@ -93,6 +94,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListTransactions, 0, 1),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterClientQuotas, 0, 1),
     (ApiKey::DescribeAcls, 0, 3),
     (ApiKey::CreateAcls, 0, 3),
     (ApiKey::DeleteAcls, 0, 3),
@@ -147,6 +150,9 @@ pub struct RequestContext {
     pub tally: Rc<crate::handoff::Tally>,
     /// Where `encode_response` counts the response's error codes (None with metrics off).
     pub error_counts: Option<Rc<ErrorCounts>>,
+    /// How long the client must wait for being over its quota (see `quota`), for the
+    /// response's `throttle_time_ms`.
+    pub throttle_ms: i32,
 }
 
 /// Where a connection's requests come from: its listener and principal (see
@@ -158,6 +164,30 @@ pub struct Origin {
     pub host: Rc<str>,
     /// Owners of the partitions its requests touch (see `handoff`).
     pub tally: Rc<crate::handoff::Tally>,
+    /// Until when the connection reads nothing (a quota throttle, KIP-219).
+    pub muted_until: std::cell::Cell<Option<std::time::Instant>>,
+}
+
+/// Produce and Fetch of a client under a byte-rate quota: Produce charges its request's
+/// bytes, Fetch reads the debt its earlier responses left (their bytes are charged as they
+/// are built); over the quota, the response carries the throttle time and the connection
+/// reads nothing more until it has passed (KIP-219).
+fn throttle(shard: &Shard, ctx: &mut RequestContext, origin: &Origin, request_bytes: usize) {
+    let (kind, bytes) = match ApiKey::from_i16(ctx.api_key) {
+        Some(ApiKey::Produce) => (crate::quota::QuotaKind::Produce, request_bytes),
+        Some(ApiKey::Fetch) => (crate::quota::QuotaKind::Fetch, 0),
+        _ => return,
+    };
+    let now = std::time::Instant::now();
+    let quotas = &shard.image().quotas;
+    let wait = crate::quota::charge(quotas, &ctx.principal, &ctx.client_id, kind, bytes, now);
+    if let Some(wait) = wait {
+        ctx.throttle_ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
+        let until = now + wait;
+        origin.muted_until.set(Some(
+            origin.muted_until.get().map_or(until, |t| t.max(until)),
+        ));
+    }
 }
 
 /// Routes one request frame (without its size prefix). `Err` carries the reason the
@@ -199,6 +229,7 @@ pub fn dispatch(
         trusted: false,
         tally: origin.tally.clone(),
         error_counts: shard.metrics.error_counts(),
+        throttle_ms: 0,
     };
     let Some((min, max)) = served_range(api_key) else {
         return Err(format!("unsupported API key {api_key}"));
@@ -239,6 +270,7 @@ pub fn dispatch(
     let header = RequestHeader::decode(&mut frame, header_version)
         .map_err(|error| format!("bad request header: {error}"))?;
     ctx.client_id = header.client_id.unwrap_or_default();
+    throttle(shard, &mut ctx, origin, frame.len());
     let shard = shard.clone();
     let body = frame;
     let key = ApiKey::from_i16(api_key).expect("served keys are known");
@@ -371,6 +403,13 @@ pub fn dispatch(
             scram_credentials::alter(shard, decode(&ctx, body)?, ctx),
             held,
         ),
+        ApiKey::DescribeClientQuotas => spawn(
+            client_quotas::describe(shard, decode(&ctx, body)?, ctx),
+            held,
+        ),
+        ApiKey::AlterClientQuotas => {
+            spawn(client_quotas::alter(shard, decode(&ctx, body)?, ctx), held)
+        }
         ApiKey::DescribeAcls => spawn(acls::describe(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::CreateAcls => spawn(acls::create(shard, decode(&ctx, body)?, ctx), held),
         ApiKey::DeleteAcls => spawn(acls::delete(shard, decode(&ctx, body)?, ctx), held),

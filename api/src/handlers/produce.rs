@@ -295,6 +295,7 @@ pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestConte
         .into_iter()
         .map(|result| result.unwrap_or_else(|| failed(ErrorCode::UnknownServerError)));
     let mut response = build_response(&request, results);
+    response.throttle_time_ms = ctx.throttle_ms;
     if shard.cluster.is_some() && ctx.api_version >= KIP_951_PRODUCE_VERSION {
         point_to_leaders(&shard, &ctx.listener, &mut response);
     }

@@ -431,6 +431,7 @@ fn context() -> RequestContext {
         trusted: false,
         tally: crate::handoff::Tally::off(),
         error_counts: None,
+        throttle_ms: 0,
     }
 }
 

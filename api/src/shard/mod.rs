@@ -31,6 +31,7 @@ use wire::ErrorCode;
 pub(crate) mod acls;
 pub mod authorization;
 mod calls;
+mod client_quotas;
 mod control_plane;
 mod credentials;
 mod retention;

@@ -446,3 +446,73 @@ pub async fn alter_scram_credentials(
         }
     }
 }
+
+const ALTER_CLIENT_QUOTAS_VERSION: i16 = 1;
+
+/// AlterClientQuotas, as the metadata core got it: one result per entity, as the active
+/// controller answered; every entity NOT_CONTROLLER when it could not be asked.
+pub async fn alter_client_quotas(
+    to: Option<SocketAddr>,
+    change: &crate::forward::AlterClientQuotas,
+) -> Vec<Result<(), crate::metadata::quotas::Refusal>> {
+    use crate::metadata::quotas::Refusal;
+    use wire::generated::alter_client_quotas_request as request;
+    let wanted = wire::generated::AlterClientQuotasRequest {
+        entries: change
+            .alterations
+            .iter()
+            .map(|a| request::EntryData {
+                entity: (a.entity.iter())
+                    .map(|(entity_type, entity_name)| request::EntityData {
+                        entity_type: entity_type.clone(),
+                        entity_name: entity_name.clone(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ops: (a.ops.iter())
+                    .map(|(key, value)| request::OpData {
+                        key: key.clone(),
+                        value: value.unwrap_or(0.0),
+                        remove: value.is_none(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        validate_only: change.validate_only,
+        ..Default::default()
+    };
+    let answered = call::<_, wire::generated::AlterClientQuotasResponse>(
+        to,
+        ApiKey::AlterClientQuotas,
+        ALTER_CLIENT_QUOTAS_VERSION,
+        &wanted,
+    )
+    .await;
+    match answered {
+        Ok(response) if response.entries.len() == change.alterations.len() => response
+            .entries
+            .into_iter()
+            .map(|e| match e.error_code {
+                0 => Ok(()),
+                code => Err(Refusal {
+                    code,
+                    message: e.error_message.unwrap_or_default(),
+                }),
+            })
+            .collect(),
+        answered => {
+            let error = match answered {
+                Ok(_) => "its answer names other entities".to_string(),
+                Err(error) => error.to_string(),
+            };
+            tracing::info!(%error, "AlterClientQuotas forwarded to the active controller failed");
+            let refusal = Refusal {
+                code: ErrorCode::NotController.code(),
+                message: format!("The active controller could not be reached: {error}"),
+            };
+            vec![Err(refusal); change.alterations.len()]
+        }
+    }
+}
