@@ -30,8 +30,9 @@ use wire::generated::{
     DescribeAclsRequest, DescribeAclsResponse,
 };
 
-use super::client::{error_message, error_name, Client};
+use super::client::Client;
 use super::CommonArgs;
+use kclient::error::refusal;
 
 /// The newest version of the three APIs (each 0..=3; 1 added pattern types).
 const ACL_API_VERSION: i16 = 3;
@@ -309,14 +310,6 @@ pub fn print_acls(bindings: &[AclBinding], json: bool, out: &mut dyn Write) -> a
         writeln!(out)?;
     }
     Ok(())
-}
-
-fn refusal(code: i16, message: Option<&str>) -> String {
-    format!(
-        "{}: {}",
-        error_name(code),
-        message.unwrap_or_else(|| error_message(code))
-    )
 }
 
 /// One CreateAcls of `bindings`; the first refusal as an error.

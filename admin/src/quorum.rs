@@ -12,7 +12,7 @@ use wire::generated::describe_quorum_response::ReplicaState;
 use wire::generated::{DescribeQuorumRequest, DescribeQuorumResponse};
 use wire::primitives::Uuid;
 
-use super::client::{error_message, error_name, Client};
+use super::client::Client;
 use super::CommonArgs;
 
 /// The metadata log's topic and its one partition.
@@ -164,11 +164,7 @@ pub fn describe(client: &mut Client) -> anyhow::Result<Quorum> {
 
 fn check(code: i16, message: Option<&str>) -> anyhow::Result<()> {
     if code != 0 {
-        bail!(
-            "{}: {}",
-            error_name(code),
-            message.unwrap_or_else(|| error_message(code))
-        );
+        bail!("{}", kclient::error::refusal(code, message));
     }
     Ok(())
 }

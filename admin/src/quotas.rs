@@ -19,8 +19,9 @@ use wire::generated::{
     AlterClientQuotasResponse, DescribeClientQuotasRequest, DescribeClientQuotasResponse,
 };
 
-use super::client::{error_message, error_name, Client};
+use super::client::Client;
 use super::CommonArgs;
+use kclient::error::refusal;
 
 /// Which entity: each type named, set to its default, or left out.
 #[derive(Debug, Clone, clap::Args)]
@@ -227,14 +228,7 @@ fn alter(
         bail!("the broker's answer names no entity");
     };
     if entry.error_code != 0 {
-        bail!(
-            "{}: {}",
-            error_name(entry.error_code),
-            entry
-                .error_message
-                .as_deref()
-                .unwrap_or_else(|| error_message(entry.error_code))
-        );
+        bail!(refusal(entry.error_code, entry.error_message.as_deref()));
     }
     Ok(())
 }
@@ -262,14 +256,10 @@ pub fn describe(client: &mut Client, entity: &Entity) -> anyhow::Result<Vec<Desc
     let response: DescribeClientQuotasResponse =
         client.request(ApiKey::DescribeClientQuotas, version, &request)?;
     if response.error_code != 0 {
-        bail!(
-            "{}: {}",
-            error_name(response.error_code),
-            response
-                .error_message
-                .as_deref()
-                .unwrap_or_else(|| error_message(response.error_code))
-        );
+        bail!(refusal(
+            response.error_code,
+            response.error_message.as_deref()
+        ));
     }
     let mut described: Vec<Described> = (response.entries.unwrap_or_default().into_iter())
         .map(|e| {

@@ -30,6 +30,7 @@ use wire::generated::{
 
 use super::client::{error_message, error_name, Client};
 use super::CommonArgs;
+use kclient::error::refusal;
 
 /// kafka-configs.sh's iterations when `[iterations=...]` is not given.
 pub const DEFAULT_ITERATIONS: u32 = 4096;
@@ -174,14 +175,7 @@ fn alter(
         bail!("the broker's answer does not name user '{user}'");
     };
     if result.error_code != 0 {
-        bail!(
-            "{}: {}",
-            error_name(result.error_code),
-            result
-                .error_message
-                .as_deref()
-                .unwrap_or_else(|| error_message(result.error_code))
-        );
+        bail!(refusal(result.error_code, result.error_message.as_deref()));
     }
     Ok(())
 }
@@ -220,14 +214,10 @@ pub fn describe(
     let response: DescribeUserScramCredentialsResponse =
         client.request(ApiKey::DescribeUserScramCredentials, version, &request)?;
     if response.error_code != 0 {
-        bail!(
-            "{}: {}",
-            error_name(response.error_code),
-            response
-                .error_message
-                .as_deref()
-                .unwrap_or_else(|| error_message(response.error_code))
-        );
+        bail!(refusal(
+            response.error_code,
+            response.error_message.as_deref()
+        ));
     }
     let mut described = Vec::new();
     let mut failed = Vec::new();

@@ -132,6 +132,16 @@ pub fn error_message(code: i16) -> &'static str {
     ErrorCode::from_code(code).map_or("Unknown error code.", |e| e.message())
 }
 
+/// A refusal as Kafka's tools print it: `NAME: message` (the code's default message when the
+/// broker sent none).
+pub fn refusal(code: i16, message: Option<&str>) -> String {
+    format!(
+        "{}: {}",
+        error_name(code),
+        message.unwrap_or_else(|| error_message(code))
+    )
+}
+
 /// A Kafka error code a broker answered, printed by name as Kafka's tools do.
 #[derive(Debug, thiserror::Error)]
 #[error("{name}: {message} ({what})")]
