@@ -40,11 +40,23 @@ impl Client {
         Client::connect_with(addr, &Client::options())
     }
 
-    /// Connects to `addr` with `options`.
+    /// Connects to `addr` with `options`. `addr` may be a comma-separated list, as Kafka's
+    /// `--bootstrap-server` takes: the first that answers is used (the last one's error when
+    /// none does).
     pub fn connect_with(addr: &str, options: &Options) -> Result<Client> {
-        Ok(Client {
-            conn: Connection::connect(addr, options)?,
-        })
+        let mut last = None;
+        for one in addr.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+            match Connection::connect(one, options) {
+                Ok(conn) => return Ok(Client { conn }),
+                Err(error) => last = Some(error),
+            }
+        }
+        match last {
+            Some(error) => Err(error),
+            None => Ok(Client {
+                conn: Connection::connect(addr, options)?,
+            }),
+        }
     }
 
     /// Metadata of `topics` (`None`: every topic; empty: none, only brokers), never creating

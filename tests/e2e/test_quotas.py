@@ -237,3 +237,29 @@ def test_a_quota_set_through_one_node_is_on_every_node(cluster):
     res = quotas(c.bootstrap(through), "alter", "--client-id", "app",
                  "--add-config", "producer_byte_rate=0.5", check=False)
     assert res.returncode == 1 and "must be a Long value" in res.stderr, res.stderr
+
+
+def test_replica_fetches_are_not_a_clients(cluster):
+    """A default client-id consumer_byte_rate of 1 KiB/s (and a default user's) would hold
+    followers' fetches to that rate if they counted; as in Kafka they do not, so 2 MiB
+    acknowledged with acks=all by three replicas still takes seconds."""
+    c = cluster
+    c.wait_formed()
+    b = c.bootstrap()
+    quotas(b, "alter", "--client-default", "--add-config", "consumer_byte_rate=1024")
+    quotas(b, "alter", "--user-default", "--add-config", "consumer_byte_rate=1024")
+    topic = unique("replicated")
+    assert c.create_topic(c.ids[0], topic, 1, 3)[0] == 0
+    wait_until(lambda: all(described(c.bootstrap(i), "--user-default") for i in c.ids), 15,
+               "every node has the quotas")
+    p = Producer({"bootstrap.servers": b, "acks": "all", "linger.ms": 5})
+    failures = []
+    start = time.monotonic()
+    for _ in range(2048):
+        p.produce(topic, b"z" * 1024, partition=0,
+                  callback=lambda err, msg: err and failures.append(err))
+        p.poll(0)
+    assert p.flush(60) == 0 and not failures, failures
+    elapsed = time.monotonic() - start
+    print(f"2 MiB acks=all over three replicas under 1 KiB/s client quotas: {elapsed:.1f} s")
+    assert elapsed < 30

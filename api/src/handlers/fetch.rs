@@ -327,7 +327,7 @@ fn dedupe(
     request
 }
 
-pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext) -> Response {
+pub async fn handle(shard: Rc<Shard>, request: FetchRequest, mut ctx: RequestContext) -> Response {
     let image = shard.image();
     let by_id = ctx.api_version >= 13;
     let unknown_topic = if by_id {
@@ -346,6 +346,12 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
         (request.replica_id, -1)
     };
     let follower = (replica_id >= 0 && shard.cluster.is_some()).then_some(replica_id);
+    // A consumer's fetch waits for the debt its earlier responses left under its
+    // consumer_byte_rate (this response's bytes are charged once it is built).
+    let quota = crate::quota::QuotaKind::Fetch;
+    if follower.is_none() {
+        ctx.charge_quota(&shard, quota, 0);
+    }
     let budget = request
         .max_bytes
         .clamp(0, shard.config.fetch_max_bytes as i32) as usize;
@@ -502,11 +508,11 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, ctx: RequestContext
     // The bytes sent count against the client's consumer_byte_rate (its next fetch waits
     // for the debt, see `quota`).
     let sent: usize = results.iter().map(|r| r.records.len()).sum();
-    if sent > 0 {
-        let quotas = &shard.image().quotas;
-        let kind = crate::quota::QuotaKind::Fetch;
+    if sent > 0 && follower.is_none() {
+        // Charged to the clock only: this response's throttle was decided at its start.
         let now = std::time::Instant::now();
-        crate::quota::charge(quotas, &ctx.principal, &ctx.client_id, kind, sent, now);
+        let quotas = &shard.image().quotas;
+        crate::quota::charge(quotas, &ctx.principal, &ctx.client_id, quota, sent, now);
     }
     let (results, files) = detach_files(results);
     let mut response = build_response(&request, &ctx, results.into_iter());

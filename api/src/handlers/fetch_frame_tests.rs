@@ -87,6 +87,7 @@ fn spliced_frame_equals_copied_frame_at_every_version() {
             tally: crate::handoff::Tally::off(),
             error_counts: None,
             throttle_ms: 0,
+            muted_until: Default::default(),
         };
         let copied: Vec<FetchResult> = copied_records.iter().cloned().map(result).collect();
         let want = encode_response(

@@ -77,6 +77,7 @@ async fn answer(shard: &Rc<Shard>, frame: Vec<u8>) -> Result<Vec<u8>, String> {
         tally: crate::handoff::Tally::new(shard.id, shard.shard_count(), false, false),
         error_counts: None,
         throttle_ms: 0,
+        muted_until: Default::default(),
     };
     let body = frame;
     let shard = shard.clone();

@@ -153,6 +153,27 @@ pub struct RequestContext {
     /// How long the client must wait for being over its quota (see `quota`), for the
     /// response's `throttle_time_ms`.
     pub throttle_ms: i32,
+    /// The connection's mute (see `Origin::muted_until`).
+    pub muted_until: Rc<std::cell::Cell<Option<std::time::Instant>>>,
+}
+
+impl RequestContext {
+    /// Charges `bytes` to this client's byte-rate quota of `kind`; over it, the response
+    /// carries the throttle time and the connection reads nothing more until it has passed
+    /// (KIP-219).
+    pub fn charge_quota(&mut self, shard: &Shard, kind: crate::quota::QuotaKind, bytes: usize) {
+        let now = std::time::Instant::now();
+        let quotas = &shard.image().quotas;
+        let wait = crate::quota::charge(quotas, &self.principal, &self.client_id, kind, bytes, now);
+        if let Some(wait) = wait {
+            self.throttle_ms = self
+                .throttle_ms
+                .max(i32::try_from(wait.as_millis()).unwrap_or(i32::MAX));
+            let until = now + wait;
+            let muted = self.muted_until.get().map_or(until, |t| t.max(until));
+            self.muted_until.set(Some(muted));
+        }
+    }
 }
 
 /// Where a connection's requests come from: its listener and principal (see
@@ -165,29 +186,7 @@ pub struct Origin {
     /// Owners of the partitions its requests touch (see `handoff`).
     pub tally: Rc<crate::handoff::Tally>,
     /// Until when the connection reads nothing (a quota throttle, KIP-219).
-    pub muted_until: std::cell::Cell<Option<std::time::Instant>>,
-}
-
-/// Produce and Fetch of a client under a byte-rate quota: Produce charges its request's
-/// bytes, Fetch reads the debt its earlier responses left (their bytes are charged as they
-/// are built); over the quota, the response carries the throttle time and the connection
-/// reads nothing more until it has passed (KIP-219).
-fn throttle(shard: &Shard, ctx: &mut RequestContext, origin: &Origin, request_bytes: usize) {
-    let (kind, bytes) = match ApiKey::from_i16(ctx.api_key) {
-        Some(ApiKey::Produce) => (crate::quota::QuotaKind::Produce, request_bytes),
-        Some(ApiKey::Fetch) => (crate::quota::QuotaKind::Fetch, 0),
-        _ => return,
-    };
-    let now = std::time::Instant::now();
-    let quotas = &shard.image().quotas;
-    let wait = crate::quota::charge(quotas, &ctx.principal, &ctx.client_id, kind, bytes, now);
-    if let Some(wait) = wait {
-        ctx.throttle_ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
-        let until = now + wait;
-        origin.muted_until.set(Some(
-            origin.muted_until.get().map_or(until, |t| t.max(until)),
-        ));
-    }
+    pub muted_until: Rc<std::cell::Cell<Option<std::time::Instant>>>,
 }
 
 /// Routes one request frame (without its size prefix). `Err` carries the reason the
@@ -230,6 +229,7 @@ pub fn dispatch(
         tally: origin.tally.clone(),
         error_counts: shard.metrics.error_counts(),
         throttle_ms: 0,
+        muted_until: origin.muted_until.clone(),
     };
     let Some((min, max)) = served_range(api_key) else {
         return Err(format!("unsupported API key {api_key}"));
@@ -270,7 +270,11 @@ pub fn dispatch(
     let header = RequestHeader::decode(&mut frame, header_version)
         .map_err(|error| format!("bad request header: {error}"))?;
     ctx.client_id = header.client_id.unwrap_or_default();
-    throttle(shard, &mut ctx, origin, frame.len());
+    // Produce is charged its request's bytes before it is appended (Fetch, by the handler:
+    // replica fetches are not a client's).
+    if api_key == ApiKey::Produce as i16 {
+        ctx.charge_quota(shard, crate::quota::QuotaKind::Produce, frame.len());
+    }
     let shard = shard.clone();
     let body = frame;
     let key = ApiKey::from_i16(api_key).expect("served keys are known");

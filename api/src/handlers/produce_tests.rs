@@ -432,6 +432,7 @@ fn context() -> RequestContext {
         tally: crate::handoff::Tally::off(),
         error_counts: None,
         throttle_ms: 0,
+        muted_until: Default::default(),
     }
 }
 
