@@ -27,6 +27,9 @@ pub const BURST: Duration = Duration::from_secs(1);
 /// (no debt, so forgetting them changes nothing) are dropped; if none is, the new key is
 /// not tracked and its client is not throttled until room comes back (logged).
 pub const MAX_SENSORS: usize = 100_000;
+/// Shortest time between two sweeps of a full table: a sweep walks every key under the lock,
+/// and a swarm of new client ids must not make each one pay for it.
+pub const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum QuotaKind {
@@ -43,7 +46,11 @@ impl QuotaKind {
     }
 }
 
-type Clocks = HashMap<(QuotaKind, SharedBy), Instant>;
+#[derive(Default)]
+struct Clocks {
+    by_key: HashMap<(QuotaKind, SharedBy), Instant>,
+    last_sweep: Option<Instant>,
+}
 
 static CLOCKS: LazyLock<Mutex<Clocks>> = LazyLock::new(Mutex::default);
 
@@ -78,9 +85,15 @@ fn charge_clock(
     bytes: usize,
     now: Instant,
 ) -> Option<Duration> {
-    if !clocks.contains_key(&key) && clocks.len() >= MAX_SENSORS {
-        clocks.retain(|_, clock| *clock > now);
-        if clocks.len() >= MAX_SENSORS {
+    if !clocks.by_key.contains_key(&key) && clocks.by_key.len() >= MAX_SENSORS {
+        let due = clocks
+            .last_sweep
+            .is_none_or(|last| now.saturating_duration_since(last) >= SWEEP_INTERVAL);
+        if due {
+            clocks.last_sweep = Some(now);
+            clocks.by_key.retain(|_, clock| *clock > now);
+        }
+        if clocks.by_key.len() >= MAX_SENSORS {
             tracing::warn!(
                 bound = MAX_SENSORS,
                 "quota sensors full: a client goes unthrottled"
@@ -88,7 +101,7 @@ fn charge_clock(
             return None;
         }
     }
-    let clock = clocks.entry(key).or_insert(now);
+    let clock = clocks.by_key.entry(key).or_insert(now);
     // A quota of 0 (or less) lets nothing through: every request waits the longest throttle.
     let cost = if rate > 0.0 {
         Duration::try_from_secs_f64(bytes as f64 / rate).unwrap_or(MAX_THROTTLE)
@@ -114,7 +127,7 @@ mod tests {
 
     #[test]
     fn a_client_at_its_rate_is_never_throttled_and_above_it_is() {
-        let mut clocks = Clocks::new();
+        let mut clocks = Clocks::default();
         let start = Instant::now();
         // 1,000 B/s, 100 B every 100 ms for 60 s: exactly the rate.
         for i in 0..600 {
@@ -140,7 +153,7 @@ mod tests {
 
     #[test]
     fn a_throttle_is_bounded_but_the_debt_is_kept() {
-        let mut clocks = Clocks::new();
+        let mut clocks = Clocks::default();
         let now = Instant::now();
         let wait = charge_clock(&mut clocks, key(), 1.0, 1_000_000, now);
         assert_eq!(wait, Some(MAX_THROTTLE));
@@ -157,7 +170,7 @@ mod tests {
 
     #[test]
     fn sensors_are_bounded() {
-        let mut clocks = Clocks::new();
+        let mut clocks = Clocks::default();
         let now = Instant::now();
         for i in 0..MAX_SENSORS {
             let shared = SharedBy {
@@ -168,11 +181,16 @@ mod tests {
             charge_clock(&mut clocks, (QuotaKind::Fetch, shared), 1.0, 10, now);
         }
         assert_eq!(charge_clock(&mut clocks, key(), 1.0, 10, now), None);
-        assert_eq!(clocks.len(), MAX_SENSORS);
-        // Once their debts are paid, they make room.
-        let later = now + Duration::from_secs(60);
+        assert_eq!(clocks.by_key.len(), MAX_SENSORS);
+        // Their debts paid, but the table was swept a moment ago: no sweep yet.
+        let soon = now + Duration::from_millis(500);
+        clocks.by_key.values_mut().for_each(|clock| *clock = now);
+        assert_eq!(charge_clock(&mut clocks, key(), 1.0, 10, soon), None);
+        assert_eq!(clocks.by_key.len(), MAX_SENSORS);
+        // A sweep interval later they make room.
+        let later = now + SWEEP_INTERVAL;
         assert!(charge_clock(&mut clocks, key(), 1.0, 10, later).is_some());
-        assert_eq!(clocks.len(), 1);
+        assert_eq!(clocks.by_key.len(), 1);
     }
 
     #[test]
