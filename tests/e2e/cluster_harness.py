@@ -208,6 +208,20 @@ class Node(Broker):
 COMBINED, CONTROLLER, BROKER = "broker,controller", "controller", "broker"
 
 
+def running_cluster(request, workdir, **kw):
+    """For a fixture to `yield from`: a started Cluster (its nodes' logs reported with a failed
+    test), closed after the test."""
+    import gc
+
+    request.node._e2e_brokers = []
+    c = Cluster(workdir, **kw)
+    request.node._e2e_brokers.extend(c.nodes.values())
+    c.start()
+    yield c
+    gc.collect()  # drop client objects a failed test left behind before the nodes go away
+    c.close()
+
+
 class Cluster:
     """`roles`: one process.roles per node (default: every node combined). Voters are the
     nodes with the controller role; a controller-only node has only its CONTROLLER listener

@@ -9,11 +9,10 @@ Run alone:
         tests/e2e/test_acls_cluster.py
 """
 
-import gc
 
 import pytest
 
-from cluster_harness import Cluster, wait_until
+from cluster_harness import running_cluster, wait_until
 from e2e_helpers import unique
 from test_acls_admin import (AUTHORIZER, INVALID_REQUEST, OP_ANY, OP_READ, PERM_ALLOW,
                              PERM_ANY, PT_LITERAL, RT_TOPIC, create_raw, delete_raw,
@@ -24,13 +23,7 @@ PROPAGATION_S = 15
 
 @pytest.fixture
 def cluster(request, tmp_path):
-    request.node._e2e_brokers = []
-    c = Cluster(tmp_path / "cluster", overrides=AUTHORIZER)
-    request.node._e2e_brokers.extend(c.nodes.values())
-    c.start()
-    yield c
-    gc.collect()
-    c.close()
+    yield from running_cluster(request, tmp_path / "cluster", overrides=AUTHORIZER)
 
 
 def described(c, i, topic):

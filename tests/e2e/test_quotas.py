@@ -19,7 +19,6 @@ The measured window is QUOTA_TEST_SECONDS long (default 10; the issue's figure i
         target/venv/bin/python -m pytest -q -s tests/e2e/test_quotas.py
 """
 
-import gc
 import json
 import os
 import subprocess
@@ -29,7 +28,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from cluster_harness import Cluster, wait_until
+from cluster_harness import running_cluster, wait_until
 from conftest import BROKER_BIN
 from e2e_helpers import create_topic, unique
 
@@ -211,13 +210,7 @@ def test_consumer_held_to_its_byte_rate(broker):
 
 @pytest.fixture
 def cluster(request, tmp_path):
-    request.node._e2e_brokers = []
-    c = Cluster(tmp_path / "cluster")
-    request.node._e2e_brokers.extend(c.nodes.values())
-    c.start()
-    yield c
-    gc.collect()
-    c.close()
+    yield from running_cluster(request, tmp_path / "cluster")
 
 
 def test_a_quota_set_through_one_node_is_on_every_node(cluster):

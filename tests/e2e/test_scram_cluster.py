@@ -10,11 +10,10 @@ Run alone:
         tests/e2e/test_scram_cluster.py
 """
 
-import gc
 
 import pytest
 
-from cluster_harness import Cluster, wait_until
+from cluster_harness import running_cluster, wait_until
 from e2e_helpers import unique
 from test_scram_credentials import RESOURCE_NOT_FOUND, alter_raw, describe_raw
 
@@ -24,13 +23,7 @@ PROPAGATION_S = 15
 
 @pytest.fixture
 def cluster(request, tmp_path):
-    request.node._e2e_brokers = []
-    c = Cluster(tmp_path / "cluster")
-    request.node._e2e_brokers.extend(c.nodes.values())
-    c.start()
-    yield c
-    gc.collect()
-    c.close()
+    yield from running_cluster(request, tmp_path / "cluster")
 
 
 def described(c, i, user):
