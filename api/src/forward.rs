@@ -63,11 +63,17 @@ impl TopicSpec {
     /// The partition count the topic gets if created: the assignment's, else the request's
     /// (-1: `default`).
     pub fn partition_count(&self, default: i32) -> i32 {
-        match (self.assignments.len(), self.num_partitions) {
-            (0, -1) => default,
-            (0, n) => n,
-            (n, _) => i32::try_from(n).unwrap_or(i32::MAX),
-        }
+        partitions_asked(self.assignments.len(), self.num_partitions, default)
+    }
+}
+
+/// The partitions a CreateTopics entry asks for: as many as its manual assignments, else its
+/// count, else (-1) the default.
+pub fn partitions_asked(assignments: usize, num_partitions: i32, default: i32) -> i32 {
+    match (assignments, num_partitions) {
+        (0, -1) => default,
+        (0, n) => n,
+        (n, _) => i32::try_from(n).unwrap_or(i32::MAX),
     }
 }
 

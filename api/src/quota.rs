@@ -1,28 +1,45 @@
-//! Byte-rate quotas as Kafka enforces them (KIP-13, KIP-55, KIP-219): `producer_byte_rate`
-//! on Produce request bytes and `consumer_byte_rate` on Fetch response bytes, per (user,
-//! client id) as the image's quotas resolve them. A client over its quota gets its answer at
-//! once with `throttle_time_ms` set, and its connection reads nothing more for that long
-//! (the channel is muted, KIP-219), so a client that ignores the throttle time is held back
-//! all the same.
+//! Client quotas as Kafka enforces them, per (user, client id) as the image's quotas resolve
+//! them:
+//! - byte rates (KIP-13, KIP-55): `producer_byte_rate` on Produce request bytes and
+//!   `consumer_byte_rate` on Fetch response bytes;
+//! - request time (KIP-124): `request_percentage`, the share of one thread's time a client's
+//!   requests may take (100 = one whole thread), charged with the time its requests spent
+//!   running on a shard (decoding, handling, encoding; not time spent waiting);
+//! - controller mutations (KIP-599): `controller_mutation_rate`, partitions created or
+//!   deleted per second by CreateTopics, CreatePartitions and DeleteTopics.
+//!
+//! A client over its quota gets its answer at once with `throttle_time_ms` set, and its
+//! connection reads nothing more for that long (the channel is muted, KIP-219), so a client
+//! that ignores the throttle time is held back all the same. Controller mutations are also
+//! refused, per topic, with THROTTLING_QUOTA_EXCEEDED by the request versions that know it
+//! (Kafka's strict mode).
 //!
 //! The rate is kept as Kafka's clients see it, per broker, not per shard: one clock per
-//! sharing key (GCRA: the time by which the bytes so far would have been sent at the quota
-//! rate), behind one broker-wide lock taken only by requests a quota applies to. Kafka
+//! sharing key (GCRA: the time by which what was charged so far would have been used at the
+//! quota rate), behind one broker-wide lock taken only by requests a quota applies to. Kafka
 //! measures a windowed average (11 windows of 1 s) and throttles by how far it lies above the
 //! quota; the clock gives the same long-run rate without the window's edge effects, with a
-//! burst of one second's worth allowed before the first throttle.
+//! burst allowed before the first throttle (one second's worth; for controller mutations the
+//! whole 11 s window, as Kafka's token bucket for them).
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::metadata::quotas::{QuotaImage, SharedBy, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE};
+use crate::metadata::quotas::{
+    QuotaImage, SharedBy, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, PRODUCER_BYTE_RATE,
+    REQUEST_PERCENTAGE,
+};
 
 /// Longest single throttle (Kafka's bound: `quota.window.num` 11 x `quota.window.size.seconds`
 /// 1 s). The debt past it is kept, so the next request is throttled again.
 pub const MAX_THROTTLE: Duration = Duration::from_secs(11);
-/// What a client may send above its rate before it is throttled: this long at the rate.
+/// What a client may use above its rate before it is throttled: this long at the rate.
 pub const BURST: Duration = Duration::from_secs(1);
+/// The burst of controller mutations: Kafka's token bucket for them holds
+/// `controller.quota.window.num` (11) x `controller.quota.window.size.seconds` (1) seconds'
+/// worth of partitions.
+pub const CONTROLLER_MUTATION_BURST: Duration = Duration::from_secs(11);
 /// Sharing keys tracked at once, broker-wide. When full, keys whose clock is in the past
 /// (no debt, so forgetting them changes nothing) are dropped; if none is, the new key is
 /// not tracked and its client is not throttled until room comes back (logged).
@@ -33,8 +50,14 @@ pub const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum QuotaKind {
+    /// Produce request bytes.
     Produce,
+    /// Fetch response bytes.
     Fetch,
+    /// Seconds of a shard's time.
+    Request,
+    /// Partitions created or deleted.
+    ControllerMutation,
 }
 
 impl QuotaKind {
@@ -42,6 +65,24 @@ impl QuotaKind {
         match self {
             QuotaKind::Produce => PRODUCER_BYTE_RATE,
             QuotaKind::Fetch => CONSUMER_BYTE_RATE,
+            QuotaKind::Request => REQUEST_PERCENTAGE,
+            QuotaKind::ControllerMutation => CONTROLLER_MUTATION_RATE,
+        }
+    }
+
+    /// The quota's value as a rate of what is charged per second.
+    fn rate(self, quota: f64) -> f64 {
+        match self {
+            // A percentage of one thread: 100 is one second of work per second.
+            QuotaKind::Request => quota / 100.0,
+            _ => quota,
+        }
+    }
+
+    fn burst(self) -> Duration {
+        match self {
+            QuotaKind::ControllerMutation => CONTROLLER_MUTATION_BURST,
+            _ => BURST,
         }
     }
 }
@@ -61,28 +102,71 @@ pub fn quota_user(principal: &str) -> &str {
         .map_or(principal, |(_, name)| name)
 }
 
-/// Charges `bytes` to the client's quota of `kind` and says how long it must now wait
-/// (`None`: no quota applies, or it is within it). `bytes` 0 only reads the debt so far.
+/// Whether any entity of the image has a quota of `kind` (so that requests need not be
+/// timed, nor their client's quota looked up, while none does).
+pub fn any(quotas: &QuotaImage, kind: QuotaKind) -> bool {
+    quotas.mentions(kind.key())
+}
+
+/// Charges `amount` (bytes, seconds or partitions, as `kind` counts) to the client's quota of
+/// `kind` and says how long it must now wait (`None`: no quota applies, or it is within it).
+/// `amount` 0 only reads the debt so far.
 pub fn charge(
     quotas: &QuotaImage,
     principal: &str,
     client_id: &str,
     kind: QuotaKind,
-    bytes: usize,
+    amount: f64,
     now: Instant,
 ) -> Option<Duration> {
-    let (rate, shared) = quotas.resolve(quota_user(principal), client_id, kind.key())?;
+    let (quota, shared) = quotas.resolve(quota_user(principal), client_id, kind.key())?;
     let mut clocks = CLOCKS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    charge_clock(&mut clocks, (kind, shared), rate, bytes, now)
+    charge_clock(&mut clocks, (kind, shared), kind.rate(quota), amount, now)
+}
+
+/// Gives back `amount` charged for something that was then not done (a topic whose creation
+/// failed costs no controller mutation, as in Kafka, which counts only valid topics).
+pub fn refund(
+    quotas: &QuotaImage,
+    principal: &str,
+    client_id: &str,
+    kind: QuotaKind,
+    amount: f64,
+    now: Instant,
+) {
+    let Some((quota, shared)) = quotas.resolve(quota_user(principal), client_id, kind.key()) else {
+        return;
+    };
+    let mut clocks = CLOCKS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(clock) = clocks.by_key.get_mut(&(kind, shared)) {
+        *clock = clock
+            .checked_sub(cost(kind.rate(quota), amount))
+            .unwrap_or(now)
+            .max(now);
+    }
+}
+
+/// How long `amount` takes at `rate`; a rate of 0 (or less) lets nothing through: anything
+/// costs the longest throttle.
+fn cost(rate: f64, amount: f64) -> Duration {
+    if rate > 0.0 {
+        Duration::try_from_secs_f64(amount.max(0.0) / rate).unwrap_or(MAX_THROTTLE)
+    } else if amount > 0.0 {
+        MAX_THROTTLE
+    } else {
+        Duration::ZERO
+    }
 }
 
 fn charge_clock(
     clocks: &mut Clocks,
     key: (QuotaKind, SharedBy),
     rate: f64,
-    bytes: usize,
+    amount: f64,
     now: Instant,
 ) -> Option<Duration> {
     if !clocks.by_key.contains_key(&key) && clocks.by_key.len() >= MAX_SENSORS {
@@ -101,15 +185,15 @@ fn charge_clock(
             return None;
         }
     }
+    let burst = key.0.burst();
     let clock = clocks.by_key.entry(key).or_insert(now);
-    // A quota of 0 (or less) lets nothing through: every request waits the longest throttle.
-    let cost = if rate > 0.0 {
-        Duration::try_from_secs_f64(bytes as f64 / rate).unwrap_or(MAX_THROTTLE)
+    *clock = (*clock).max(now) + cost(rate, amount);
+    // A quota of 0 throttles even a bare look at the debt.
+    let wait = if rate > 0.0 {
+        clock.saturating_duration_since(now).checked_sub(burst)?
     } else {
         MAX_THROTTLE
     };
-    *clock = (*clock).max(now) + cost;
-    let wait = clock.saturating_duration_since(now).checked_sub(BURST)?;
     (!wait.is_zero()).then_some(wait.min(MAX_THROTTLE))
 }
 
@@ -132,14 +216,14 @@ mod tests {
         // 1,000 B/s, 100 B every 100 ms for 60 s: exactly the rate.
         for i in 0..600 {
             let now = start + Duration::from_millis(100 * i);
-            assert_eq!(charge_clock(&mut clocks, key(), 1000.0, 100, now), None);
+            assert_eq!(charge_clock(&mut clocks, key(), 1000.0, 100.0, now), None);
         }
         // Twice the rate: after the burst, throttled by what it sent too early.
         let mut throttled = Duration::ZERO;
         let start = start + Duration::from_secs(60);
         for i in 0..100 {
             let now = start + Duration::from_millis(100 * i);
-            if let Some(wait) = charge_clock(&mut clocks, key(), 1000.0, 200, now) {
+            if let Some(wait) = charge_clock(&mut clocks, key(), 1000.0, 200.0, now) {
                 throttled = wait;
             }
         }
@@ -155,15 +239,15 @@ mod tests {
     fn a_throttle_is_bounded_but_the_debt_is_kept() {
         let mut clocks = Clocks::default();
         let now = Instant::now();
-        let wait = charge_clock(&mut clocks, key(), 1.0, 1_000_000, now);
+        let wait = charge_clock(&mut clocks, key(), 1.0, 1_000_000.0, now);
         assert_eq!(wait, Some(MAX_THROTTLE));
         let later = now + MAX_THROTTLE;
         assert_eq!(
-            charge_clock(&mut clocks, key(), 1.0, 0, later),
+            charge_clock(&mut clocks, key(), 1.0, 0.0, later),
             Some(MAX_THROTTLE)
         );
         assert_eq!(
-            charge_clock(&mut clocks, key(), 0.0, 1, now),
+            charge_clock(&mut clocks, key(), 0.0, 1.0, now),
             Some(MAX_THROTTLE)
         );
     }
@@ -178,18 +262,18 @@ mod tests {
                 client_id: None,
             };
             // Each in debt, so none can be forgotten.
-            charge_clock(&mut clocks, (QuotaKind::Fetch, shared), 1.0, 10, now);
+            charge_clock(&mut clocks, (QuotaKind::Fetch, shared), 1.0, 10.0, now);
         }
-        assert_eq!(charge_clock(&mut clocks, key(), 1.0, 10, now), None);
+        assert_eq!(charge_clock(&mut clocks, key(), 1.0, 10.0, now), None);
         assert_eq!(clocks.by_key.len(), MAX_SENSORS);
         // Their debts paid, but the table was swept a moment ago: no sweep yet.
         let soon = now + Duration::from_millis(500);
         clocks.by_key.values_mut().for_each(|clock| *clock = now);
-        assert_eq!(charge_clock(&mut clocks, key(), 1.0, 10, soon), None);
+        assert_eq!(charge_clock(&mut clocks, key(), 1.0, 10.0, soon), None);
         assert_eq!(clocks.by_key.len(), MAX_SENSORS);
         // A sweep interval later they make room.
         let later = now + SWEEP_INTERVAL;
-        assert!(charge_clock(&mut clocks, key(), 1.0, 10, later).is_some());
+        assert!(charge_clock(&mut clocks, key(), 1.0, 10.0, later).is_some());
         assert_eq!(clocks.by_key.len(), 1);
     }
 

@@ -73,6 +73,9 @@ fn invalid(message: impl Into<String>) -> Refusal {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct QuotaImage {
     entities: BTreeMap<Entity, BTreeMap<String, f64>>,
+    /// How many entities carry each key (derived from `entities`): whether a kind of quota
+    /// applies to anyone is asked per request, and must not walk every entity.
+    key_counts: BTreeMap<String, usize>,
 }
 
 /// Values come from validated requests (finite numbers), so equality is an equivalence.
@@ -107,6 +110,11 @@ impl QuotaImage {
         self.entities.is_empty()
     }
 
+    /// Whether any entity has a quota of `key`.
+    pub fn mentions(&self, key: &str) -> bool {
+        self.key_counts.contains_key(key)
+    }
+
     /// The quota `key` of exactly this entity (sorted as [`Entity`] says).
     pub fn get(&self, entity: &Entity, key: &str) -> Option<f64> {
         self.entities.get(entity)?.get(key).copied()
@@ -115,16 +123,27 @@ impl QuotaImage {
     pub fn apply(&mut self, record: &QuotaRecord) {
         if record.remove {
             if let Some(quotas) = self.entities.get_mut(&record.entity) {
-                quotas.remove(&record.key);
+                if quotas.remove(&record.key).is_some() {
+                    if let Some(count) = self.key_counts.get_mut(&record.key) {
+                        *count -= 1;
+                        if *count == 0 {
+                            self.key_counts.remove(&record.key);
+                        }
+                    }
+                }
                 if quotas.is_empty() {
                     self.entities.remove(&record.entity);
                 }
             }
         } else {
-            self.entities
+            let previous = self
+                .entities
                 .entry(record.entity.clone())
                 .or_default()
                 .insert(record.key.clone(), record.value);
+            if previous.is_none() {
+                *self.key_counts.entry(record.key.clone()).or_default() += 1;
+            }
         }
     }
 

@@ -236,3 +236,29 @@ fn snapshot_rebuilds_the_same_quotas() {
     }
     assert_eq!(rebuilt, image);
 }
+
+#[test]
+fn mentions_follows_sets_and_removes() {
+    let alice = entity(&[(USER, Some("alice"))]);
+    let bob = entity(&[(USER, Some("bob"))]);
+    let record = |entity: &Entity, value: Option<f64>| QuotaRecord {
+        entity: entity.clone(),
+        key: REQUEST_PERCENTAGE.into(),
+        value: value.unwrap_or(0.0),
+        remove: value.is_none(),
+    };
+    let mut image = QuotaImage::default();
+    assert!(!image.mentions(REQUEST_PERCENTAGE));
+    image.apply(&record(&alice, Some(50.0)));
+    image.apply(&record(&alice, Some(60.0)));
+    image.apply(&record(&bob, Some(70.0)));
+    assert!(image.mentions(REQUEST_PERCENTAGE));
+    assert!(!image.mentions(PRODUCER_BYTE_RATE));
+    image.apply(&record(&alice, None));
+    // Removing a key twice, or one never set, counts nothing.
+    image.apply(&record(&alice, None));
+    assert!(image.mentions(REQUEST_PERCENTAGE));
+    image.apply(&record(&bob, None));
+    assert!(!image.mentions(REQUEST_PERCENTAGE));
+    assert_eq!(image, QuotaImage::default());
+}

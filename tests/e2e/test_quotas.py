@@ -256,3 +256,87 @@ def test_replica_fetches_are_not_a_clients(cluster):
     elapsed = time.monotonic() - start
     print(f"2 MiB acks=all over three replicas under 1 KiB/s client quotas: {elapsed:.1f} s")
     assert elapsed < 30
+
+
+def _count_acked(bootstrap, topic, client_id, seconds, stats=None):
+    """Records acknowledged in `seconds` by a producer sending one small record per request
+    (no batching, one request in flight), so that requests, not bytes, are what it spends."""
+    conf = {"bootstrap.servers": bootstrap, "client.id": client_id, "acks": 1,
+            "linger.ms": 0, "batch.num.messages": 1, "max.in.flight.requests.per.connection": 1}
+    if stats is not None:
+        conf["statistics.interval.ms"] = 500
+        conf["stats_cb"] = stats.append
+    p = Producer(conf)
+    acked = [0]
+
+    def done(err, _msg):
+        if err is None:
+            acked[0] += 1
+
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        try:
+            p.produce(topic, b"r" * 16, callback=done)
+        except BufferError:
+            p.poll(0.01)
+        p.poll(0)
+    counted = acked[0]
+    p.flush(30)
+    return counted
+
+
+def test_request_percentage_holds_a_client_to_its_share_of_a_shard(broker):
+    """request_percentage=0.5 lets a client's requests take 5 ms of a shard's time per
+    second (KIP-124): a producer sending one tiny record per request is held far below an
+    unthrottled one beside it, and is told (throttle_time_ms)."""
+    b = broker.bootstrap
+    topic = unique("reqquota")
+    create_topic(b, topic, 1)
+    quotas(b, "alter", "--client-id", "busy", "--add-config", "request_percentage=0.5")
+    free = {}
+    other = threading.Thread(
+        target=lambda: free.setdefault("n", _count_acked(b, topic, "free", SECONDS)))
+    other.start()
+    stats = []
+    busy = _count_acked(b, topic, "busy", SECONDS, stats)
+    other.join()
+    print(f"request_percentage=0.5: {busy / SECONDS:.0f} requests/s; "
+          f"unthrottled {free['n'] / SECONDS:.0f} requests/s")
+    assert _max_throttle_ms(stats) > 0
+    assert busy * 3 < free["n"], (busy, free["n"])
+
+
+def test_controller_mutation_rate_throttles_topic_changes(broker):
+    """controller_mutation_rate=1 (KIP-599): a burst of 11 partitions, then one per second.
+    librdkafka's CreateTopics (v4) is of the permissive versions: its 30 partitions are all
+    created, the answer carries the throttle, and the connection is muted, so the same
+    client's next request waits while another client's does not. (The strict versions'
+    THROTTLING_QUOTA_EXCEEDED is proved with the Java AdminClient.)"""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    b = broker.bootstrap
+    quotas(b, "alter", "--client-id", "mutator", "--add-config", "controller_mutation_rate=1")
+    stats = []
+    admin = AdminClient({"bootstrap.servers": b, "client.id": "mutator",
+                         "statistics.interval.ms": 200, "stats_cb": stats.append})
+    names = [unique("mut") for _ in range(3)]
+    futures = admin.create_topics([NewTopic(n, 10, 1) for n in names], operation_timeout=30)
+    for f in futures.values():
+        f.result(30)
+    start = time.monotonic()
+    for f in admin.create_topics([NewTopic(unique("mut"), 1, 1)],
+                                 operation_timeout=30).values():
+        f.result(60)
+    held = time.monotonic() - start
+    other = AdminClient({"bootstrap.servers": b, "client.id": "other"})
+    start = time.monotonic()
+    for f in other.create_topics([NewTopic(unique("mut"), 1, 1)], operation_timeout=30).values():
+        f.result(30)
+    free = time.monotonic() - start
+    admin.poll(1)
+    print(f"30 partitions at 1/s: the next create waited {held:.1f} s, another client's "
+          f"{free:.1f} s")
+    assert _max_throttle_ms(stats) > 0
+    # 30 partitions against a burst of 11 leave 19 s of debt; one throttle is at most 11 s.
+    assert held > 5, held
+    assert free < held / 2, (free, held)

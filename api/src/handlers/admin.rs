@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::rc::Rc;
 
+use wire::generated::create_topics_request::CreatableTopic;
 use wire::generated::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
 use wire::generated::delete_topics_response::DeletableTopicResult;
 use wire::generated::{
@@ -15,6 +16,7 @@ use wire::ErrorCode;
 use acl::AclOperation::{Create, Delete, Describe, DescribeConfigs};
 use acl::ResourceType::Topic;
 
+use super::mutation_quota::{self, MutationQuota};
 use super::{encode_response, RequestContext, Response};
 use crate::config;
 use crate::forward::{self, TopicOutcome, TopicSpec};
@@ -23,7 +25,7 @@ use crate::shard::Shard;
 pub async fn handle_create_topics(
     shard: Rc<Shard>,
     request: CreateTopicsRequest,
-    ctx: RequestContext,
+    mut ctx: RequestContext,
 ) -> Response {
     // Kafka refuses every copy of a topic named twice in one request.
     let mut seen = HashSet::new();
@@ -37,11 +39,25 @@ pub async fn handle_create_topics(
     // a topic for its configs in the answer.
     let create_all = shard.authorize_cluster(&ctx, Create);
     let creatable = |name: &str| create_all || shard.authorize(&ctx, Create, Topic, name);
+    // KIP-599: each topic costs its partitions, in request order.
+    let quota = MutationQuota::new(&shard, &ctx, 6, request.validate_only);
+    let default_partitions = shard.config.num_partitions;
+    let throttled: HashSet<&str> = request
+        .topics
+        .iter()
+        .filter(|topic| !duplicated.contains(&topic.name) && creatable(&topic.name))
+        .filter(|topic| {
+            let partitions = partition_count(topic, default_partitions);
+            !quota.admit(&shard, &ctx, partitions)
+        })
+        .map(|topic| topic.name.as_str())
+        .collect();
     let specs: Vec<TopicSpec> = request
         .topics
         .iter()
         .filter(|topic| !duplicated.contains(&topic.name))
         .filter(|topic| creatable(&topic.name))
+        .filter(|topic| !throttled.contains(topic.name.as_str()))
         .map(|topic| {
             let configs: BTreeMap<String, String> = topic
                 .configs
@@ -101,6 +117,18 @@ pub async fn handle_create_topics(
                     ..Default::default()
                 };
             }
+            if throttled.contains(topic.name.as_str()) {
+                let (error_code, error_message) = mutation_quota::refusal();
+                return CreatableTopicResult {
+                    name: topic.name.clone(),
+                    error_code,
+                    error_message,
+                    num_partitions: -1,
+                    replication_factor: -1,
+                    configs: Some(Vec::new()),
+                    ..Default::default()
+                };
+            }
             let described = shard.authorize(&ctx, DescribeConfigs, Topic, &topic.name);
             let outcome = outcomes.next().unwrap_or_else(|| TopicOutcome {
                 name: topic.name.clone(),
@@ -110,6 +138,9 @@ pub async fn handle_create_topics(
                 num_partitions: -1,
             });
             let created = outcome.error_code == 0;
+            if !created {
+                quota.refund(&shard, &ctx, partition_count(topic, default_partitions));
+            }
             let spec_configs: BTreeMap<String, String> = topic
                 .configs
                 .iter()
@@ -150,9 +181,9 @@ pub async fn handle_create_topics(
                 ..Default::default()
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
     let response = CreateTopicsResponse {
-        throttle_time_ms: 0,
+        throttle_time_ms: quota.throttle_ms(&shard, &mut ctx),
         topics,
         ..Default::default()
     };
@@ -162,7 +193,7 @@ pub async fn handle_create_topics(
 pub async fn handle_delete_topics(
     shard: Rc<Shard>,
     request: DeleteTopicsRequest,
-    ctx: RequestContext,
+    mut ctx: RequestContext,
 ) -> Response {
     let image = shard.image();
     // v6 names topics by name or by id; older versions by name only.
@@ -210,11 +241,28 @@ pub async fn handle_delete_topics(
             }
         })
         .collect();
+    // KIP-599: each topic costs its partitions, in request order (one not there costs
+    // nothing: it fails).
+    let quota = MutationQuota::new(&shard, &ctx, 5, false);
+    let partitions = |name: &str| {
+        image.topic(name).map_or(0, |topic| {
+            i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX)
+        })
+    };
+    let throttled: Vec<bool> = names
+        .iter()
+        .zip(&refusals)
+        .map(|(name, refused)| match (name, refused) {
+            (Some(name), None) => !quota.admit(&shard, &ctx, partitions(name)),
+            _ => false,
+        })
+        .collect();
     let known: Vec<String> = names
         .iter()
         .zip(&refusals)
-        .filter(|(_, refused)| refused.is_none())
-        .filter_map(|(name, _)| name.clone())
+        .zip(&throttled)
+        .filter(|((_, refused), throttled)| refused.is_none() && !**throttled)
+        .filter_map(|((name, _), _)| name.clone())
         .collect();
     let outcomes = if known.is_empty() {
         Vec::new()
@@ -226,13 +274,24 @@ pub async fn handle_delete_topics(
         .iter()
         .zip(names)
         .zip(refusals)
-        .map(|(((_, id), name), refused)| match name {
+        .zip(throttled)
+        .map(|((((_, id), name), refused), throttled)| match name {
             _ if refused.is_some() => DeletableTopicResult {
                 name: refused.flatten(),
                 topic_id: *id,
                 error_code: ErrorCode::TopicAuthorizationFailed.code(),
                 ..Default::default()
             },
+            Some(name) if throttled => {
+                let (error_code, error_message) = mutation_quota::refusal();
+                DeletableTopicResult {
+                    name: Some(name),
+                    topic_id: *id,
+                    error_code,
+                    error_message,
+                    ..Default::default()
+                }
+            }
             None => DeletableTopicResult {
                 name: None,
                 topic_id: *id,
@@ -249,6 +308,9 @@ pub async fn handle_delete_topics(
                     ),
                     None => (ErrorCode::UnknownServerError.code(), None, Uuid::ZERO),
                 };
+                if error_code != 0 {
+                    quota.refund(&shard, &ctx, partitions(&name));
+                }
                 DeletableTopicResult {
                     name: Some(name),
                     topic_id,
@@ -264,9 +326,14 @@ pub async fn handle_delete_topics(
         })
         .collect();
     let response = DeleteTopicsResponse {
-        throttle_time_ms: 0,
+        throttle_time_ms: quota.throttle_ms(&shard, &mut ctx),
         responses,
         ..Default::default()
     };
     encode_response(&ctx, ctx.api_version, &response)
+}
+
+/// The partitions a CreateTopics entry asks for.
+fn partition_count(topic: &CreatableTopic, default: i32) -> i32 {
+    forward::partitions_asked(topic.assignments.len(), topic.num_partitions, default)
 }

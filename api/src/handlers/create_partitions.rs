@@ -10,6 +10,7 @@ use wire::generated::create_partitions_response::CreatePartitionsTopicResult;
 use wire::generated::{CreatePartitionsRequest, CreatePartitionsResponse};
 use wire::ErrorCode;
 
+use super::mutation_quota::{self, MutationQuota};
 use super::{encode_response, RequestContext, Response};
 use crate::forward::{self, PartitionsSpec};
 use crate::shard::Shard;
@@ -17,7 +18,7 @@ use crate::shard::Shard;
 pub async fn handle(
     shard: Rc<Shard>,
     request: CreatePartitionsRequest,
-    ctx: RequestContext,
+    mut ctx: RequestContext,
 ) -> Response {
     let mut seen = HashSet::new();
     let duplicated: HashSet<&str> = request
@@ -35,11 +36,26 @@ pub async fn handle(
             name,
         )
     };
+    // KIP-599: each topic costs the partitions it adds, in request order.
+    let quota = MutationQuota::new(&shard, &ctx, 3, request.validate_only);
+    let image = shard.image();
+    let added = |name: &str, count: i32| {
+        let now = image.topic(name).map_or(0, |topic| topic.partitions.len());
+        count.saturating_sub(i32::try_from(now).unwrap_or(i32::MAX))
+    };
+    let throttled: HashSet<&str> = request
+        .topics
+        .iter()
+        .filter(|topic| !duplicated.contains(topic.name.as_str()) && allowed(&topic.name))
+        .filter(|topic| !quota.admit(&shard, &ctx, added(&topic.name, topic.count)))
+        .map(|topic| topic.name.as_str())
+        .collect();
     let specs: Vec<PartitionsSpec> = request
         .topics
         .iter()
         .filter(|topic| !duplicated.contains(topic.name.as_str()))
         .filter(|topic| allowed(&topic.name))
+        .filter(|topic| !throttled.contains(topic.name.as_str()))
         .map(|topic| PartitionsSpec {
             name: topic.name.clone(),
             count: topic.count,
@@ -70,10 +86,16 @@ pub async fn handle(
                 )
             } else if !allowed(&topic.name) {
                 (ErrorCode::TopicAuthorizationFailed.code(), None)
+            } else if throttled.contains(topic.name.as_str()) {
+                mutation_quota::refusal()
             } else {
-                outcomes
+                let outcome = outcomes
                     .next()
-                    .unwrap_or((ErrorCode::UnknownServerError.code(), None))
+                    .unwrap_or((ErrorCode::UnknownServerError.code(), None));
+                if outcome.0 != 0 {
+                    quota.refund(&shard, &ctx, added(&topic.name, topic.count));
+                }
+                outcome
             };
             CreatePartitionsTopicResult {
                 name: topic.name.clone(),
@@ -82,9 +104,9 @@ pub async fn handle(
                 ..Default::default()
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
     let response = CreatePartitionsResponse {
-        throttle_time_ms: 0,
+        throttle_time_ms: quota.throttle_ms(&shard, &mut ctx),
         results,
         ..Default::default()
     };

@@ -350,7 +350,10 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, mut ctx: RequestCon
     // consumer_byte_rate (this response's bytes are charged once it is built).
     let quota = crate::quota::QuotaKind::Fetch;
     if follower.is_none() {
-        ctx.charge_quota(&shard, quota, 0);
+        ctx.charge_quota(&shard, quota, 0.0);
+    } else if let Some(quota) = &ctx.request_quota {
+        // A follower's fetch is the cluster's work, not a client's (Kafka: CLUSTER_ACTION).
+        quota.exempt.set(true);
     }
     let budget = request
         .max_bytes
@@ -511,8 +514,10 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, mut ctx: RequestCon
     if sent > 0 && follower.is_none() {
         // Charged to the clock only: this response's throttle was decided at its start.
         let now = std::time::Instant::now();
-        let quotas = &shard.image().quotas;
-        crate::quota::charge(quotas, &ctx.principal, &ctx.client_id, quota, sent, now);
+        shard.with_image(|image| {
+            let (principal, client_id) = (&ctx.principal, &ctx.client_id);
+            crate::quota::charge(&image.quotas, principal, client_id, quota, sent as f64, now)
+        });
     }
     let (results, files) = detach_files(results);
     let mut response = build_response(&request, &ctx, results.into_iter());

@@ -88,6 +88,7 @@ fn spliced_frame_equals_copied_frame_at_every_version() {
             error_counts: None,
             throttle_ms: 0,
             muted_until: Default::default(),
+            request_quota: None,
         };
         let copied: Vec<FetchResult> = copied_records.iter().cloned().map(result).collect();
         let want = encode_response(

@@ -78,6 +78,7 @@ async fn answer(shard: &Rc<Shard>, frame: Vec<u8>) -> Result<Vec<u8>, String> {
         error_counts: None,
         throttle_ms: 0,
         muted_until: Default::default(),
+        request_quota: None,
     };
     let body = frame;
     let shard = shard.clone();

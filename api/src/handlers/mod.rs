@@ -30,8 +30,10 @@ mod init_producer_id;
 mod internal_topics;
 mod list_offsets;
 mod metadata;
+mod mutation_quota;
 mod offset_for_leader_epoch;
 mod produce;
+mod request_time;
 mod sasl_requests;
 mod scram_credentials;
 mod transactions;
@@ -155,16 +157,26 @@ pub struct RequestContext {
     pub throttle_ms: i32,
     /// The connection's mute (see `Origin::muted_until`).
     pub muted_until: Rc<std::cell::Cell<Option<std::time::Instant>>>,
+    /// Set while the request's time is measured for a request quota (see `request_time`):
+    /// what the handler tells that measure.
+    pub request_quota: Option<Rc<request_time::RequestQuota>>,
 }
 
 impl RequestContext {
     /// Charges `bytes` to this client's byte-rate quota of `kind`; over it, the response
     /// carries the throttle time and the connection reads nothing more until it has passed
     /// (KIP-219).
-    pub fn charge_quota(&mut self, shard: &Shard, kind: crate::quota::QuotaKind, bytes: usize) {
+    pub fn charge_quota(
+        &mut self,
+        shard: &Shard,
+        kind: crate::quota::QuotaKind,
+        amount: f64,
+    ) -> Option<std::time::Duration> {
         let now = std::time::Instant::now();
-        let quotas = &shard.image().quotas;
-        let wait = crate::quota::charge(quotas, &self.principal, &self.client_id, kind, bytes, now);
+        let wait = shard.with_image(|image| {
+            let (principal, client_id) = (&self.principal, &self.client_id);
+            crate::quota::charge(&image.quotas, principal, client_id, kind, amount, now)
+        });
         if let Some(wait) = wait {
             self.throttle_ms = self
                 .throttle_ms
@@ -173,6 +185,16 @@ impl RequestContext {
             let muted = self.muted_until.get().map_or(until, |t| t.max(until));
             self.muted_until.set(Some(muted));
         }
+        wait
+    }
+
+    /// Gives back `amount` charged to a quota for something not done (see `quota::refund`).
+    pub fn refund_quota(&self, shard: &Shard, kind: crate::quota::QuotaKind, amount: f64) {
+        let now = std::time::Instant::now();
+        shard.with_image(|image| {
+            let (principal, client_id) = (&self.principal, &self.client_id);
+            crate::quota::refund(&image.quotas, principal, client_id, kind, amount, now);
+        });
     }
 }
 
@@ -211,7 +233,7 @@ pub fn dispatch(
     let api_version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
     // From here on the request is counted and, with metrics on, timed until its response.
-    let held = Timed::new(
+    let mut held = Timed::new(
         shard,
         held,
         api_key,
@@ -230,6 +252,7 @@ pub fn dispatch(
         error_counts: shard.metrics.error_counts(),
         throttle_ms: 0,
         muted_until: origin.muted_until.clone(),
+        request_quota: None,
     };
     let Some((min, max)) = served_range(api_key) else {
         return Err(format!("unsupported API key {api_key}"));
@@ -267,13 +290,26 @@ pub fn dispatch(
         return Ok(ready(response, held));
     }
     let header_version = api::request_header_version(api_key, api_version);
+    let decode_started = std::time::Instant::now();
     let header = RequestHeader::decode(&mut frame, header_version)
         .map_err(|error| format!("bad request header: {error}"))?;
     ctx.client_id = header.client_id.unwrap_or_default();
+    held.request_time = request_time::RequestTime::start(
+        shard,
+        api_key,
+        api_version,
+        decode_started,
+        &ctx.principal,
+        &ctx.client_id,
+        &ctx.muted_until,
+    );
+    if let Some(time) = &held.request_time {
+        ctx.request_quota = Some(time.shared.clone());
+    }
     // Produce is charged its request's bytes before it is appended (Fetch, by the handler:
     // replica fetches are not a client's).
     if api_key == ApiKey::Produce as i16 {
-        ctx.charge_quota(shard, crate::quota::QuotaKind::Produce, frame.len());
+        ctx.charge_quota(shard, crate::quota::QuotaKind::Produce, frame.len() as f64);
     }
     let shard = shard.clone();
     let body = frame;
@@ -424,12 +460,26 @@ pub fn dispatch(
 
 fn spawn(
     handler: impl std::future::Future<Output = Response> + 'static,
-    held: Timed,
+    mut held: Timed,
 ) -> Task<Outcome> {
-    glommio::spawn_local(async move { held.finish(handler.await) })
+    match held.request_time.take() {
+        None => glommio::spawn_local(async move { held.finish(handler.await) }),
+        Some(mut time) => {
+            time.decoded();
+            glommio::spawn_local(async move {
+                let mut response = time.run(handler).await;
+                time.charge(&mut response);
+                held.finish(response)
+            })
+        }
+    }
 }
 
-fn ready(response: Response, held: Timed) -> Task<Outcome> {
+fn ready(mut response: Response, mut held: Timed) -> Task<Outcome> {
+    if let Some(mut time) = held.request_time.take() {
+        time.decoded();
+        time.charge(&mut response);
+    }
     glommio::spawn_local(async move { held.finish(response) })
 }
 
@@ -439,6 +489,8 @@ fn ready(response: Response, held: Timed) -> Task<Outcome> {
 struct Timed {
     held: Held,
     timer: Option<(Rc<Shard>, RequestTimer)>,
+    /// The request's time, measured for its client's request quota (see `request_time`).
+    request_time: Option<request_time::RequestTime>,
 }
 
 impl Timed {
@@ -447,7 +499,11 @@ impl Timed {
             .metrics
             .enabled()
             .then(|| (shard.clone(), shard.metrics.start(api_key, frame_bytes)));
-        Timed { held, timer }
+        Timed {
+            held,
+            timer,
+            request_time: None,
+        }
     }
 
     fn finish(self, response: Response) -> Outcome {

@@ -299,7 +299,16 @@ pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestConte
     if shard.cluster.is_some() && ctx.api_version >= KIP_951_PRODUCE_VERSION {
         point_to_leaders(&shard, &ctx.listener, &mut response);
     }
-    encode_response(&ctx, ctx.api_version, &response)
+    let encoded = encode_response(&ctx, ctx.api_version, &response);
+    if let (Some(quota), Ok(Some(frame))) = (&ctx.request_quota, &encoded) {
+        // The request-time throttle is written after the partitions, before the tagged
+        // fields (v9+): one empty byte, unless the response names leaders' endpoints
+        // (KIP-951, after a leader moved), where the throttle only mutes the connection.
+        if response.node_endpoints.is_empty() {
+            quota.produce_encoded(frame.len(), ctx.api_version);
+        }
+    }
+    encoded
 }
 
 /// The first Produce version whose response names the current leader (KIP-951).

@@ -433,6 +433,7 @@ fn context() -> RequestContext {
         error_counts: None,
         throttle_ms: 0,
         muted_until: Default::default(),
+        request_quota: None,
     }
 }
 

@@ -276,6 +276,12 @@ impl Shard {
         self.image.borrow().clone()
     }
 
+    /// Reads the current image without taking a reference to it (no atomic count on a
+    /// request's hot path). `read` must not wait, nor publish an image.
+    pub fn with_image<R>(&self, read: impl FnOnce(&Image) -> R) -> R {
+        read(&self.image.borrow())
+    }
+
     /// Waits until this shard's image satisfies `ready`, or `timeout` passes (false then). A
     /// topic created through another shard appears here only once this shard has opened its
     /// partitions and adopted the new image.

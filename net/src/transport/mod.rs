@@ -144,6 +144,25 @@ impl Frame {
             .iter()
             .all(|chunk| matches!(chunk, Chunk::Bytes(_)))
     }
+    /// Raises the big-endian i32 at `offset` of the frame's first chunk to at least `value`
+    /// (a response's `throttle_time_ms`, known only once the request's time is). False when
+    /// those bytes are not in a first chunk of bytes. Copies that chunk if it is shared.
+    pub fn raise_i32(&mut self, offset: usize, value: i32) -> bool {
+        let Some(Chunk::Bytes(bytes)) = self.chunks.first_mut() else {
+            return false;
+        };
+        let Some(field) = bytes.get(offset..offset + 4) else {
+            return false;
+        };
+        let old = i32::from_be_bytes([field[0], field[1], field[2], field[3]]);
+        if old >= value {
+            return true;
+        }
+        let mut owned = bytes::BytesMut::from(&bytes[..]);
+        owned[offset..offset + 4].copy_from_slice(&value.to_be_bytes());
+        *bytes = owned.freeze();
+        true
+    }
     /// The frame's bytes in one buffer (copied from the files if need be): tests only.
     pub fn to_vec(&self) -> io::Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.len);

@@ -1,15 +1,21 @@
 package io.broker.javatests;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.CreateTopicsOptions;
+import org.apache.kafka.clients.admin.CreateTopicsResult;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.ScramCredentialInfo;
 import org.apache.kafka.clients.admin.ScramMechanism;
 import org.apache.kafka.clients.admin.UserScramCredentialUpsertion;
@@ -26,6 +32,7 @@ import org.apache.kafka.common.acl.AclBinding;
 import org.apache.kafka.common.acl.AclBindingFilter;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.acl.AclPermissionType;
+import org.apache.kafka.common.errors.ThrottlingQuotaExceededException;
 import org.apache.kafka.common.quota.ClientQuotaAlteration;
 import org.apache.kafka.common.quota.ClientQuotaEntity;
 import org.apache.kafka.common.quota.ClientQuotaFilter;
@@ -145,6 +152,35 @@ class PendingFeaturesTest {
                     .all().get(30, TimeUnit.SECONDS);
             var quotas = admin.describeClientQuotas(ClientQuotaFilter.all()).entities().get(30, TimeUnit.SECONDS);
             assertEquals(Map.of("producer_byte_rate", 1048576.0), quotas.get(entity), "described: " + quotas);
+        }
+    }
+
+    /**
+     * KIP-599 as the AdminClient sees it: under controller_mutation_rate=1 (a burst of 11
+     * partitions), CreateTopics v7 creates a first topic of 20 partitions (within the burst
+     * when asked for) and refuses the next with THROTTLING_QUOTA_EXCEEDED and its throttle
+     * time (retries on quota violation off, as a tool that reports them would set).
+     */
+    @Test
+    void controllerMutationQuota() throws Exception {
+        assumeAdvertised("client quotas", Map.of(48, "DescribeClientQuotas", 49, "AlterClientQuotas"));
+        var props = Kafka.adminProps(broker);
+        props.put(AdminClientConfig.CLIENT_ID_CONFIG, "java-mutator");
+        try (Admin admin = Admin.create(props)) {
+            ClientQuotaEntity entity = new ClientQuotaEntity(Map.of(ClientQuotaEntity.CLIENT_ID, "java-mutator"));
+            admin.alterClientQuotas(List.of(new ClientQuotaAlteration(entity,
+                    List.of(new ClientQuotaAlteration.Op("controller_mutation_rate", 1.0)))))
+                    .all().get(30, TimeUnit.SECONDS);
+            CreateTopicsResult created = admin.createTopics(
+                    List.of(new NewTopic("java-mutation-a", 20, (short) 1),
+                            new NewTopic("java-mutation-b", 1, (short) 1)),
+                    new CreateTopicsOptions().retryOnQuotaViolation(false));
+            created.values().get("java-mutation-a").get(30, TimeUnit.SECONDS);
+            ExecutionException refused = assertThrows(ExecutionException.class,
+                    () -> created.values().get("java-mutation-b").get(30, TimeUnit.SECONDS));
+            assertTrue(refused.getCause() instanceof ThrottlingQuotaExceededException, refused.toString());
+            int throttle = ((ThrottlingQuotaExceededException) refused.getCause()).throttleTimeMs();
+            assertTrue(throttle > 0, "throttle " + throttle);
         }
     }
 }
