@@ -26,9 +26,11 @@ use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
+use std::net::IpAddr;
+
 use crate::metadata::quotas::{
-    QuotaImage, SharedBy, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, PRODUCER_BYTE_RATE,
-    REQUEST_PERCENTAGE,
+    QuotaImage, SharedBy, CONNECTION_CREATION_RATE, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE,
+    PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE,
 };
 
 /// Longest single throttle (Kafka's bound: `quota.window.num` 11 x `quota.window.size.seconds`
@@ -58,6 +60,8 @@ pub enum QuotaKind {
     Request,
     /// Partitions created or deleted.
     ControllerMutation,
+    /// Connections accepted from one address.
+    ConnectionCreation,
 }
 
 impl QuotaKind {
@@ -67,6 +71,7 @@ impl QuotaKind {
             QuotaKind::Fetch => CONSUMER_BYTE_RATE,
             QuotaKind::Request => REQUEST_PERCENTAGE,
             QuotaKind::ControllerMutation => CONTROLLER_MUTATION_RATE,
+            QuotaKind::ConnectionCreation => CONNECTION_CREATION_RATE,
         }
     }
 
@@ -87,9 +92,19 @@ impl QuotaKind {
     }
 }
 
+/// Who shares one clock: the clients a (user, client id) quota names, or the connections
+/// from one address (an ip quota, default or not, is each address's own).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Sharer {
+    Clients(SharedBy),
+    Address(IpAddr),
+}
+
+type ClockKey = (QuotaKind, Sharer);
+
 #[derive(Default)]
 struct Clocks {
-    by_key: HashMap<(QuotaKind, SharedBy), Instant>,
+    by_key: HashMap<ClockKey, Instant>,
     last_sweep: Option<Instant>,
 }
 
@@ -123,7 +138,28 @@ pub fn charge(
     let mut clocks = CLOCKS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    charge_clock(&mut clocks, (kind, shared), kind.rate(quota), amount, now)
+    let key = (kind, Sharer::Clients(shared));
+    charge_clock(&mut clocks, key, kind.rate(quota), amount, now)
+}
+
+/// Counts a connection from `ip` against its `connection_creation_rate` (KIP-612) and says
+/// how long to hold it before closing it when that is exceeded (`None`: accepted). A refused
+/// connection is not counted, as in Kafka, so a client retrying after its throttle gets in.
+pub fn admit_connection(quotas: &QuotaImage, ip: IpAddr, now: Instant) -> Option<Duration> {
+    if !any(quotas, QuotaKind::ConnectionCreation) {
+        return None;
+    }
+    let quota = quotas.resolve_ip(&ip.to_string(), CONNECTION_CREATION_RATE)?;
+    let kind = QuotaKind::ConnectionCreation;
+    let mut clocks = CLOCKS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let key = (kind, Sharer::Address(ip));
+    let wait = charge_clock(&mut clocks, key.clone(), quota, 1.0, now)?;
+    if let Some(clock) = clocks.by_key.get_mut(&key) {
+        *clock = clock.checked_sub(cost(quota, 1.0)).unwrap_or(now).max(now);
+    }
+    Some(wait)
 }
 
 /// Gives back `amount` charged for something that was then not done (a topic whose creation
@@ -142,7 +178,7 @@ pub fn refund(
     let mut clocks = CLOCKS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(clock) = clocks.by_key.get_mut(&(kind, shared)) {
+    if let Some(clock) = clocks.by_key.get_mut(&(kind, Sharer::Clients(shared))) {
         *clock = clock
             .checked_sub(cost(kind.rate(quota), amount))
             .unwrap_or(now)
@@ -164,7 +200,7 @@ fn cost(rate: f64, amount: f64) -> Duration {
 
 fn charge_clock(
     clocks: &mut Clocks,
-    key: (QuotaKind, SharedBy),
+    key: ClockKey,
     rate: f64,
     amount: f64,
     now: Instant,
@@ -201,12 +237,12 @@ fn charge_clock(
 mod tests {
     use super::*;
 
-    fn key() -> (QuotaKind, SharedBy) {
+    fn key() -> ClockKey {
         let shared = SharedBy {
             user: Some("alice".into()),
             client_id: None,
         };
-        (QuotaKind::Produce, shared)
+        (QuotaKind::Produce, Sharer::Clients(shared))
     }
 
     #[test]
@@ -262,7 +298,8 @@ mod tests {
                 client_id: None,
             };
             // Each in debt, so none can be forgotten.
-            charge_clock(&mut clocks, (QuotaKind::Fetch, shared), 1.0, 10.0, now);
+            let key = (QuotaKind::Fetch, Sharer::Clients(shared));
+            charge_clock(&mut clocks, key, 1.0, 10.0, now);
         }
         assert_eq!(charge_clock(&mut clocks, key(), 1.0, 10.0, now), None);
         assert_eq!(clocks.by_key.len(), MAX_SENSORS);
@@ -275,6 +312,34 @@ mod tests {
         let later = now + SWEEP_INTERVAL;
         assert!(charge_clock(&mut clocks, key(), 1.0, 10.0, later).is_some());
         assert_eq!(clocks.by_key.len(), 1);
+    }
+
+    #[test]
+    fn a_refused_connection_is_not_counted() {
+        use crate::metadata::quotas::IP;
+        use crate::metadata::records::QuotaRecord;
+        let mut quotas = QuotaImage::default();
+        // The default ip entity: every address its own 5 per second (a documentation-only
+        // address, so that no other test's clock is this one).
+        quotas.apply(&QuotaRecord {
+            entity: vec![(IP.into(), None)],
+            key: CONNECTION_CREATION_RATE.into(),
+            value: 5.0,
+            remove: false,
+        });
+        let ip: IpAddr = "192.0.2.77".parse().expect("an address");
+        let now = Instant::now();
+        for _ in 0..5 {
+            assert_eq!(admit_connection(&quotas, ip, now), None);
+        }
+        let first = admit_connection(&quotas, ip, now).expect("throttled");
+        let again = admit_connection(&quotas, ip, now).expect("throttled");
+        assert_eq!(first, again, "the refused one did not add to the debt");
+        assert_eq!(first, Duration::from_millis(200));
+        // A fifth of a second later there is room for one.
+        assert_eq!(admit_connection(&quotas, ip, now + first), None);
+        let other: IpAddr = "192.0.2.78".parse().expect("an address");
+        assert_eq!(admit_connection(&quotas, other, now), None);
     }
 
     #[test]

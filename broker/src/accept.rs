@@ -60,6 +60,27 @@ pub async fn accept_loop(
                         continue;
                     }
                 };
+                // KIP-612: over its address's connection_creation_rate, the connection is
+                // held for the throttle time, then closed (as Kafka: the client's next
+                // attempt comes after it). Its slot is held meanwhile: at most
+                // max.connections wait.
+                let throttle = peer.and_then(|addr| {
+                    let now = std::time::Instant::now();
+                    shard.with_image(|image| {
+                        api::quota::admit_connection(&image.quotas, addr.ip(), now)
+                    })
+                });
+                if let (Some(wait), Some(addr)) = (throttle, peer) {
+                    shard.metrics.connection_refused();
+                    tracing::debug!(shard = id, peer = %addr, wait_ms = wait.as_millis() as u64, "connection_creation_rate exceeded: closing after the throttle");
+                    glommio::spawn_local(async move {
+                        glommio::timer::sleep(wait).await;
+                        drop(stream);
+                        drop(slot);
+                    })
+                    .detach();
+                    continue;
+                }
                 shard.metrics.connection_accepted();
                 let peer = peer.map_or_else(|| "unknown".to_string(), |addr| addr.to_string());
                 let accepted = Accepted {

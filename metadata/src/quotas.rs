@@ -213,6 +213,14 @@ impl QuotaImage {
         })
     }
 
+    /// The quota `key` of connections from `ip` (its text as an ip entity names it): the
+    /// address's own, else the default ip entity's.
+    pub fn resolve_ip(&self, ip: &str, key: &str) -> Option<f64> {
+        let own: Entity = vec![(IP.into(), Some(ip.to_owned()))];
+        let default: Entity = vec![(IP.into(), None)];
+        self.get(&own, key).or_else(|| self.get(&default, key))
+    }
+
     /// DescribeClientQuotas: the entities matching the filter, each with its quotas, or the
     /// whole request refused (Kafka's messages).
     #[allow(clippy::type_complexity)]

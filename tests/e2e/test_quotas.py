@@ -340,3 +340,42 @@ def test_controller_mutation_rate_throttles_topic_changes(broker):
     # 30 partitions against a burst of 11 leave 19 s of debt; one throttle is at most 11 s.
     assert held > 5, held
     assert free < held / 2, (free, held)
+
+
+def _answered_at_once(bootstrap, count, source="127.0.0.1"):
+    """Opens `count` connections from `source` at once, then asks ApiVersions on each: how
+    many are answered (the others the broker closed unanswered)."""
+    import socket
+    import struct
+
+    host, port = bootstrap.rsplit(":", 1)
+    socks = [socket.create_connection((host, int(port)), timeout=15, source_address=(source, 0))
+             for _ in range(count)]
+    # ApiVersions v0: api key 18, version 0, correlation id 1, client id "conn".
+    body = struct.pack(">hhih", 18, 0, 1, 4) + b"conn"
+    answered = 0
+    for s in socks:
+        try:
+            s.sendall(struct.pack(">i", len(body)) + body)
+            answered += len(s.recv(4)) == 4
+        except OSError:
+            pass
+        finally:
+            s.close()
+    return answered
+
+
+def test_connection_creation_rate_per_address(broker):
+    """connection_creation_rate=5 on 127.0.0.1 (KIP-612): of 20 connections opened at once,
+    a second's worth (5, and the few the rate grants while they are opened) are served and the rest
+    closed unanswered after a throttle; another address (127.0.0.2) is not limited; removed,
+    the quota stops applying."""
+    b = broker.bootstrap
+    quotas(b, "alter", "--ip", "127.0.0.1", "--add-config", "connection_creation_rate=5")
+    served = _answered_at_once(b, 20)
+    other = _answered_at_once(b, 20, "127.0.0.2")
+    print(f"connection_creation_rate=5: {served} of 20 served; from 127.0.0.2 {other} of 20")
+    assert 5 <= served <= 8, served
+    assert other == 20
+    quotas(b, "alter", "--ip", "127.0.0.1", "--delete-config", "connection_creation_rate")
+    assert _answered_at_once(b, 20) == 20
