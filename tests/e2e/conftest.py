@@ -68,6 +68,22 @@ def port_open(port, timeout=0.5):
         return False
 
 
+def wait_port_free(port, seconds=30.0):
+    """None once nothing listens on `port` (waiting up to `seconds`: another test's broker
+    may be on its way out), else who holds it, as `ss -ltnp` tells, for the skip reason."""
+    deadline = time.monotonic() + seconds
+    while port_open(port):
+        if time.monotonic() > deadline:
+            try:
+                owner = subprocess.run(["ss", "-ltnpH", f"sport = :{port}"], capture_output=True,
+                                       text=True, timeout=10).stdout.strip()
+            except (OSError, subprocess.SubprocessError) as error:
+                owner = f"(ss failed: {error})"
+            return owner or "(unknown)"
+        time.sleep(0.5)
+    return None
+
+
 def broker_env():
     env = dict(os.environ)
     env.setdefault("RUST_BACKTRACE", "1")

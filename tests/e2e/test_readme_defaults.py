@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import broker_as_typed, port_open
+from conftest import broker_as_typed, wait_port_free
 from e2e_helpers import ck_consume, ck_produce, ck_producer, kp_consume, kp_produce, kp_producer
 
 # Both README tests need ports 9092 and 9093: one xdist worker runs them, one after the other.
@@ -24,8 +24,10 @@ N = 200
 
 @pytest.fixture
 def readme_broker(tmp_path):
-    if port_open(9092):
-        pytest.skip("port 9092 is taken by another process; the README-default test needs it")
+    owner = wait_port_free(9092)
+    if owner:
+        pytest.skip(f"port 9092 is taken by another process ({owner}); the README-default "
+                    "test needs it")
     workdir = tmp_path / "fresh-clone"
     workdir.mkdir()
     log_path = tmp_path / "broker.stderr.log"

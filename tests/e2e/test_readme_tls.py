@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import broker_as_typed, port_open
+from conftest import broker_as_typed, wait_port_free
 from e2e_helpers import ck_consume, ck_consumer, ck_produce, ck_producer
 from test_tls import api_versions_over, ck_ssl, client_context, pki  # noqa: F401 (fixture)
 
@@ -48,8 +48,10 @@ def test_readme_names_the_files_and_ports():
 @pytest.fixture
 def readme_tls_broker(tmp_path, pki):  # noqa: F811 (fixture from test_tls)
     for port in (9092, 9093):
-        if port_open(port):
-            pytest.skip(f"port {port} is taken by another process; the README TLS test needs it")
+        owner = wait_port_free(port)
+        if owner:
+            pytest.skip(f"port {port} is taken by another process ({owner}); the README TLS "
+                        "test needs it")
     workdir = tmp_path / "fresh-clone"
     workdir.mkdir()
     (workdir / "server.pem").write_text((pki / "keystore.pem").read_text())
