@@ -36,6 +36,7 @@ use glommio::channels::local_channel;
 use glommio::Task;
 use wire::frame;
 
+use crate::authentication::{Admission, Session};
 use crate::handlers;
 use crate::handoff::{Moved, Tally};
 use crate::limits::{ConnectionLoad, ConnectionSlot, Held, HeldResponse, Outcome, ShardBudget};
@@ -80,6 +81,8 @@ enum End {
     Refused(String),
     /// Quiet, and its requests belong to this other shard: hand it over (see `handoff`).
     Moved(usize),
+    /// A request after its SASL session ended (KIP-368): closed unanswered, as Kafka does.
+    Expired,
 }
 
 /// What the read step brought.
@@ -95,14 +98,17 @@ enum ReadOutcome {
 /// `transport` carries the bytes (plain TCP, or TLS set up before this is called): this
 /// module only sees its reader and writer. `unread`: bytes already read from its socket
 /// (after SASL authentication, the requests that followed the last authentication message).
+/// `sasl`: the session of a connection that authenticated.
 pub async fn serve(
     shard: Rc<Shard>,
     transport: Transport,
     budget: Rc<ShardBudget>,
     slot: ConnectionSlot,
     unread: BytesMut,
+    sasl: Option<Session>,
 ) {
-    serve_from(shard, transport, budget, slot, unread, true).await;
+    let sasl = sasl.map(Rc::new);
+    serve_from(shard, transport, budget, slot, unread, true, sasl).await;
 }
 
 /// Serves a connection another shard handed over (see `handoff`): the socket, and the bytes
@@ -124,7 +130,8 @@ pub async fn adopt(shard: Rc<Shard>, moved: Moved) {
     let budget = shard.handoff.budget(&shard.config);
     let mut buffer = BytesMut::with_capacity(READ_CHUNK_BYTES.max(unread.len()));
     buffer.extend_from_slice(&unread);
-    serve_from(shard, transport, budget, slot, buffer, false).await;
+    // Only sessions that never end move (see `serve_from`): nothing of it is left to keep.
+    serve_from(shard, transport, budget, slot, buffer, false, None).await;
 }
 
 /// Serves a connection whose first bytes (already read from its socket) are `buffer`;
@@ -136,10 +143,13 @@ async fn serve_from(
     slot: ConnectionSlot,
     mut buffer: BytesMut,
     fresh: bool,
+    sasl: Option<Rc<Session>>,
 ) {
-    // Only plaintext connections move: TLS state stays with the shard that holds it.
-    let movable =
-        shard.config.connection_handoff_enable && matches!(transport.reader, Reader::Plain(_));
+    // Only plaintext connections move: TLS state stays with the shard that holds it, and so
+    // does a SASL session that can end (its expiry and re-authentication).
+    let movable = shard.config.connection_handoff_enable
+        && matches!(transport.reader, Reader::Plain(_))
+        && !sasl.as_ref().is_some_and(|session| session.can_end());
     let tally = Tally::new(shard.id, shard.shard_count(), movable, fresh);
     shard.metrics.connection_opened();
     let Transport {
@@ -161,6 +171,7 @@ async fn serve_from(
         host,
         tally: tally.clone(),
         muted_until: Default::default(),
+        sasl,
     };
     let load = ConnectionLoad::new(budget, shard.config.queued_max_requests as usize);
     // An idle bound beyond any deadline an `Instant` can hold (Long.MAX ms) means never.
@@ -271,12 +282,25 @@ async fn serve_from(
                     let frame_bytes = frame::FRAME_HEADER_BYTES + body_len;
                     let mut request = buffer.split_to(frame_bytes).freeze();
                     request.advance(frame::FRAME_HEADER_BYTES);
+                    // Nothing is awaited from here to the dispatch: a SaslHandshake admitted as
+                    // a re-authentication is handled before the next request is admitted.
+                    if let Some(session) = &origin.sasl {
+                        match session.admit(api_key, Instant::now()) {
+                            Admission::Serve => {}
+                            Admission::Expired => break 'read End::Expired,
+                            Admission::Refuse(reason) => break 'read End::Refused(reason),
+                        }
+                    }
                     let held = Held::new(&load, fetch, buffered.split(frame_bytes));
                     crate::shard::Stats::bump(&shard.stats.requests);
                     match handlers::dispatch(&shard, request, held, &peer, &origin) {
                         Ok(task) => {
                             if responses.send(task).await.is_err() {
                                 break 'read End::WriterStopped;
+                            }
+                            // A failed re-authentication: its answer is written, then close.
+                            if let Some(reason) = origin.sasl.as_ref().and_then(|s| s.failure()) {
+                                break 'read End::Refused(reason);
                             }
                             if fetch || produce {
                                 tally.request();
@@ -405,6 +429,16 @@ async fn serve_from(
             drop(writer_task);
         }
         End::WriterStopped => drop(writer_task),
+        End::Expired => {
+            tracing::info!(
+                peer = %peer,
+                principal = %origin.principal,
+                "closing connection due to expired credential: its SASL session ended \
+                 (connections.max.reauth.ms or the token's expiry) without a re-authentication"
+            );
+            // As Kafka: responses not yet written are dropped with the connection.
+            drop(writer_task);
+        }
         End::Idle(idle) => {
             tracing::debug!(peer = %peer, idle_ms = idle.as_millis() as u64, "closing idle connection (connections.max.idle.ms)");
             drop(writer_task);

@@ -138,6 +138,7 @@ impl Accepted {
             }
         };
         let mut unread = BytesMut::new();
+        let mut session = None;
         if let (Some(server), true) = (&security.sasl, protocol.is_sasl()) {
             match api::authentication::authenticate(&shard, &mut transport, server).await {
                 Ok(authenticated) => {
@@ -149,6 +150,7 @@ impl Accepted {
                     );
                     transport.principal = Rc::from(authenticated.principal);
                     unread = authenticated.unread;
+                    session = Some(authenticated.session);
                 }
                 Err(reason) => {
                     tracing::info!(peer = %peer, listener = %name, %reason, "SASL authentication failed; connection closed");
@@ -158,7 +160,7 @@ impl Accepted {
                 }
             }
         }
-        crate::connection::serve(shard, transport, budget, slot, unread).await;
+        crate::connection::serve(shard, transport, budget, slot, unread, session).await;
     }
 }
 

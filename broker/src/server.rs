@@ -147,6 +147,8 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     let principal_mapper = acl::PrincipalMapper::parse(&config.ssl_principal_mapping_rules)
         .map_err(|error| anyhow!("ssl.principal.mapping.rules: {error}"))
         .context("authorizer configuration")?;
+    api::replication::inter_broker::InterBroker::from_config(&config)
+        .context("inter-broker listener configuration")?;
     let tls = if config.listeners.iter().any(|l| l.protocol.is_tls()) {
         Some(Arc::new(
             crate::tls::Acceptor::new(&config.ssl, principal_mapper)

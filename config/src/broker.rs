@@ -208,8 +208,9 @@ pub fn from_pairs(
             }
             continue;
         }
-        // Per-listener JAAS configuration: a family of keys, not rows of the table.
-        if crate::sasl::jaas_key(&k).is_some() {
+        // Per-listener JAAS configuration and session bounds: families of keys, not rows of
+        // the table.
+        if crate::sasl::jaas_key(&k).is_some() || crate::sasl::reauth_key(&k).is_some() {
             explicit.insert(k, v.trim().to_string());
             continue;
         }

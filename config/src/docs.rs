@@ -1,5 +1,5 @@
 //! `docs/configuration.md`, rendered from the key tables (a test keeps the file in step:
-//! `UPDATE_CONFIG_DOCS=1 cargo test -p broker --lib config::tests::docs` rewrites it).
+//! `UPDATE_CONFIG_DOCS=1 cargo test -p config --lib docs` rewrites it).
 
 use std::fmt::Write;
 

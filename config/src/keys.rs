@@ -352,8 +352,18 @@ pub const BROKER_KEYS: &[Spec] = &[
         T::String,
         Some("GSSAPI"),
         Check::None,
-        "SASL mechanism used for inter-broker communication when the inter-broker listener is \
-         a SASL one (not supported yet: the inter-broker listener must be PLAINTEXT or SSL).",
+        "SASL mechanism brokers log in with on the inter-broker listener when it is a \
+         SASL_PLAINTEXT one (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; the username and password \
+         options of that listener's JAAS entry for it are the login).",
+    ),
+    spec(
+        "inter.broker.listener.name",
+        T::String,
+        None,
+        Check::None,
+        "The listener brokers reach each other on (replica fetches, transaction markers): a \
+         PLAINTEXT or SASL_PLAINTEXT listener (TLS between brokers is not served). Unset: the \
+         first PLAINTEXT listener.",
     ),
     spec(
         "sasl.server.max.receive.size",
@@ -368,10 +378,12 @@ pub const BROKER_KEYS: &[Spec] = &[
         T::Long,
         Some("0"),
         Check::AtLeast(0),
-        "Kafka: when positive, the most a SASL session lasts before the client must \
-         re-authenticate (KIP-368). Not served yet: accepted, but sessions never expire \
-         (SaslAuthenticate answers a session lifetime of 0, so clients do not re-authenticate) \
-         and the start-up log says so.",
+        "When positive, the most a SASL session lasts before the client must re-authenticate \
+         (KIP-368): SaslAuthenticate answers the lifetime (shortened to an OAUTHBEARER \
+         token's expiry), and a connection whose session has expired is closed at its next \
+         request other than a re-authentication. An OAUTHBEARER token's expiry ends its session \
+         even at 0, as in Kafka. listener.name.<listener>.<mechanism>.connections.max.reauth.ms \
+         overrides it.",
     ),
     spec(
         "sasl.oauthbearer.jwks.endpoint.url",
@@ -871,7 +883,7 @@ pub const BROKER_KEYS: &[Spec] = &[
 ];
 
 /// Kafka keys commonly found in `server.properties` that mean nothing to us (thread pools,
-/// the inter-broker listener, internal-topic replication): accepted and logged as ignored so an
+/// internal-topic replication): accepted and logged as ignored so an
 /// existing Kafka config loads.
 pub const IGNORED_KEYS: &[&str] = &[
     "num.network.threads",
@@ -882,7 +894,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
-    "inter.broker.listener.name",
     "ssl.protocol",
     "ssl.keystore.password",
     "ssl.truststore.password",

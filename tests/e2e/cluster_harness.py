@@ -228,14 +228,19 @@ class Cluster:
     (it is waited for there), a broker-only node only its PLAINTEXT one. Questions go to
     broker nodes only."""
 
-    def __init__(self, workdir, n=3, overrides=None, host="127.0.0.1", roles=None):
+    def __init__(self, workdir, n=3, overrides=None, host="127.0.0.1", roles=None,
+                 extra_listener=None, node_overrides=None):
+        """`extra_listener`: (name, security protocol) of one more listener on each broker
+        node, on `extra_ports[i]` (e.g. a SASL listener between brokers);
+        `node_overrides`: {node id: {key: value}} applied after `overrides`."""
         self.workdir = Path(workdir)
         self.roles = {i: r for i, r in enumerate(roles or [COMBINED] * n, start=1)}
         self.n = n = len(self.roles)
         self.host = host
-        ports = unique_ports(2 * n)
-        self.broker_ports = {i: ports[2 * (i - 1)] for i in range(1, n + 1)}
-        self.controller_ports = {i: ports[2 * (i - 1) + 1] for i in range(1, n + 1)}
+        ports = unique_ports(3 * n)
+        self.broker_ports = {i: ports[3 * (i - 1)] for i in range(1, n + 1)}
+        self.controller_ports = {i: ports[3 * (i - 1) + 1] for i in range(1, n + 1)}
+        self.extra_ports = {i: ports[3 * (i - 1) + 2] for i in range(1, n + 1)}
         voters = ",".join(f"{i}@{host}:{self.controller_ports[i]}" for i in self.voter_ids)
         self.nodes = {}
         for i in self.ids:
@@ -246,6 +251,12 @@ class Cluster:
                 listeners.append(f"PLAINTEXT://{host}:{self.broker_ports[i]}")
             if "controller" in role:
                 listeners.append(f"CONTROLLER://{host}:{self.controller_ports[i]}")
+            protocol_map = {}
+            if extra_listener and "broker" in role:
+                name, protocol = extra_listener
+                listeners.append(f"{name}://{host}:{self.extra_ports[i]}")
+                protocol_map = {"listener.security.protocol.map":
+                                f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,{name}:{protocol}"}
             settings = {
                 "process.roles": role,
                 "node.id": i,
@@ -255,7 +266,9 @@ class Cluster:
                 "log.dirs": str(node_dir / "data"),
                 "num.shards": 1,
             }
+            settings.update(protocol_map)
             settings.update(overrides or {})
+            settings.update((node_overrides or {}).get(i, {}))
             port = self.broker_ports[i] if "broker" in role else self.controller_ports[i]
             self.nodes[i] = Node(node_dir, overrides=settings, port=port, name=f"node{i}")
         self.stopped = set()  # SIGSTOPped

@@ -4,18 +4,20 @@
 //! are read and answered one at a time: nothing else is in flight on the connection yet.
 
 use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use sasl::scram::{ScramCredential, ScramMechanism};
 use sasl::{Credentials, Mechanism, PlainUsers, ServerSession, Step};
 use wire::generated::api::{self, ApiKey};
 use wire::generated::{
-    RequestHeader, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
-    SaslHandshakeResponse,
+    RequestHeader, SaslAuthenticateRequest, SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use wire::primitives::{Decodable, Encodable};
 use wire::{frame, varint, ErrorCode};
 
+use super::session::{answer, session_lifetime_ms, Session};
 use super::{ListenerSasl, SaslServer, AUTHENTICATION_TIMEOUT, MAX_REQUESTS_BEFORE_AUTHENTICATION};
 use crate::shard::Shard;
 use crate::transport::Transport;
@@ -29,6 +31,8 @@ pub struct Authenticated {
     pub principal: String,
     /// Bytes read after the last authentication message (the client's next requests).
     pub unread: BytesMut,
+    /// Its lifetime and re-authentications, for `connection::serve`.
+    pub session: Session,
 }
 
 /// Runs the exchange on `transport` (a connection of `listener`, a SASL one). `Err` is the
@@ -37,7 +41,7 @@ pub struct Authenticated {
 pub async fn authenticate(
     shard: &Rc<Shard>,
     transport: &mut Transport,
-    server: &SaslServer,
+    server: &Arc<SaslServer>,
 ) -> Result<Authenticated, String> {
     let listener = server
         .listener(&transport.listener)
@@ -67,7 +71,7 @@ enum State {
 async fn run(
     shard: &Rc<Shard>,
     transport: &mut Transport,
-    server: &SaslServer,
+    server: &Arc<SaslServer>,
     listener: &ListenerSasl,
 ) -> Result<Authenticated, String> {
     let credentials = ShardCredentials {
@@ -86,9 +90,19 @@ async fn run(
                     write_raw(transport, &challenge).await?;
                     continue;
                 }
-                Ok(Step::Done { response, user, .. }) => {
+                Ok(Step::Done {
+                    response,
+                    user,
+                    expires_at_ms,
+                }) => {
                     write_raw(transport, &response).await?;
-                    Ok(done(user, buffer))
+                    let completed = Completed {
+                        mechanism: session.mechanism(),
+                        user,
+                        expires_at_ms,
+                        now_ms,
+                    };
+                    Ok(done(server, &transport.listener, completed, buffer))
                 }
                 Err(error) => Err(format!("SASL authentication failed: {error}")),
             };
@@ -187,19 +201,35 @@ async fn run(
                     now_ms,
                 );
                 let (response, outcome) = match stepped {
-                    Ok(Step::Continue(challenge)) => (answer(0, None, challenge), None),
-                    Ok(Step::Done { response, user, .. }) => {
-                        (answer(0, None, response), Some(Ok(user)))
+                    Ok(Step::Continue(challenge)) => (answer(0, None, challenge, 0), None),
+                    Ok(Step::Done {
+                        response,
+                        user,
+                        expires_at_ms,
+                    }) => {
+                        let completed = Completed {
+                            mechanism: session.mechanism(),
+                            user,
+                            expires_at_ms,
+                            now_ms,
+                        };
+                        let lifetime_ms = completed.lifetime_ms(server, &transport.listener);
+                        (
+                            answer(0, None, response, lifetime_ms.unwrap_or(0)),
+                            Some(Ok(completed)),
+                        )
                     }
                     Err(error) => (
-                        answer(error.error_code(), Some(error.to_string()), Vec::new()),
+                        answer(error.error_code(), Some(error.to_string()), Vec::new(), 0),
                         Some(Err(error.to_string())),
                     ),
                 };
                 write(transport, &reply, &response).await?;
                 match outcome {
                     None => {}
-                    Some(Ok(user)) => return Ok(done(user, buffer)),
+                    Some(Ok(completed)) => {
+                        return Ok(done(server, &transport.listener, completed, buffer))
+                    }
                     Some(Err(reason)) => {
                         return Err(format!("SASL authentication failed: {reason}"))
                     }
@@ -210,6 +240,7 @@ async fn run(
                     ErrorCode::IllegalSaslState.code(),
                     Some("SaslAuthenticate before a SaslHandshake v1".to_string()),
                     Vec::new(),
+                    0,
                 );
                 write(transport, &reply, &response).await?;
                 return Err("SaslAuthenticate before a SaslHandshake v1".into());
@@ -234,29 +265,46 @@ async fn run(
     ))
 }
 
-fn done(user: String, unread: BytesMut) -> Authenticated {
+/// A successful exchange, before its session is made.
+struct Completed {
+    mechanism: Mechanism,
+    user: String,
+    expires_at_ms: Option<i64>,
+    /// When the last token was read (wall clock, as `expires_at_ms`).
+    now_ms: i64,
+}
+
+impl Completed {
+    fn lifetime_ms(&self, server: &SaslServer, listener: &str) -> Option<i64> {
+        let max_reauth_ms = server.max_reauth_ms(listener, self.mechanism);
+        session_lifetime_ms(max_reauth_ms, self.expires_at_ms, self.now_ms)
+    }
+}
+
+fn done(
+    server: &Arc<SaslServer>,
+    listener: &str,
+    completed: Completed,
+    unread: BytesMut,
+) -> Authenticated {
+    let lifetime_ms = completed.lifetime_ms(server, listener);
+    let principal = format!("User:{}", completed.user);
+    let session = Session::new(
+        server.clone(),
+        listener,
+        completed.mechanism,
+        principal.clone(),
+        lifetime_ms,
+        Instant::now(),
+    );
     Authenticated {
-        principal: format!("User:{user}"),
+        principal,
         unread,
+        session,
     }
 }
 
-fn answer(
-    error_code: i16,
-    error_message: Option<String>,
-    auth_bytes: Vec<u8>,
-) -> SaslAuthenticateResponse {
-    SaslAuthenticateResponse {
-        error_code,
-        error_message,
-        auth_bytes: Bytes::from(auth_bytes),
-        // Sessions do not expire (KIP-368 re-authentication is not served yet).
-        session_lifetime_ms: 0,
-        ..Default::default()
-    }
-}
-
-fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
@@ -352,9 +400,9 @@ async fn write_raw(transport: &mut Transport, token: &[u8]) -> Result<(), String
 
 /// The credentials a listener's exchange checks against: SCRAM ones from the metadata
 /// (AlterUserScramCredentials), PLAIN ones from the listener's JAAS configuration.
-struct ShardCredentials<'a> {
-    shard: &'a Rc<Shard>,
-    plain: &'a PlainUsers,
+pub(super) struct ShardCredentials<'a> {
+    pub(super) shard: &'a Rc<Shard>,
+    pub(super) plain: &'a PlainUsers,
 }
 
 impl Credentials for ShardCredentials<'_> {

@@ -7,9 +7,11 @@
 //! SaslAuthenticate are read (anything else closes the connection), frames are capped by
 //! `sasl.server.max.receive.size`, a failed authentication is answered with its error and the
 //! connection closed. The principal of an authenticated connection is `User:<name>`, what
-//! Kafka's default principal builder gives.
+//! Kafka's default principal builder gives. Once authenticated, the connection's `Session`
+//! bounds its lifetime and serves its re-authentications (KIP-368, `session`).
 
 mod exchange;
+mod session;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use sasl::jaas::JaasEntry;
 use sasl::{Mechanism, OAuthConfig, PlainUsers};
 
 pub use exchange::{authenticate, Authenticated};
+pub use session::{session_lifetime_ms, Admission, Session, MIN_REAUTH_INTERVAL};
 
 /// The most requests a connection may send before it is authenticated: ApiVersions (maybe
 /// retried at a lower version), SaslHandshake, and the mechanism's round trips (SCRAM: 2,
@@ -46,14 +49,15 @@ pub enum SaslSetupError {
     MissingPlainUsers { key: String, listener: String },
     #[error("sasl.oauthbearer.jwks.endpoint.url: {0}")]
     Jwks(String),
-    #[error("inter.broker.listener.name: {0} is a SASL listener; brokers do not authenticate to each other yet (use a PLAINTEXT or SSL listener between brokers)")]
-    InterBrokerSasl(String),
 }
 
 /// What one SASL listener accepts.
 pub struct ListenerSasl {
     pub mechanisms: Vec<Mechanism>,
     pub plain_users: PlainUsers,
+    /// Each mechanism's session bound (`connections.max.reauth.ms`, the listener's own key
+    /// first); 0 = none.
+    pub max_reauth_ms: HashMap<Mechanism, i64>,
 }
 
 /// Every SASL listener's settings; shared by all shards.
@@ -119,27 +123,17 @@ impl SaslServer {
                 }
             }
             let plain_users = PlainUsers::from_jaas(&entries);
+            let max_reauth_ms = mechanisms
+                .iter()
+                .map(|m| (*m, config.sasl.max_reauth_ms(listener, m.name())))
+                .collect();
             listeners.insert(
                 listener.to_string(),
                 ListenerSasl {
                     mechanisms: mechanisms.clone(),
                     plain_users,
+                    max_reauth_ms,
                 },
-            );
-        }
-        if let Some(inter) = config.listeners.iter().find(|l| {
-            l.protocol.is_sasl()
-                && config
-                    .raw("inter.broker.listener.name")
-                    .is_some_and(|name| name.eq_ignore_ascii_case(&l.name))
-        }) {
-            return Err(SaslSetupError::InterBrokerSasl(inter.name.clone()));
-        }
-        if config.sasl.connections_max_reauth_ms > 0 {
-            tracing::warn!(
-                connections_max_reauth_ms = config.sasl.connections_max_reauth_ms,
-                "connections.max.reauth.ms is set, but re-authentication (KIP-368) is not served: \
-                 SASL sessions never expire"
             );
         }
         let oauth = oauth_config(&config.sasl.oauthbearer)?;
@@ -153,6 +147,14 @@ impl SaslServer {
     /// The listener's settings; `None` for a listener that is not a SASL one.
     pub fn listener(&self, name: &str) -> Option<&ListenerSasl> {
         self.listeners.get(name)
+    }
+
+    /// The session bound of `mechanism` on `listener` (ms; 0 = none).
+    pub fn max_reauth_ms(&self, listener: &str, mechanism: Mechanism) -> i64 {
+        self.listener(listener)
+            .and_then(|l| l.max_reauth_ms.get(&mechanism))
+            .copied()
+            .unwrap_or(0)
     }
 }
 

@@ -209,6 +209,8 @@ pub struct Origin {
     pub tally: Rc<crate::handoff::Tally>,
     /// Until when the connection reads nothing (a quota throttle, KIP-219).
     pub muted_until: Rc<std::cell::Cell<Option<std::time::Instant>>>,
+    /// Its SASL session (SASL listeners): its SaslHandshake and SaslAuthenticate go there.
+    pub sasl: Option<Rc<crate::authentication::Session>>,
 }
 
 /// Routes one request frame (without its size prefix). `Err` carries the reason the
@@ -399,9 +401,20 @@ pub fn dispatch(
             transactions::describe_transactions(shard, decode(&ctx, body)?, ctx),
             held,
         ),
-        ApiKey::SaslHandshake => ready(sasl_requests::handshake(&ctx, decode(&ctx, body)?), held),
+        ApiKey::SaslHandshake => {
+            let session = origin.sasl.as_deref();
+            ready(
+                sasl_requests::handshake(&ctx, decode(&ctx, body)?, session),
+                held,
+            )
+        }
         ApiKey::SaslAuthenticate => {
-            ready(sasl_requests::authenticate(&ctx, decode(&ctx, body)?), held)
+            let request = decode(&ctx, body)?;
+            let session = origin.sasl.as_deref();
+            ready(
+                sasl_requests::authenticate(&ctx, request, &shard, session),
+                held,
+            )
         }
         ApiKey::ListTransactions => spawn(
             transactions::list_transactions(shard, decode(&ctx, body)?, ctx),

@@ -23,10 +23,14 @@ use shard::replication::{truncation_point, EpochEnd};
 use wire::generated::api::ApiKey;
 use wire::generated::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
 use wire::generated::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use wire::generated::{FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse};
+use wire::generated::{
+    FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+};
 use wire::primitives::{Decodable, Encodable, Uuid};
 use wire::ErrorCode;
 
+use super::inter_broker::Login;
 use crate::config::FlushPolicy;
 use crate::metadata::image::Image;
 use crate::metadata::records::TopicId;
@@ -55,6 +59,12 @@ pub(crate) enum FetchError {
     Timeout(Duration),
     #[error("response of {0} bytes is over the bound")]
     TooLarge(usize),
+    #[error("SASL login as {user} with {mechanism} refused: {reason}")]
+    Login {
+        user: String,
+        mechanism: sasl::Mechanism,
+        reason: String,
+    },
 }
 
 /// Starts the fetcher of `leader` on this shard unless it runs.
@@ -97,14 +107,18 @@ fn followed(shard: &Shard, image: &Image, leader: i32) -> Vec<Followed> {
         .collect()
 }
 
-/// The leader's plaintext broker listener (the inter-broker listener; TLS between brokers is
-/// not supported yet).
-pub(crate) fn leader_addr(image: &Image, leader: i32) -> Option<SocketAddr> {
+/// The leader's endpoint for the inter-broker listener (`listener`; `None`: its first
+/// PLAINTEXT one).
+pub(crate) fn leader_addr(
+    image: &Image,
+    leader: i32,
+    listener: Option<&str>,
+) -> Option<SocketAddr> {
     let registration = image.brokers.get(&leader)?;
-    let endpoint = registration
-        .endpoints
-        .iter()
-        .find(|e| e.security_protocol == 0)?;
+    let endpoint = registration.endpoints.iter().find(|e| match listener {
+        Some(name) => e.name.eq_ignore_ascii_case(name),
+        None => e.security_protocol == 0,
+    })?;
     use std::net::ToSocketAddrs;
     (endpoint.host.as_str(), endpoint.port)
         .to_socket_addrs()
@@ -114,7 +128,11 @@ pub(crate) fn leader_addr(image: &Image, leader: i32) -> Option<SocketAddr> {
 
 async fn run(shard: Rc<Shard>, leader: i32) {
     tracing::info!(shard = shard.id, leader, "replica fetcher started");
+    let inter_broker = super::inter_broker::of(&shard.config);
     let mut conn: Option<Conn> = None;
+    // A refused login is a misconfiguration an operator must see, but it repeats every
+    // backoff: logged as a warning when it first comes or changes, else at debug.
+    let mut refused_login: Option<String> = None;
     loop {
         let image = shard.image();
         let parts = followed(&shard, &image, leader);
@@ -123,15 +141,30 @@ async fn run(shard: Rc<Shard>, leader: i32) {
             tracing::info!(shard = shard.id, leader, "replica fetcher stopped");
             return;
         }
-        let Some(addr) = leader_addr(&image, leader) else {
+        let Some(addr) = leader_addr(&image, leader, inter_broker.listener.as_deref()) else {
             glommio::timer::sleep(FETCH_BACKOFF).await;
             continue;
         };
-        if conn.as_ref().is_none_or(|c| c.addr != addr) {
+        let renew = |c: &Conn| c.addr != addr || c.session_ended();
+        if conn.as_ref().is_none_or(renew) {
             let max_frame = shard.config.replication.fetch_response_max_bytes.max(0) as usize
                 + RESPONSE_SLACK_BYTES;
-            conn = match Conn::connect(addr, max_frame).await {
-                Ok(c) => Some(c),
+            conn = match Conn::connect(addr, max_frame, inter_broker.login.as_ref()).await {
+                Ok(c) => {
+                    refused_login = None;
+                    Some(c)
+                }
+                Err(error @ FetchError::Login { .. }) => {
+                    let reason = error.to_string();
+                    if refused_login.as_ref() != Some(&reason) {
+                        tracing::warn!(leader, %reason, "replica fetcher cannot log in to the leader");
+                        refused_login = Some(reason);
+                    } else {
+                        tracing::debug!(leader, %reason, "replica fetcher cannot log in to the leader");
+                    }
+                    glommio::timer::sleep(FETCH_BACKOFF).await;
+                    continue;
+                }
                 Err(error) => {
                     tracing::debug!(leader, %error, "cannot reach the leader");
                     glommio::timer::sleep(FETCH_BACKOFF).await;
@@ -393,20 +426,101 @@ pub(crate) struct Conn {
     correlation_id: i32,
     /// Largest response frame accepted.
     max_frame: usize,
+    /// When the other broker ends our SASL session (KIP-368's session lifetime, less a
+    /// margin): past it the connection is replaced rather than used and closed under us.
+    session_ends: Option<std::time::Instant>,
 }
 
+/// How long before its session's end a logged-in connection is replaced.
+const SESSION_MARGIN: Duration = Duration::from_secs(1);
+
+/// Longest a SASL login's exchange may take, and most SaslAuthenticate rounds it may need
+/// (PLAIN takes one, SCRAM two).
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
+const MAX_LOGIN_ROUNDS: usize = 4;
+
 impl Conn {
-    pub(crate) async fn connect(addr: SocketAddr, max_frame: usize) -> Result<Conn, FetchError> {
+    /// Connects, then logs in when the inter-broker listener is a SASL one.
+    pub(crate) async fn connect(
+        addr: SocketAddr,
+        max_frame: usize,
+        login: Option<&Login>,
+    ) -> Result<Conn, FetchError> {
         let stream = TcpStream::connect(addr)
             .await
             .map_err(std::io::Error::from)?;
         let _ = stream.set_nodelay(true);
-        Ok(Conn {
+        let mut conn = Conn {
             addr,
             stream,
             correlation_id: 0,
             max_frame,
-        })
+            session_ends: None,
+        };
+        if let Some(login) = login {
+            conn.log_in(login).await?;
+        }
+        Ok(conn)
+    }
+
+    /// Whether the other broker's SASL session for this connection is (about) over.
+    pub(crate) fn session_ended(&self) -> bool {
+        self.session_ends
+            .is_some_and(|end| std::time::Instant::now() >= end)
+    }
+
+    /// SaslHandshake v1 and SaslAuthenticate v2 rounds until the mechanism completes (SCRAM
+    /// checks the server's signature: the other broker holds our credential).
+    async fn log_in(&mut self, login: &Login) -> Result<(), FetchError> {
+        let refused = |reason: String| FetchError::Login {
+            user: login.username.clone(),
+            mechanism: login.mechanism,
+            reason,
+        };
+        let handshake = SaslHandshakeRequest {
+            mechanism: login.mechanism.name().to_string(),
+            ..Default::default()
+        };
+        let answer: SaslHandshakeResponse = self
+            .exchange(ApiKey::SaslHandshake, 1, &handshake, LOGIN_TIMEOUT)
+            .await?;
+        if answer.error_code != 0 {
+            let code = ErrorCode::from_code_or_unknown(answer.error_code);
+            return Err(refused(format!(
+                "{} (the other broker enables {:?})",
+                code.kafka_name(),
+                answer.mechanisms
+            )));
+        }
+        let mut session = login.session();
+        let mut token = session.first();
+        for _ in 0..MAX_LOGIN_ROUNDS {
+            let request = SaslAuthenticateRequest {
+                auth_bytes: Bytes::from(token),
+                ..Default::default()
+            };
+            let answer: SaslAuthenticateResponse = self
+                .exchange(ApiKey::SaslAuthenticate, 2, &request, LOGIN_TIMEOUT)
+                .await?;
+            if answer.error_code != 0 {
+                let code = ErrorCode::from_code_or_unknown(answer.error_code);
+                let message = answer.error_message.unwrap_or_default();
+                return Err(refused(format!("{}: {message}", code.kafka_name())));
+            }
+            if answer.session_lifetime_ms > 0 {
+                let lifetime = Duration::from_millis(answer.session_lifetime_ms as u64);
+                let now = std::time::Instant::now();
+                self.session_ends = Some(now + lifetime.saturating_sub(SESSION_MARGIN));
+            }
+            match session.step(&answer.auth_bytes) {
+                Ok(Some(next)) => token = next,
+                Ok(None) => return Ok(()),
+                Err(error) => return Err(refused(error.to_string())),
+            }
+        }
+        Err(refused(format!(
+            "not complete after {MAX_LOGIN_ROUNDS} rounds"
+        )))
     }
 
     pub(crate) async fn exchange<Q: Encodable, R: Decodable>(

@@ -8,6 +8,7 @@
 //! - `fetcher`: a follower's fetches from its leader and its appends.
 
 pub mod fetcher;
+pub mod inter_broker;
 pub mod leader;
 pub mod roles;
 pub mod state;

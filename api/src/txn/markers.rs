@@ -102,7 +102,9 @@ async fn write_remote(
     leader: i32,
     partitions: Vec<(String, i32)>,
 ) -> Vec<(String, i32)> {
-    let Some(addr) = fetcher::leader_addr(&shard.image(), leader) else {
+    let inter_broker = crate::replication::inter_broker::of(&shard.config);
+    let listener = inter_broker.listener.as_deref();
+    let Some(addr) = fetcher::leader_addr(&shard.image(), leader, listener) else {
         return partitions;
     };
     let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
@@ -128,7 +130,8 @@ async fn write_remote(
         ..Default::default()
     };
     let answer = async {
-        let mut conn = fetcher::Conn::connect(addr, REMOTE_MARKER_MAX_FRAME).await?;
+        let login = inter_broker.login.as_ref();
+        let mut conn = fetcher::Conn::connect(addr, REMOTE_MARKER_MAX_FRAME, login).await?;
         conn.exchange::<_, WriteTxnMarkersResponse>(
             ApiKey::WriteTxnMarkers,
             WRITE_TXN_MARKERS_VERSION,
