@@ -205,6 +205,7 @@ mod tests {
                     MAP,
                     ("inter.broker.listener.name", "BROKER"),
                     ("sasl.enabled.mechanisms", "PLAIN"),
+                    ("sasl.mechanism.inter.broker.protocol", "PLAIN"),
                     plain_jaas,
                 ],
                 "needs username",
@@ -215,9 +216,21 @@ mod tests {
                     MAP,
                     ("inter.broker.listener.name", "BROKER"),
                     ("sasl.enabled.mechanisms", "SCRAM-SHA-256"),
+                    ("sasl.mechanism.inter.broker.protocol", "PLAIN"),
                     plain_jaas,
                 ],
                 "which BROKER does not enable",
+            ),
+            (
+                // Kafka's default mechanism between brokers.
+                vec![
+                    LISTENERS,
+                    MAP,
+                    ("inter.broker.listener.name", "BROKER"),
+                    ("sasl.enabled.mechanisms", "PLAIN"),
+                    plain_jaas,
+                ],
+                "GSSAPI is not a mechanism",
             ),
         ];
         for (pairs, expected) in cases {
