@@ -23,7 +23,7 @@
 //! whole 11 s window, as Kafka's token bucket for them).
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use std::net::IpAddr;
@@ -110,6 +110,27 @@ struct Clocks {
 
 static CLOCKS: LazyLock<Mutex<Clocks>> = LazyLock::new(Mutex::default);
 
+/// The broker's clocks (a panic while they were held leaves them usable: they are only
+/// times).
+fn clocks() -> MutexGuard<'static, Clocks> {
+    CLOCKS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Clocks {
+    /// Takes back what `amount` at `rate` added to a clock (not before `now`: a refund is no
+    /// credit).
+    fn give_back(&mut self, key: &ClockKey, rate: f64, amount: f64, now: Instant) {
+        if let Some(clock) = self.by_key.get_mut(key) {
+            *clock = clock
+                .checked_sub(cost(rate, amount))
+                .unwrap_or(now)
+                .max(now);
+        }
+    }
+}
+
 /// The user name Kafka's quotas use: the principal's name (`alice` of `User:alice`).
 pub fn quota_user(principal: &str) -> &str {
     principal
@@ -135,11 +156,8 @@ pub fn charge(
     now: Instant,
 ) -> Option<Duration> {
     let (quota, shared) = quotas.resolve(quota_user(principal), client_id, kind.key())?;
-    let mut clocks = CLOCKS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let key = (kind, Sharer::Clients(shared));
-    charge_clock(&mut clocks, key, kind.rate(quota), amount, now)
+    charge_clock(&mut clocks(), key, kind.rate(quota), amount, now)
 }
 
 /// Counts a connection from `ip` against its `connection_creation_rate` (KIP-612) and says
@@ -150,15 +168,10 @@ pub fn admit_connection(quotas: &QuotaImage, ip: IpAddr, now: Instant) -> Option
         return None;
     }
     let quota = quotas.resolve_ip(&ip.to_string(), CONNECTION_CREATION_RATE)?;
-    let kind = QuotaKind::ConnectionCreation;
-    let mut clocks = CLOCKS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let key = (kind, Sharer::Address(ip));
+    let key = (QuotaKind::ConnectionCreation, Sharer::Address(ip));
+    let mut clocks = clocks();
     let wait = charge_clock(&mut clocks, key.clone(), quota, 1.0, now)?;
-    if let Some(clock) = clocks.by_key.get_mut(&key) {
-        *clock = clock.checked_sub(cost(quota, 1.0)).unwrap_or(now).max(now);
-    }
+    clocks.give_back(&key, quota, 1.0, now);
     Some(wait)
 }
 
@@ -175,15 +188,8 @@ pub fn refund(
     let Some((quota, shared)) = quotas.resolve(quota_user(principal), client_id, kind.key()) else {
         return;
     };
-    let mut clocks = CLOCKS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(clock) = clocks.by_key.get_mut(&(kind, Sharer::Clients(shared))) {
-        *clock = clock
-            .checked_sub(cost(kind.rate(quota), amount))
-            .unwrap_or(now)
-            .max(now);
-    }
+    let key = (kind, Sharer::Clients(shared));
+    clocks().give_back(&key, kind.rate(quota), amount, now);
 }
 
 /// How long `amount` takes at `rate`; a rate of 0 (or less) lets nothing through: anything
