@@ -42,6 +42,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+
+def _shut_both(*socks):
+    """Shuts both directions of each socket, so the other pipe of the pair ends too."""
+    for s in socks:
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
 class RecordingProxy:
     """Forwards 127.0.0.1:listen to 127.0.0.1:target; writes each whole frame the client
     sends to out/<connection>-<sequence>.bin (size prefix included)."""
@@ -93,11 +102,7 @@ class RecordingProxy:
         except OSError:
             pass
         finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            _shut_both(src, dst)
 
     @staticmethod
     def _pipe(src, dst):
@@ -110,11 +115,7 @@ class RecordingProxy:
         except OSError:
             pass
         finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            _shut_both(src, dst)
 
 
 def start_broker(workdir, plain, sasl, plain_proxy, sasl_proxy):

@@ -155,9 +155,19 @@ pub fn charge(
     amount: f64,
     now: Instant,
 ) -> Option<Duration> {
+    let (rate, key) = client_clock(quotas, principal, client_id, kind)?;
+    charge_clock(&mut clocks(), key, rate, amount, now)
+}
+
+/// The rate of the quota of `kind` a client is under, and the clock it shares.
+fn client_clock(
+    quotas: &QuotaImage,
+    principal: &str,
+    client_id: &str,
+    kind: QuotaKind,
+) -> Option<(f64, ClockKey)> {
     let (quota, shared) = quotas.resolve(quota_user(principal), client_id, kind.key())?;
-    let key = (kind, Sharer::Clients(shared));
-    charge_clock(&mut clocks(), key, kind.rate(quota), amount, now)
+    Some((kind.rate(quota), (kind, Sharer::Clients(shared))))
 }
 
 /// Counts a connection from `ip` against its `connection_creation_rate` (KIP-612) and says
@@ -185,11 +195,9 @@ pub fn refund(
     amount: f64,
     now: Instant,
 ) {
-    let Some((quota, shared)) = quotas.resolve(quota_user(principal), client_id, kind.key()) else {
-        return;
-    };
-    let key = (kind, Sharer::Clients(shared));
-    clocks().give_back(&key, kind.rate(quota), amount, now);
+    if let Some((rate, key)) = client_clock(quotas, principal, client_id, kind) {
+        clocks().give_back(&key, rate, amount, now);
+    }
 }
 
 /// How long `amount` takes at `rate`; a rate of 0 (or less) lets nothing through: anything
