@@ -128,7 +128,7 @@ pub(crate) fn leader_addr(
 
 async fn run(shard: Rc<Shard>, leader: i32) {
     tracing::info!(shard = shard.id, leader, "replica fetcher started");
-    let inter_broker = super::inter_broker::of(&shard.config);
+    let inter_broker = super::inter_broker::of(&shard);
     let mut conn: Option<Conn> = None;
     // A refused login is a misconfiguration an operator must see, but it repeats every
     // backoff: logged as a warning when it first comes or changes, else at debug.

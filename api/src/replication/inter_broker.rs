@@ -8,10 +8,13 @@
 //! TLS between brokers is not served: an SSL or SASL_SSL inter-broker listener, and an
 //! OAUTHBEARER inter-broker mechanism (which needs a token source), are refused at start-up.
 
+use std::rc::Rc;
+
 use sasl::ClientSession;
 use sasl::Mechanism;
 
 use crate::config::{BrokerConfig, SecurityProtocol};
+use crate::shard::Shard;
 
 /// Why the inter-broker settings cannot be used (start-up refuses them).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -93,13 +96,20 @@ impl InterBroker {
     }
 }
 
-/// The settings of a configuration start-up accepted (see `check`); a refused one (never
-/// here) is logged and read as the default.
-pub fn of(config: &BrokerConfig) -> InterBroker {
-    InterBroker::from_config(config).unwrap_or_else(|error| {
-        tracing::error!(%error, "inter-broker settings");
-        InterBroker::default()
-    })
+/// The shard's inter-broker settings, read once from a configuration start-up accepted (a
+/// refused one, never here, is logged and read as the default).
+pub fn of(shard: &Shard) -> Rc<InterBroker> {
+    shard
+        .replication
+        .inter_broker
+        .get_or_init(|| {
+            let settings = InterBroker::from_config(&shard.config).unwrap_or_else(|error| {
+                tracing::error!(%error, "inter-broker settings");
+                InterBroker::default()
+            });
+            Rc::new(settings)
+        })
+        .clone()
 }
 
 fn login(config: &BrokerConfig, listener: &str) -> Result<Login, InterBrokerError> {

@@ -3,6 +3,7 @@
 //! watermark consumers read up to.
 
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 use shard::replication::{CommittedState, LeaderState};
 
@@ -106,6 +107,9 @@ pub struct ShardReplication {
     pub isr_task_started: Cell<bool>,
     /// Set when the shard closes: fetchers stop at their next step.
     pub stopped: Cell<bool>,
+    /// How this shard reaches other brokers, read from the configuration once (see
+    /// `inter_broker::of`).
+    pub inter_broker: std::cell::OnceCell<Rc<super::inter_broker::InterBroker>>,
 }
 
 impl Replica {

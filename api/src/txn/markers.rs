@@ -102,7 +102,7 @@ async fn write_remote(
     leader: i32,
     partitions: Vec<(String, i32)>,
 ) -> Vec<(String, i32)> {
-    let inter_broker = crate::replication::inter_broker::of(&shard.config);
+    let inter_broker = crate::replication::inter_broker::of(shard);
     let listener = inter_broker.listener.as_deref();
     let Some(addr) = fetcher::leader_addr(&shard.image(), leader, listener) else {
         return partitions;
