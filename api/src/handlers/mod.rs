@@ -292,7 +292,7 @@ pub fn dispatch(
         return Ok(ready(response, held));
     }
     let header_version = api::request_header_version(api_key, api_version);
-    let decode_started = std::time::Instant::now();
+    let decode_started = request_time::RequestTime::starts_at(shard, api_key);
     let header = RequestHeader::decode(&mut frame, header_version)
         .map_err(|error| format!("bad request header: {error}"))?;
     ctx.client_id = header.client_id.unwrap_or_default();

@@ -55,21 +55,28 @@ impl RequestQuota {
 }
 
 impl RequestTime {
-    /// A clock for a request of `api_key`/`api_version` whose header was just decoded, when
-    /// a request quota may apply to it (`None` otherwise: no clock is read).
+    /// When a request of `api_key` whose header is about to be decoded may be under a
+    /// request quota: now (its clock starts). `None` otherwise, and no clock is read.
+    pub(super) fn starts_at(shard: &Shard, api_key: i16) -> Option<Instant> {
+        let key = ApiKey::from_i16(api_key)?;
+        let timed =
+            !exempt(key) && shard.with_image(|image| quota::any(&image.quotas, QuotaKind::Request));
+        timed.then(Instant::now)
+    }
+
+    /// A clock for a request of `api_key`/`api_version` whose header was just decoded, started
+    /// `started` (see [`RequestTime::starts_at`]; `None`: not timed).
     pub(super) fn start(
         shard: &Rc<Shard>,
         api_key: i16,
         api_version: i16,
-        started: Instant,
+        started: Option<Instant>,
         principal: &Rc<str>,
         client_id: &str,
         muted_until: &Rc<Cell<Option<Instant>>>,
     ) -> Option<RequestTime> {
+        let started = started?;
         let key = ApiKey::from_i16(api_key)?;
-        if exempt(key) || !shard.with_image(|image| quota::any(&image.quotas, QuotaKind::Request)) {
-            return None;
-        }
         let header = 4 + 4 + usize::from(api::response_header_version(api_key, api_version) >= 1);
         Some(RequestTime {
             shard: shard.clone(),
