@@ -91,18 +91,20 @@ pub async fn handle_create_topics(
             .await
     };
     let mut outcomes = outcomes.into_iter();
+    // A name given twice is answered once, as Kafka's controller (ControllerApis) does.
+    let mut answered_duplicates = HashSet::new();
     let topics = request
         .topics
         .iter()
+        .filter(|topic| {
+            !duplicated.contains(&topic.name) || answered_duplicates.insert(topic.name.as_str())
+        })
         .map(|topic| {
             if duplicated.contains(&topic.name) {
                 return CreatableTopicResult {
                     name: topic.name.clone(),
                     error_code: ErrorCode::InvalidRequest.code(),
-                    error_message: Some(format!(
-                        "Create topics request from client contains multiple entries for topic {}",
-                        topic.name
-                    )),
+                    error_message: Some("Duplicate topic name.".into()),
                     ..Default::default()
                 };
             }

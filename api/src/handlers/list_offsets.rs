@@ -2,7 +2,7 @@
 //! local (-4, the log start offset here: nothing is tiered) and by timestamp, each answered by
 //! the shard that owns the partition.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use wire::generated::list_offsets_response::{
@@ -22,6 +22,33 @@ fn failed(code: ErrorCode) -> OffsetResult {
         timestamp: -1,
         offset: -1,
     }
+}
+
+/// Drops every listing of a partition but its first, and returns the partitions that were
+/// listed more than once. Allocates nothing for a request of one partition.
+fn answer_once(request: &mut ListOffsetsRequest) -> HashSet<(String, i32)> {
+    let listings: usize = request.topics.iter().map(|t| t.partitions.len()).sum();
+    let mut duplicated = HashSet::new();
+    if listings < 2 {
+        return duplicated;
+    }
+    let mut seen = HashSet::with_capacity(listings);
+    request.topics.retain_mut(|topic| {
+        let listed = topic.partitions.len();
+        topic.partitions.retain(|partition| {
+            let key = (topic.name.clone(), partition.partition_index);
+            if seen.contains(&key) {
+                duplicated.insert(key);
+                false
+            } else {
+                seen.insert(key);
+                true
+            }
+        });
+        // A topic whose every partition was listed before is not answered again.
+        listed == 0 || !topic.partitions.is_empty()
+    });
+    duplicated
 }
 
 /// ListOffsets v0 (the pre-KIP-79 offsets list), which we do not serve: every partition gets
@@ -82,20 +109,14 @@ fn build_response(
 
 pub async fn handle(
     shard: Rc<Shard>,
-    request: ListOffsetsRequest,
+    mut request: ListOffsetsRequest,
     ctx: RequestContext,
 ) -> Response {
     let image = shard.image();
     // As Kafka (ListOffsetsRequest.duplicatePartitions): a partition listed more than once is
-    // not looked up at all; each of its listings gets INVALID_REQUEST.
-    let mut listed: HashMap<(&str, i32), u32> = HashMap::new();
-    for topic in &request.topics {
-        for partition in &topic.partitions {
-            *listed
-                .entry((topic.name.as_str(), partition.partition_index))
-                .or_default() += 1;
-        }
-    }
+    // not looked up at all, and is answered once, with INVALID_REQUEST (Kafka keys its answer
+    // by partition).
+    let duplicated = answer_once(&mut request);
     let mut results: Vec<Option<OffsetResult>> = Vec::new();
     let mut by_shard = ByShard::new(shard.shard_count());
     for topic in &request.topics {
@@ -112,7 +133,8 @@ pub async fn handle(
                 t.partition(partition.partition_index)
                     .map(|p| (t.topic_id, p))
             });
-            let duplicated = listed[&(topic.name.as_str(), partition.partition_index)] > 1;
+            let duplicated =
+                duplicated.contains(&(topic.name.clone(), partition.partition_index));
             // KIP-320 fencing, as Fetch and OffsetForLeaderEpoch: a current leader epoch (v4+,
             // -1 when unknown) other than the partition's.
             let current = partition.current_leader_epoch;
@@ -151,4 +173,60 @@ pub async fn handle(
         ctx.api_version,
         &build_response(&request, &ctx, results),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wire::generated::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+
+    fn request(topics: &[(&str, &[i32])]) -> ListOffsetsRequest {
+        ListOffsetsRequest {
+            topics: topics
+                .iter()
+                .map(|(name, partitions)| ListOffsetsTopic {
+                    name: name.to_string(),
+                    partitions: partitions
+                        .iter()
+                        .map(|&partition_index| ListOffsetsPartition {
+                            partition_index,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn listed(request: &ListOffsetsRequest) -> Vec<(String, i32)> {
+        request
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| (t.name.clone(), p.partition_index)))
+            .collect()
+    }
+
+    #[test]
+    fn a_partition_listed_twice_is_answered_once_and_marked() {
+        let mut req = request(&[("a", &[0, 1, 0]), ("b", &[0]), ("a", &[1])]);
+        let duplicated = answer_once(&mut req);
+        assert_eq!(
+            listed(&req),
+            vec![("a".into(), 0), ("a".into(), 1), ("b".into(), 0)]
+        );
+        assert_eq!(req.topics.len(), 2, "the emptied second `a` is not answered");
+        let mut duplicated: Vec<_> = duplicated.into_iter().collect();
+        duplicated.sort();
+        assert_eq!(duplicated, vec![("a".into(), 0), ("a".into(), 1)]);
+    }
+
+    #[test]
+    fn distinct_partitions_are_left_alone() {
+        let mut req = request(&[("a", &[0, 1]), ("b", &[])]);
+        assert!(answer_once(&mut req).is_empty());
+        assert_eq!(req.topics.len(), 2);
+        assert_eq!(listed(&req).len(), 2);
+    }
 }

@@ -3,6 +3,7 @@
 //! request order. acks=0 gets no response at all (answering would desynchronise the client's
 //! correlation ids).
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use wire::generated::produce_response::{
@@ -210,7 +211,48 @@ fn has_transactional_records(request: &ProduceRequest) -> bool {
     })
 }
 
-pub async fn handle(shard: Rc<Shard>, request: ProduceRequest, ctx: RequestContext) -> Response {
+/// Kafka keys a Produce request by partition: a partition listed twice is appended and
+/// answered once, with its last listing's records. Drops the earlier listings (and a topic
+/// left with none); allocates nothing for a request of one partition.
+fn keep_last_listing(request: &mut ProduceRequest) {
+    let listings: usize = request.topic_data.iter().map(|t| t.partition_data.len()).sum();
+    if listings < 2 {
+        return;
+    }
+    let mut last: HashMap<(&str, i32), usize> = HashMap::with_capacity(listings);
+    let mut position = 0;
+    for topic in &request.topic_data {
+        for partition in &topic.partition_data {
+            last.insert((topic.name.as_str(), partition.index), position);
+            position += 1;
+        }
+    }
+    if last.len() == listings {
+        return;
+    }
+    let keep: Vec<bool> = request
+        .topic_data
+        .iter()
+        .flat_map(|topic| topic.partition_data.iter().map(move |p| (topic, p)))
+        .enumerate()
+        .map(|(at, (topic, partition))| last[&(topic.name.as_str(), partition.index)] == at)
+        .collect();
+    let mut keep = keep.into_iter();
+    request.topic_data.retain_mut(|topic| {
+        let listed = topic.partition_data.len();
+        topic
+            .partition_data
+            .retain(|_| keep.next().expect("one flag per listing"));
+        listed == 0 || !topic.partition_data.is_empty()
+    });
+}
+
+pub async fn handle(
+    shard: Rc<Shard>,
+    mut request: ProduceRequest,
+    ctx: RequestContext,
+) -> Response {
+    keep_last_listing(&mut request);
     let acks = request.acks;
     let timeout_ms = request.timeout_ms.max(0) as u64;
     // Kafka: transactional records need WRITE on the transactional id, or the whole request

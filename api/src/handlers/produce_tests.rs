@@ -11,7 +11,7 @@ use wire::generated::{ProduceRequest, ProduceResponse};
 use wire::primitives::Decodable;
 use wire::ErrorCode;
 
-use super::{fill, handle, plan};
+use super::{fill, handle, keep_last_listing, plan};
 use crate::forward::ProduceResult;
 use crate::handlers::RequestContext;
 use crate::metadata::image::Image;
@@ -290,6 +290,42 @@ fn plan_refuses_unauthorized_topics_first_and_asks_once_per_topic() {
     // Before the bad acks and the unknown topic, as Kafka's checks run.
     let denied = Some(ErrorCode::TopicAuthorizationFailed.code());
     assert_eq!(codes(&refused.results), vec![denied, denied, denied]);
+}
+
+#[test]
+fn a_partition_listed_twice_keeps_only_its_last_listing() {
+    let (one, two, three) = (batch(1), batch(2), batch(3));
+    let mut req = request(
+        1,
+        &[
+            ("a", &[(0, one.clone()), (1, two.clone())]),
+            ("b", &[(0, one.clone())]),
+            ("a", &[(0, three.clone())]),
+        ],
+    );
+    keep_last_listing(&mut req);
+    let listed: Vec<(&str, i32, usize)> = req
+        .topic_data
+        .iter()
+        .flat_map(|t| {
+            t.partition_data.iter().map(move |p| {
+                (t.name.as_str(), p.index, p.records.as_ref().unwrap().len())
+            })
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        vec![("a", 1, two.len()), ("b", 0, one.len()), ("a", 0, three.len())]
+    );
+    // Nothing dropped when every partition is listed once, including a topic with none.
+    let mut req = request(1, &[("a", &[(0, one.clone())]), ("b", &[])]);
+    keep_last_listing(&mut req);
+    assert_eq!(req.topic_data.len(), 2);
+    // A topic whose only listing was repeated later is dropped entirely.
+    let mut req = request(1, &[("a", &[(0, one.clone())]), ("a", &[(0, two)])]);
+    keep_last_listing(&mut req);
+    assert_eq!(req.topic_data.len(), 1);
+    assert_eq!(req.topic_data[0].partition_data.len(), 1);
 }
 
 #[test]
