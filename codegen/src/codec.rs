@@ -6,6 +6,14 @@ use serde_json::Value;
 
 use crate::schema::{Field, Schema, Ty, Versions};
 
+/// Where an encoder sends `records` fields: written in place, or handed to the
+/// `RecordsWriter` of an `encode_with`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sink {
+    Inline,
+    Writer,
+}
+
 /// Generates one schema file; `valid` narrows version conditions.
 pub(crate) struct Gen<'a> {
     pub(crate) schema: &'a Schema,
@@ -208,9 +216,32 @@ impl Gen<'_> {
 
     // --- encode -------------------------------------------------------------------------
 
-    /// Statements encoding the non-null value `r` (a reference expression) of `ty`.
-    pub(crate) fn encode_value(&self, ty: &Ty, r: &str, flex: &str) -> String {
+    /// Whether a value of `ty` holds a `records` field, at any depth: such structs encode
+    /// through a `RecordsWriter` (`encode_with`), so a caller can lay records out itself.
+    pub(crate) fn carries_records(&self, ty: &Ty) -> bool {
         match ty {
+            Ty::Records => true,
+            Ty::Array(e) => self.carries_records(e),
+            Ty::Struct(name) => self
+                .schema
+                .structs
+                .iter()
+                .find(|st| &st.name == name)
+                .is_some_and(|st| st.fields.iter().any(|f| self.carries_records(&f.ty))),
+            _ => false,
+        }
+    }
+
+    /// Statements encoding the non-null value `r` (a reference expression) of `ty`. With
+    /// `Sink::Writer`, records go through the `records` writer in scope and structs that
+    /// carry records through their `encode_with`.
+    fn encode_value(&self, ty: &Ty, r: &str, flex: &str, sink: Sink) -> String {
+        let writer = sink == Sink::Writer;
+        match ty {
+            Ty::Records if writer => format!("records.write(buf, Some({r}), {flex})?;"),
+            Ty::Struct(_) if writer && self.carries_records(ty) => {
+                format!("{r}.encode_with(buf, version, records)?;")
+            }
             Ty::Bool => format!("write_bool(buf, *{r});"),
             Ty::I8 => format!("write_i8(buf, *{r});"),
             Ty::I16 => format!("write_i16(buf, *{r});"),
@@ -225,7 +256,7 @@ impl Gen<'_> {
             Ty::Struct(_) => format!("{r}.encode(buf, version)?;"),
             Ty::Array(e) => format!(
                 "write_array_len(buf, Some({r}.len()), {flex})?; for e in {r}.iter() {{ {} }}",
-                self.encode_value(e, "e", flex)
+                self.encode_value(e, "e", flex, sink)
             ),
         }
     }
@@ -254,10 +285,10 @@ impl Gen<'_> {
     }
 
     /// Statements encoding field `f` (version known to have it).
-    pub(crate) fn encode_field(&self, f: &Field, flex: &str) -> String {
+    pub(crate) fn encode_field(&self, f: &Field, flex: &str, sink: Sink) -> String {
         let r = format!("(&self.{})", f.name);
         if !f.is_option() {
-            return self.encode_value(&f.ty, &r, flex);
+            return self.encode_value(&f.ty, &r, flex, sink);
         }
         let nullable = self.cond(f.nullable);
         let null = match (&f.ty, nullable.as_str()) {
@@ -266,6 +297,9 @@ impl Gen<'_> {
                 f.json_name
             ),
             (Ty::Str, _) => format!("write_nullable_string(buf, None, {flex})?"),
+            (Ty::Records, _) if sink == Sink::Writer => {
+                format!("records.write(buf, None, {flex})?")
+            }
             (Ty::Bytes | Ty::Records, _) => format!("write_nullable_bytes(buf, None, {flex})?"),
             (Ty::Array(_), _) => format!("write_array_len(buf, None, {flex})?"),
             (Ty::Struct(_), _) => "write_i8(buf, -1)".into(),
@@ -278,13 +312,16 @@ impl Gen<'_> {
                 f.json_name
             ),
         };
+        let encode = if sink == Sink::Writer && self.carries_records(&f.ty) {
+            "v.encode_with(buf, version, records)?;"
+        } else {
+            "v.encode(buf, version)?;"
+        };
         let some = match (&f.ty, nullable.as_str()) {
-            (Ty::Struct(_), "false") => "v.encode(buf, version)?;".into(),
-            (Ty::Struct(_), "true") => "write_i8(buf, 1); v.encode(buf, version)?;".into(),
-            (Ty::Struct(_), c) => {
-                format!("if {c} {{ write_i8(buf, 1); }} v.encode(buf, version)?;")
-            }
-            _ => self.encode_value(&f.ty, "v", flex),
+            (Ty::Struct(_), "false") => encode.into(),
+            (Ty::Struct(_), "true") => format!("write_i8(buf, 1); {encode}"),
+            (Ty::Struct(_), c) => format!("if {c} {{ write_i8(buf, 1); }} {encode}"),
+            _ => self.encode_value(&f.ty, "v", flex, sink),
         };
         format!("match {r} {{ None => {{ {null}; }} Some(v) => {{ {some} }} }}")
     }

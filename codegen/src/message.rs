@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::codec::Gen;
+use crate::codec::{Gen, Sink};
 use crate::error_codes::error_codes_impl;
 use crate::schema::{Field, Schema, Versions};
 
@@ -178,22 +178,25 @@ pub(crate) fn generate_file(s: &Schema) -> Result<String> {
             "            }}\n        }}\n        Ok(this)\n    }}\n}}\n"
         )?;
 
-        // Encodable
-        writeln!(o, "impl Encodable for {} {{", st.name)?;
-        writeln!(
-            o,
-            "    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {{"
-        )?;
-        o.push_str(&version_check("EncodeError"));
-        writeln!(o, "        let flexible = {flexible};")?;
+        // Encodable. A struct that carries records encodes through `encode_with` (records
+        // handed to a `RecordsWriter`); `encode` writes them in place.
+        let with_records = st.fields.iter().any(|f| g.carries_records(&f.ty));
+        let sink = if with_records {
+            Sink::Writer
+        } else {
+            Sink::Inline
+        };
+        let mut b = String::new();
+        b.push_str(&version_check("EncodeError"));
+        writeln!(b, "        let flexible = {flexible};")?;
         for f in &st.fields {
             let regular = g.cond(g.regular(f));
             if regular != "false" {
-                let stmt = g.encode_field(f, &g.flex(f));
+                let stmt = g.encode_field(f, &g.flex(f), sink);
                 if regular == "true" {
-                    writeln!(o, "        {stmt}")?;
+                    writeln!(b, "        {stmt}")?;
                 } else {
-                    writeln!(o, "        if {regular} {{ {stmt} }}")?;
+                    writeln!(b, "        if {regular} {{ {stmt} }}")?;
                 }
             }
             let present = g.cond(f.versions);
@@ -204,7 +207,7 @@ pub(crate) fn generate_file(s: &Schema) -> Result<String> {
                     format!("!({present}) && ")
                 };
                 writeln!(
-                    o,
+                    b,
                     "        if {absent}self.{} != {} {{ return Err(EncodeError::FieldNotInVersion {{ field: {:?}, version }}); }}",
                     f.name,
                     g.default_expr(f)?,
@@ -212,46 +215,79 @@ pub(crate) fn generate_file(s: &Schema) -> Result<String> {
                 )?;
             }
         }
-        writeln!(o, "        if flexible {{")?;
+        writeln!(b, "        if flexible {{")?;
         writeln!(
-            o,
+            b,
             "            let mut count = self.unknown_tagged_fields.len();"
         )?;
         for f in &tagged {
             writeln!(
-                o,
+                b,
                 "            if {} && self.{} != {} {{ count += 1; }}",
                 g.cond(g.tagged(f)),
                 f.name,
                 g.default_expr(f)?
             )?;
         }
-        writeln!(o, "            write_uvarint(buf, count as u32);")?;
-        writeln!(o, "            let mut next = 0;")?;
+        writeln!(b, "            write_uvarint(buf, count as u32);")?;
+        writeln!(b, "            let mut next = 0;")?;
         for f in &tagged {
             let tag = f.tag.expect("a tagged field has a tag");
             writeln!(
-                o,
+                b,
                 "            if {} && self.{} != {} {{",
                 g.cond(g.tagged(f)),
                 f.name,
                 g.default_expr(f)?
             )?;
-            writeln!(o, "                write_unknown_tagged_below(buf, &self.unknown_tagged_fields, &mut next, {tag});")?;
-            writeln!(o, "                write_uvarint(buf, {tag});")?;
+            writeln!(b, "                write_unknown_tagged_below(buf, &self.unknown_tagged_fields, &mut next, {tag});")?;
+            writeln!(b, "                write_uvarint(buf, {tag});")?;
             writeln!(
-                o,
+                b,
                 "                write_uvarint(buf, ({}) as u32);",
                 g.len_field(f, "true")
             )?;
-            writeln!(o, "                {}", g.encode_field(f, "true"))?;
-            writeln!(o, "            }}")?;
+            writeln!(
+                b,
+                "                {}",
+                g.encode_field(f, "true", Sink::Inline)
+            )?;
+            writeln!(b, "            }}")?;
         }
         writeln!(
-            o,
+            b,
             "            write_unknown_tagged_rest(buf, &self.unknown_tagged_fields, next);"
         )?;
-        writeln!(o, "        }}\n        Ok(())\n    }}\n")?;
+        writeln!(b, "        }}\n        Ok(())\n    }}\n")?;
+        if with_records {
+            writeln!(o, "impl {} {{", st.name)?;
+            writeln!(
+                o,
+                "    /// As `encode`, with every `records` field handed to `records`, in encoding order."
+            )?;
+            writeln!(
+                o,
+                "    pub fn encode_with(&self, buf: &mut BytesMut, version: i16, records: &mut dyn RecordsWriter) -> Result<(), EncodeError> {{"
+            )?;
+            o.push_str(&b);
+            writeln!(o, "}}\n")?;
+            writeln!(o, "impl Encodable for {} {{", st.name)?;
+            writeln!(
+                o,
+                "    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {{"
+            )?;
+            writeln!(
+                o,
+                "        self.encode_with(buf, version, &mut InlineRecords)\n    }}\n"
+            )?;
+        } else {
+            writeln!(o, "impl Encodable for {} {{", st.name)?;
+            writeln!(
+                o,
+                "    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {{"
+            )?;
+            o.push_str(&b);
+        }
 
         // encoded_len
         writeln!(o, "    fn encoded_len(&self, version: i16) -> usize {{")?;

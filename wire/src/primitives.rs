@@ -411,6 +411,50 @@ pub fn write_bytes(buf: &mut BytesMut, v: &[u8], compact: bool) -> Result<(), En
     write_nullable_bytes(buf, Some(v), compact)
 }
 
+/// The length before `len` bytes of a non-null BYTES field (INT32, or in compact encoding an
+/// unsigned varint of `len + 1`), for a writer that lays the bytes themselves elsewhere.
+pub fn write_bytes_len(buf: &mut BytesMut, len: usize, compact: bool) -> Result<(), EncodeError> {
+    if len > i32::MAX as usize - 1 {
+        return Err(EncodeError::TooLong {
+            what: "bytes",
+            length: len,
+        });
+    }
+    write_len(buf, Some(len), compact, true);
+    Ok(())
+}
+
+/// Bytes `write_bytes_len` writes for `len`.
+pub fn bytes_len_len(len: usize, compact: bool) -> usize {
+    len_len(Some(len), compact, true)
+}
+
+/// Where a generated `encode_with` sends each `records` field, in encoding order. A response
+/// whose records stay in files (Fetch) writes their length, cuts the buffer there and lays the
+/// file ranges beside it, in the one encoding pass, instead of copying them in.
+pub trait RecordsWriter {
+    fn write(
+        &mut self,
+        buf: &mut BytesMut,
+        records: Option<&Bytes>,
+        compact: bool,
+    ) -> Result<(), EncodeError>;
+}
+
+/// Records written in place, as `encode` does.
+pub struct InlineRecords;
+
+impl RecordsWriter for InlineRecords {
+    fn write(
+        &mut self,
+        buf: &mut BytesMut,
+        records: Option<&Bytes>,
+        compact: bool,
+    ) -> Result<(), EncodeError> {
+        write_nullable_bytes(buf, records.map(|b| &b[..]), compact)
+    }
+}
+
 pub fn nullable_bytes_len(v: Option<&[u8]>, compact: bool) -> usize {
     len_len(v.map(<[u8]>::len), compact, true) + v.map_or(0, <[u8]>::len)
 }

@@ -18,7 +18,7 @@ use wire::generated::fetch_response::{
     AbortedTransaction, EpochEndOffset, FetchableTopicResponse, PartitionData,
 };
 use wire::generated::{FetchRequest, FetchResponse};
-use wire::primitives::Uuid;
+use wire::primitives::{EncodeError, InlineRecords, RecordsWriter, Uuid};
 use wire::ErrorCode;
 
 use super::by_shard::ByShard;
@@ -287,7 +287,7 @@ fn build_response(
                             },
                             None => EpochEndOffset::default(),
                         },
-                        // Only bytes here: file ranges were swapped for markers (`detach_files`).
+                        // Only bytes here: file ranges were taken out (`detach_files`).
                         records: Some(result.records.to_bytes().unwrap_or_default()),
                         ..Default::default()
                     }
@@ -576,131 +576,106 @@ fn point_to_leaders(shard: &Rc<Shard>, ctx: &RequestContext, response: &mut Fetc
         .collect();
 }
 
-/// Bytes that stand for one partition's file-backed records in the encoded response until
-/// `encode_with_files` splices the ranges in: a tag random per response, then the
-/// partition's place among the detached ones. The tag's first byte (0xff) cannot start a
-/// topic name, and the only client-chosen bytes in a response (topic ids echoed back, topic
-/// names) cannot guess the rest.
-const MARKER_BYTES: usize = 16;
-
-/// The results with every file-backed `records` swapped for a marker, and those records in
-/// the order of their markers (`encode_with_files`).
-fn detach_files(results: Vec<FetchResult>) -> (Vec<FetchResult>, Detached) {
-    let tag = marker_tag();
+/// The results with every file-backed `records` taken out (an empty stand-in left), and
+/// those records with their partition's place in the response (`encode_with_files`).
+fn detach_files(results: Vec<FetchResult>) -> (Vec<FetchResult>, FileRecords) {
     let mut files = Vec::new();
     let results = results
         .into_iter()
-        .map(|mut result| {
+        .enumerate()
+        .map(|(place, mut result)| {
             if result.records.has_file() {
-                let marker = marker(tag, files.len());
-                files.push(std::mem::replace(
-                    &mut result.records,
-                    bytes::Bytes::copy_from_slice(&marker).into(),
-                ));
+                files.push((place, std::mem::take(&mut result.records)));
             }
             result
         })
         .collect();
-    (results, Detached { tag, files })
+    let files = FileRecords {
+        files,
+        next: 0,
+        place: 0,
+        chunks: Vec::new(),
+    };
+    (results, files)
 }
 
-/// File-backed records taken out of a response (see `detach_files`).
-struct Detached {
-    tag: u64,
-    files: Vec<Records>,
+/// File-backed records taken out of a response, and the frame's chunks as they are laid out
+/// while it encodes: the `RecordsWriter` of a Fetch response.
+struct FileRecords {
+    /// (place among the response's partitions, records), in response order.
+    files: Vec<(usize, Records)>,
+    /// The first of `files` not written yet.
+    next: usize,
+    /// Records fields seen so far: one per partition, in encoding (= response) order.
+    place: usize,
+    chunks: Vec<Chunk>,
 }
 
-fn marker_tag() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    // RandomState is seeded from the OS once per thread and stepped per instance: an
-    // unpredictable 64-bit value per response, without a random-number dependency.
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(0);
-    hasher.finish() | (0xff << 56)
+impl FileRecords {
+    /// Bytes the records add to the frame beyond their empty stand-ins.
+    fn extra_len(&self, flexible: bool) -> usize {
+        use wire::primitives::bytes_len_len;
+        (self.files.iter())
+            .map(|(_, records)| {
+                bytes_len_len(records.len(), flexible) - bytes_len_len(0, flexible) + records.len()
+            })
+            .sum()
+    }
 }
 
-fn marker(tag: u64, index: usize) -> [u8; MARKER_BYTES] {
-    let mut marker = [0u8; MARKER_BYTES];
-    marker[..8].copy_from_slice(&tag.to_be_bytes());
-    marker[8..].copy_from_slice(&(index as u64).to_be_bytes());
-    marker
+impl RecordsWriter for FileRecords {
+    /// A partition with file-backed records gets its length here, then the buffer written so
+    /// far becomes a chunk and the file ranges follow it; any other partition's records are
+    /// written in place.
+    fn write(
+        &mut self,
+        buf: &mut bytes::BytesMut,
+        records: Option<&bytes::Bytes>,
+        compact: bool,
+    ) -> Result<(), EncodeError> {
+        let place = self.place;
+        self.place += 1;
+        match self.files.get_mut(self.next) {
+            Some((at, file_records)) if *at == place => {
+                let file_records = std::mem::take(file_records);
+                self.next += 1;
+                wire::primitives::write_bytes_len(buf, file_records.len(), compact)?;
+                self.chunks.push(Chunk::Bytes(buf.split().freeze()));
+                self.chunks.extend(file_records.into_chunks());
+                Ok(())
+            }
+            _ => InlineRecords.write(buf, records, compact),
+        }
+    }
 }
 
-/// Encodes `response` (whose file-backed records are markers) and splices the detached
-/// records in: each marker, with the length before it (Kafka's NULLABLE_BYTES: an INT32, or
-/// in flexible versions an unsigned varint of length + 1), becomes the real length followed by
-/// the records' chunks; the frame's size is set to the real total. The records field is the
-/// only field of the response that holds them, so nothing else changes size.
+/// Encodes `response` (whose file-backed records were taken out by `detach_files`) in one
+/// pass: the header bytes up to each such partition's records, its file ranges, and so on;
+/// the frame's size counts the ranges. The copying path's frame, byte for byte.
 fn encode_with_files(
     ctx: &RequestContext,
     response: &FetchResponse,
-    detached: Detached,
+    mut files: FileRecords,
 ) -> Response {
-    let Some(encoded) = encode_response(ctx, ctx.api_version, response)? else {
-        return Ok(None);
-    };
-    if detached.files.is_empty() {
-        return Ok(Some(encoded));
+    if files.files.is_empty() {
+        return encode_response(ctx, ctx.api_version, response);
     }
-    let encoded = match encoded.chunks() {
-        [Chunk::Bytes(bytes)] => bytes.clone(),
-        _ => return Err("fetch response encoded in pieces".into()),
-    };
-    let flexible = ctx.api_version >= 12;
-    let stand_in_prefix = if flexible { 1 } else { 4 };
-    let mut total = encoded.len();
-    for records in &detached.files {
-        total = total - stand_in_prefix - MARKER_BYTES
-            + length_prefix(records.len(), flexible).len()
-            + records.len();
+    let version = ctx.api_version;
+    let extra = files.extra_len(version >= 12);
+    let tail = super::encode_frame(ctx, version, response, extra, |buf| {
+        response.encode_with(buf, version, &mut files)
+    })?;
+    if files.next != files.files.len() {
+        return Err("fetch response: file-backed records left unwritten".into());
     }
-    if total > super::MAX_RESPONSE_BYTES {
-        return Err(format!(
-            "fetch response of {total} bytes exceeds the bound of {} bytes",
-            super::MAX_RESPONSE_BYTES
-        ));
+    let mut chunks = files.chunks;
+    // Before v12 the last partition's records end the frame.
+    if !tail.is_empty() {
+        chunks.push(Chunk::Bytes(tail.freeze()));
     }
-    let mut chunks = Vec::with_capacity(detached.files.len() * 3 + 1);
-    // The size prefix: every byte after it.
-    let mut head = bytes::BytesMut::with_capacity(encoded.len());
-    head.extend_from_slice(&((total - 4) as i32).to_be_bytes());
-    let mut cursor = 4usize;
-    for (index, records) in detached.files.into_iter().enumerate() {
-        let marker = marker(detached.tag, index);
-        let at = encoded[cursor..]
-            .windows(MARKER_BYTES)
-            .position(|window| window == marker)
-            .map(|found| cursor + found)
-            .filter(|at| *at >= cursor + stand_in_prefix)
-            .ok_or("fetch response: record marker not found")?;
-        let prefix = &encoded[at - stand_in_prefix..at];
-        if prefix != length_prefix(MARKER_BYTES, flexible).as_slice() {
-            return Err("fetch response: record marker without its length".into());
-        }
-        head.extend_from_slice(&encoded[cursor..at - stand_in_prefix]);
-        head.extend_from_slice(&length_prefix(records.len(), flexible));
-        chunks.push(Chunk::Bytes(head.split().freeze()));
-        chunks.extend(records.into_chunks());
-        cursor = at + MARKER_BYTES;
-    }
-    head.extend_from_slice(&encoded[cursor..]);
-    chunks.push(Chunk::Bytes(head.freeze()));
-    let frame = Frame::new(chunks);
-    debug_assert_eq!(frame.len(), total);
-    Ok(Some(frame))
+    Ok(Some(Frame::new(chunks)))
 }
 
 #[cfg(test)]
 #[path = "fetch_frame_tests.rs"]
 mod frame_tests;
-
-/// Kafka's length before NULLABLE_BYTES of `len` bytes (non-null).
-fn length_prefix(len: usize, flexible: bool) -> Vec<u8> {
-    if flexible {
-        let mut out = bytes::BytesMut::new();
-        wire::varint::write_unsigned_varint(&mut out, len as u32 + 1);
-        out.to_vec()
-    } else {
-        (len as i32).to_be_bytes().to_vec()
-    }
-}

@@ -53,7 +53,7 @@ fn spliced_frame_equals_copied_frame_at_every_version() {
     let fd = Arc::new(OwnedFd::from(file));
     let range = |pos: u64, len: u64| Chunk::File(FileRange::new(fd.clone(), pos, len));
     // Per partition: none, one range, two ranges (two segments), an error, a large range
-    // (its length needs a longer varint than the marker's).
+    // (its length needs a longer varint than an empty stand-in).
     let file_records = [
         Records::default(),
         Records::from_chunks(vec![range(10, 300)]),

@@ -558,35 +558,50 @@ pub fn encode_response<T: Encodable + ErrorCodes>(
     api_version: i16,
     response: &T,
 ) -> Response {
+    let out = encode_frame(ctx, api_version, response, 0, |buf| {
+        response.encode(buf, api_version)
+    })?;
+    Ok(Some(Frame::from(out)))
+}
+
+/// As `encode_response`, for a frame `extra` bytes longer than `response` encodes to (bytes
+/// that `encode` lays elsewhere: a Fetch's file ranges): the size prefix and response header,
+/// then what `encode` writes, which may have cut pieces out of the buffer.
+pub(crate) fn encode_frame<T: Encodable + ErrorCodes>(
+    ctx: &RequestContext,
+    api_version: i16,
+    response: &T,
+    extra: usize,
+    encode: impl FnOnce(&mut BytesMut) -> Result<(), wire::primitives::EncodeError>,
+) -> Result<BytesMut, String> {
     let header_version = api::response_header_version(ctx.api_key, api_version);
     let header_len = 4 + usize::from(header_version >= 1);
     let body_len = response.encoded_len(api_version);
-    if header_len + body_len > MAX_RESPONSE_BYTES {
+    let frame_len = header_len + body_len + extra;
+    if frame_len > MAX_RESPONSE_BYTES {
         return Err(format!(
-            "response of {} bytes to API key {} exceeds the bound of {MAX_RESPONSE_BYTES} bytes",
-            header_len + body_len,
+            "response of {frame_len} bytes to API key {} exceeds the bound of {MAX_RESPONSE_BYTES} bytes",
             ctx.api_key
         ));
     }
     let mut out = BytesMut::with_capacity(4 + header_len + body_len);
-    out.put_i32((header_len + body_len) as i32);
+    out.put_i32(frame_len as i32);
     out.put_i32(ctx.correlation_id);
     if header_version >= 1 {
         varint::write_unsigned_varint(&mut out, 0);
     }
-    if let Err(error) = response.encode(&mut out, api_version) {
+    if let Err(error) = encode(&mut out) {
         return Err(format!(
             "response to API key {} v{api_version} could not be encoded: {error}",
             ctx.api_key
         ));
     }
-    debug_assert_eq!(
-        out.len(),
-        4 + header_len + body_len,
+    debug_assert!(
+        extra > 0 || out.len() == 4 + header_len + body_len,
         "encoded_len agrees with encode"
     );
     if let Some(counts) = &ctx.error_counts {
         response.for_each_error_code(&mut |code| counts.count(ctx.api_key, code));
     }
-    Ok(Some(Frame::from(out)))
+    Ok(out)
 }

@@ -125,8 +125,14 @@ impl Decodable for FetchResponse {
     }
 }
 
-impl Encodable for FetchResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+impl FetchResponse {
+    /// As `encode`, with every `records` field handed to `records`, in encoding order.
+    pub fn encode_with(
+        &self,
+        buf: &mut BytesMut,
+        version: i16,
+        records: &mut dyn RecordsWriter,
+    ) -> Result<(), EncodeError> {
         if !(0..=17).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 api_key: 1,
@@ -151,7 +157,7 @@ impl Encodable for FetchResponse {
         }
         write_array_len(buf, Some((&self.responses).len()), flexible)?;
         for e in (&self.responses).iter() {
-            e.encode(buf, version)?;
+            e.encode_with(buf, version, records)?;
         }
         if !(version >= 16) && self.node_endpoints != Vec::new() {
             return Err(EncodeError::FieldNotInVersion {
@@ -185,6 +191,12 @@ impl Encodable for FetchResponse {
             write_unknown_tagged_rest(buf, &self.unknown_tagged_fields, next);
         }
         Ok(())
+    }
+}
+
+impl Encodable for FetchResponse {
+    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+        self.encode_with(buf, version, &mut InlineRecords)
     }
 
     fn encoded_len(&self, version: i16) -> usize {
@@ -319,8 +331,14 @@ impl Decodable for FetchableTopicResponse {
     }
 }
 
-impl Encodable for FetchableTopicResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+impl FetchableTopicResponse {
+    /// As `encode`, with every `records` field handed to `records`, in encoding order.
+    pub fn encode_with(
+        &self,
+        buf: &mut BytesMut,
+        version: i16,
+        records: &mut dyn RecordsWriter,
+    ) -> Result<(), EncodeError> {
         let flexible = version >= 12;
         if version <= 12 {
             write_string(buf, (&self.topic), flexible)?;
@@ -330,7 +348,7 @@ impl Encodable for FetchableTopicResponse {
         }
         write_array_len(buf, Some((&self.partitions).len()), flexible)?;
         for e in (&self.partitions).iter() {
-            e.encode(buf, version)?;
+            e.encode_with(buf, version, records)?;
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -339,6 +357,12 @@ impl Encodable for FetchableTopicResponse {
             write_unknown_tagged_rest(buf, &self.unknown_tagged_fields, next);
         }
         Ok(())
+    }
+}
+
+impl Encodable for FetchableTopicResponse {
+    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+        self.encode_with(buf, version, &mut InlineRecords)
     }
 
     fn encoded_len(&self, version: i16) -> usize {
@@ -540,8 +564,14 @@ impl Decodable for PartitionData {
     }
 }
 
-impl Encodable for PartitionData {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+impl PartitionData {
+    /// As `encode`, with every `records` field handed to `records`, in encoding order.
+    pub fn encode_with(
+        &self,
+        buf: &mut BytesMut,
+        version: i16,
+        records: &mut dyn RecordsWriter,
+    ) -> Result<(), EncodeError> {
         let flexible = version >= 12;
         write_i32(buf, *(&self.partition_index));
         write_i16(buf, *(&self.error_code));
@@ -600,10 +630,10 @@ impl Encodable for PartitionData {
         }
         match (&self.records) {
             None => {
-                write_nullable_bytes(buf, None, flexible)?;
+                records.write(buf, None, flexible)?;
             }
             Some(v) => {
-                write_bytes(buf, v, flexible)?;
+                records.write(buf, Some(v), flexible)?;
             }
         }
         if flexible {
@@ -640,6 +670,12 @@ impl Encodable for PartitionData {
             write_unknown_tagged_rest(buf, &self.unknown_tagged_fields, next);
         }
         Ok(())
+    }
+}
+
+impl Encodable for PartitionData {
+    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+        self.encode_with(buf, version, &mut InlineRecords)
     }
 
     fn encoded_len(&self, version: i16) -> usize {

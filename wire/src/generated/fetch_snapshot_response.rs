@@ -102,8 +102,14 @@ impl Decodable for FetchSnapshotResponse {
     }
 }
 
-impl Encodable for FetchSnapshotResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+impl FetchSnapshotResponse {
+    /// As `encode`, with every `records` field handed to `records`, in encoding order.
+    pub fn encode_with(
+        &self,
+        buf: &mut BytesMut,
+        version: i16,
+        records: &mut dyn RecordsWriter,
+    ) -> Result<(), EncodeError> {
         if !(0..=1).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 api_key: 59,
@@ -115,7 +121,7 @@ impl Encodable for FetchSnapshotResponse {
         write_i16(buf, *(&self.error_code));
         write_array_len(buf, Some((&self.topics).len()), flexible)?;
         for e in (&self.topics).iter() {
-            e.encode(buf, version)?;
+            e.encode_with(buf, version, records)?;
         }
         if !(version >= 1) && self.node_endpoints != Vec::new() {
             return Err(EncodeError::FieldNotInVersion {
@@ -149,6 +155,12 @@ impl Encodable for FetchSnapshotResponse {
             write_unknown_tagged_rest(buf, &self.unknown_tagged_fields, next);
         }
         Ok(())
+    }
+}
+
+impl Encodable for FetchSnapshotResponse {
+    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+        self.encode_with(buf, version, &mut InlineRecords)
     }
 
     fn encoded_len(&self, version: i16) -> usize {
@@ -260,13 +272,19 @@ impl Decodable for TopicSnapshot {
     }
 }
 
-impl Encodable for TopicSnapshot {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+impl TopicSnapshot {
+    /// As `encode`, with every `records` field handed to `records`, in encoding order.
+    pub fn encode_with(
+        &self,
+        buf: &mut BytesMut,
+        version: i16,
+        records: &mut dyn RecordsWriter,
+    ) -> Result<(), EncodeError> {
         let flexible = true;
         write_string(buf, (&self.name), flexible)?;
         write_array_len(buf, Some((&self.partitions).len()), flexible)?;
         for e in (&self.partitions).iter() {
-            e.encode(buf, version)?;
+            e.encode_with(buf, version, records)?;
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -275,6 +293,12 @@ impl Encodable for TopicSnapshot {
             write_unknown_tagged_rest(buf, &self.unknown_tagged_fields, next);
         }
         Ok(())
+    }
+}
+
+impl Encodable for TopicSnapshot {
+    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+        self.encode_with(buf, version, &mut InlineRecords)
     }
 
     fn encoded_len(&self, version: i16) -> usize {
@@ -396,8 +420,14 @@ impl Decodable for PartitionSnapshot {
     }
 }
 
-impl Encodable for PartitionSnapshot {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+impl PartitionSnapshot {
+    /// As `encode`, with every `records` field handed to `records`, in encoding order.
+    pub fn encode_with(
+        &self,
+        buf: &mut BytesMut,
+        version: i16,
+        records: &mut dyn RecordsWriter,
+    ) -> Result<(), EncodeError> {
         let flexible = true;
         write_i32(buf, *(&self.index));
         write_i16(buf, *(&self.error_code));
@@ -411,7 +441,7 @@ impl Encodable for PartitionSnapshot {
                 });
             }
             Some(v) => {
-                write_bytes(buf, v, flexible)?;
+                records.write(buf, Some(v), flexible)?;
             }
         }
         if flexible {
@@ -430,6 +460,12 @@ impl Encodable for PartitionSnapshot {
             write_unknown_tagged_rest(buf, &self.unknown_tagged_fields, next);
         }
         Ok(())
+    }
+}
+
+impl Encodable for PartitionSnapshot {
+    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+        self.encode_with(buf, version, &mut InlineRecords)
     }
 
     fn encoded_len(&self, version: i16) -> usize {

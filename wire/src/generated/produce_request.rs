@@ -95,8 +95,14 @@ impl Decodable for ProduceRequest {
     }
 }
 
-impl Encodable for ProduceRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+impl ProduceRequest {
+    /// As `encode`, with every `records` field handed to `records`, in encoding order.
+    pub fn encode_with(
+        &self,
+        buf: &mut BytesMut,
+        version: i16,
+        records: &mut dyn RecordsWriter,
+    ) -> Result<(), EncodeError> {
         if !(0..=11).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 api_key: 0,
@@ -130,7 +136,7 @@ impl Encodable for ProduceRequest {
         write_i32(buf, *(&self.timeout_ms));
         write_array_len(buf, Some((&self.topic_data).len()), flexible)?;
         for e in (&self.topic_data).iter() {
-            e.encode(buf, version)?;
+            e.encode_with(buf, version, records)?;
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -139,6 +145,12 @@ impl Encodable for ProduceRequest {
             write_unknown_tagged_rest(buf, &self.unknown_tagged_fields, next);
         }
         Ok(())
+    }
+}
+
+impl Encodable for ProduceRequest {
+    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+        self.encode_with(buf, version, &mut InlineRecords)
     }
 
     fn encoded_len(&self, version: i16) -> usize {
@@ -242,13 +254,19 @@ impl Decodable for TopicProduceData {
     }
 }
 
-impl Encodable for TopicProduceData {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+impl TopicProduceData {
+    /// As `encode`, with every `records` field handed to `records`, in encoding order.
+    pub fn encode_with(
+        &self,
+        buf: &mut BytesMut,
+        version: i16,
+        records: &mut dyn RecordsWriter,
+    ) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         write_string(buf, (&self.name), flexible)?;
         write_array_len(buf, Some((&self.partition_data).len()), flexible)?;
         for e in (&self.partition_data).iter() {
-            e.encode(buf, version)?;
+            e.encode_with(buf, version, records)?;
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -257,6 +275,12 @@ impl Encodable for TopicProduceData {
             write_unknown_tagged_rest(buf, &self.unknown_tagged_fields, next);
         }
         Ok(())
+    }
+}
+
+impl Encodable for TopicProduceData {
+    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+        self.encode_with(buf, version, &mut InlineRecords)
     }
 
     fn encoded_len(&self, version: i16) -> usize {
@@ -332,16 +356,22 @@ impl Decodable for PartitionProduceData {
     }
 }
 
-impl Encodable for PartitionProduceData {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+impl PartitionProduceData {
+    /// As `encode`, with every `records` field handed to `records`, in encoding order.
+    pub fn encode_with(
+        &self,
+        buf: &mut BytesMut,
+        version: i16,
+        records: &mut dyn RecordsWriter,
+    ) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         write_i32(buf, *(&self.index));
         match (&self.records) {
             None => {
-                write_nullable_bytes(buf, None, flexible)?;
+                records.write(buf, None, flexible)?;
             }
             Some(v) => {
-                write_bytes(buf, v, flexible)?;
+                records.write(buf, Some(v), flexible)?;
             }
         }
         if flexible {
@@ -351,6 +381,12 @@ impl Encodable for PartitionProduceData {
             write_unknown_tagged_rest(buf, &self.unknown_tagged_fields, next);
         }
         Ok(())
+    }
+}
+
+impl Encodable for PartitionProduceData {
+    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+        self.encode_with(buf, version, &mut InlineRecords)
     }
 
     fn encoded_len(&self, version: i16) -> usize {

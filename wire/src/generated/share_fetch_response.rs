@@ -109,8 +109,14 @@ impl Decodable for ShareFetchResponse {
     }
 }
 
-impl Encodable for ShareFetchResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+impl ShareFetchResponse {
+    /// As `encode`, with every `records` field handed to `records`, in encoding order.
+    pub fn encode_with(
+        &self,
+        buf: &mut BytesMut,
+        version: i16,
+        records: &mut dyn RecordsWriter,
+    ) -> Result<(), EncodeError> {
         if !(0..=0).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 api_key: 78,
@@ -130,7 +136,7 @@ impl Encodable for ShareFetchResponse {
         }
         write_array_len(buf, Some((&self.responses).len()), flexible)?;
         for e in (&self.responses).iter() {
-            e.encode(buf, version)?;
+            e.encode_with(buf, version, records)?;
         }
         write_array_len(buf, Some((&self.node_endpoints).len()), flexible)?;
         for e in (&self.node_endpoints).iter() {
@@ -143,6 +149,12 @@ impl Encodable for ShareFetchResponse {
             write_unknown_tagged_rest(buf, &self.unknown_tagged_fields, next);
         }
         Ok(())
+    }
+}
+
+impl Encodable for ShareFetchResponse {
+    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+        self.encode_with(buf, version, &mut InlineRecords)
     }
 
     fn encoded_len(&self, version: i16) -> usize {
@@ -255,13 +267,19 @@ impl Decodable for ShareFetchableTopicResponse {
     }
 }
 
-impl Encodable for ShareFetchableTopicResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+impl ShareFetchableTopicResponse {
+    /// As `encode`, with every `records` field handed to `records`, in encoding order.
+    pub fn encode_with(
+        &self,
+        buf: &mut BytesMut,
+        version: i16,
+        records: &mut dyn RecordsWriter,
+    ) -> Result<(), EncodeError> {
         let flexible = true;
         write_uuid(buf, (&self.topic_id));
         write_array_len(buf, Some((&self.partitions).len()), flexible)?;
         for e in (&self.partitions).iter() {
-            e.encode(buf, version)?;
+            e.encode_with(buf, version, records)?;
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -270,6 +288,12 @@ impl Encodable for ShareFetchableTopicResponse {
             write_unknown_tagged_rest(buf, &self.unknown_tagged_fields, next);
         }
         Ok(())
+    }
+}
+
+impl Encodable for ShareFetchableTopicResponse {
+    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+        self.encode_with(buf, version, &mut InlineRecords)
     }
 
     fn encoded_len(&self, version: i16) -> usize {
@@ -404,8 +428,14 @@ impl Decodable for PartitionData {
     }
 }
 
-impl Encodable for PartitionData {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+impl PartitionData {
+    /// As `encode`, with every `records` field handed to `records`, in encoding order.
+    pub fn encode_with(
+        &self,
+        buf: &mut BytesMut,
+        version: i16,
+        records: &mut dyn RecordsWriter,
+    ) -> Result<(), EncodeError> {
         let flexible = true;
         write_i32(buf, *(&self.partition_index));
         write_i16(buf, *(&self.error_code));
@@ -429,10 +459,10 @@ impl Encodable for PartitionData {
         (&self.current_leader).encode(buf, version)?;
         match (&self.records) {
             None => {
-                write_nullable_bytes(buf, None, flexible)?;
+                records.write(buf, None, flexible)?;
             }
             Some(v) => {
-                write_bytes(buf, v, flexible)?;
+                records.write(buf, Some(v), flexible)?;
             }
         }
         write_array_len(buf, Some((&self.acquired_records).len()), flexible)?;
@@ -446,6 +476,12 @@ impl Encodable for PartitionData {
             write_unknown_tagged_rest(buf, &self.unknown_tagged_fields, next);
         }
         Ok(())
+    }
+}
+
+impl Encodable for PartitionData {
+    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+        self.encode_with(buf, version, &mut InlineRecords)
     }
 
     fn encoded_len(&self, version: i16) -> usize {
