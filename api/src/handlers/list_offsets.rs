@@ -133,8 +133,7 @@ pub async fn handle(
                 t.partition(partition.partition_index)
                     .map(|p| (t.topic_id, p))
             });
-            let duplicated =
-                duplicated.contains(&(topic.name.clone(), partition.partition_index));
+            let duplicated = duplicated.contains(&(topic.name.clone(), partition.partition_index));
             // KIP-320 fencing, as Fetch and OffsetForLeaderEpoch: a current leader epoch (v4+,
             // -1 when unknown) other than the partition's.
             let current = partition.current_leader_epoch;
@@ -204,7 +203,11 @@ mod tests {
         request
             .topics
             .iter()
-            .flat_map(|t| t.partitions.iter().map(|p| (t.name.clone(), p.partition_index)))
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|p| (t.name.clone(), p.partition_index))
+            })
             .collect()
     }
 
@@ -216,7 +219,11 @@ mod tests {
             listed(&req),
             vec![("a".into(), 0), ("a".into(), 1), ("b".into(), 0)]
         );
-        assert_eq!(req.topics.len(), 2, "the emptied second `a` is not answered");
+        assert_eq!(
+            req.topics.len(),
+            2,
+            "the emptied second `a` is not answered"
+        );
         let mut duplicated: Vec<_> = duplicated.into_iter().collect();
         duplicated.sort();
         assert_eq!(duplicated, vec![("a".into(), 0), ("a".into(), 1)]);

@@ -215,7 +215,11 @@ fn has_transactional_records(request: &ProduceRequest) -> bool {
 /// answered once, with its last listing's records. Drops the earlier listings (and a topic
 /// left with none); allocates nothing for a request of one partition.
 fn keep_last_listing(request: &mut ProduceRequest) {
-    let listings: usize = request.topic_data.iter().map(|t| t.partition_data.len()).sum();
+    let listings: usize = request
+        .topic_data
+        .iter()
+        .map(|t| t.partition_data.len())
+        .sum();
     if listings < 2 {
         return;
     }

@@ -308,14 +308,18 @@ fn a_partition_listed_twice_keeps_only_its_last_listing() {
         .topic_data
         .iter()
         .flat_map(|t| {
-            t.partition_data.iter().map(move |p| {
-                (t.name.as_str(), p.index, p.records.as_ref().unwrap().len())
-            })
+            t.partition_data
+                .iter()
+                .map(move |p| (t.name.as_str(), p.index, p.records.as_ref().unwrap().len()))
         })
         .collect();
     assert_eq!(
         listed,
-        vec![("a", 1, two.len()), ("b", 0, one.len()), ("a", 0, three.len())]
+        vec![
+            ("a", 1, two.len()),
+            ("b", 0, one.len()),
+            ("a", 0, three.len())
+        ]
     );
     // Nothing dropped when every partition is listed once, including a topic with none.
     let mut req = request(1, &[("a", &[(0, one.clone())]), ("b", &[])]);
