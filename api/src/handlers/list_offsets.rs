@@ -24,9 +24,14 @@ fn failed(code: ErrorCode) -> OffsetResult {
     }
 }
 
-/// Drops every listing of a partition but its first, and returns the partitions that were
-/// listed more than once. Allocates nothing for a request of one partition.
+/// Merges the entries of a topic named twice (Kafka answers it in one), drops every listing
+/// of a partition but its first, and returns the partitions that were listed more than once. Allocates nothing for a request of one partition.
 fn answer_once(request: &mut ListOffsetsRequest) -> HashSet<(String, i32)> {
+    super::keyed::merge_topics(
+        &mut request.topics,
+        |topic| topic.name.as_str(),
+        |topic| &mut topic.partitions,
+    );
     let listings: usize = request.topics.iter().map(|t| t.partitions.len()).sum();
     let mut duplicated = HashSet::new();
     if listings < 2 {

@@ -28,6 +28,7 @@ mod group_acls;
 mod groups;
 mod init_producer_id;
 mod internal_topics;
+mod keyed;
 mod list_offsets;
 mod metadata;
 mod mutation_quota;

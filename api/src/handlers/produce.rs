@@ -211,10 +211,16 @@ fn has_transactional_records(request: &ProduceRequest) -> bool {
     })
 }
 
-/// Kafka keys a Produce request by partition: a partition listed twice is appended and
-/// answered once, with its last listing's records. Drops the earlier listings (and a topic
-/// left with none); allocates nothing for a request of one partition.
+/// Kafka keys a Produce request by partition: a topic named twice is answered in one entry,
+/// and a partition listed twice is appended and answered once, with its last listing's
+/// records. Drops the earlier listings (and a topic left with none); allocates nothing for a
+/// request that names each topic and partition once.
 fn keep_last_listing(request: &mut ProduceRequest) {
+    super::keyed::merge_topics(
+        &mut request.topic_data,
+        |topic| topic.name.as_str(),
+        |topic| &mut topic.partition_data,
+    );
     let listings: usize = request
         .topic_data
         .iter()

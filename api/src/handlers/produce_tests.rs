@@ -315,21 +315,23 @@ fn a_partition_listed_twice_keeps_only_its_last_listing() {
         .collect();
     assert_eq!(
         listed,
+        // `a`'s two entries are one, in its first place.
         vec![
             ("a", 1, two.len()),
-            ("b", 0, one.len()),
-            ("a", 0, three.len())
+            ("a", 0, three.len()),
+            ("b", 0, one.len())
         ]
     );
     // Nothing dropped when every partition is listed once, including a topic with none.
     let mut req = request(1, &[("a", &[(0, one.clone())]), ("b", &[])]);
     keep_last_listing(&mut req);
     assert_eq!(req.topic_data.len(), 2);
-    // A topic whose only listing was repeated later is dropped entirely.
-    let mut req = request(1, &[("a", &[(0, one.clone())]), ("a", &[(0, two)])]);
+    // A topic named twice with one partition is one entry with one listing, the last.
+    let mut req = request(1, &[("a", &[(0, one.clone())]), ("a", &[(0, two.clone())])]);
     keep_last_listing(&mut req);
     assert_eq!(req.topic_data.len(), 1);
     assert_eq!(req.topic_data[0].partition_data.len(), 1);
+    assert_eq!(req.topic_data[0].partition_data[0].records, Some(two));
 }
 
 #[test]
