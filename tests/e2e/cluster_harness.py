@@ -21,6 +21,7 @@ controller id), CreateTopics v2 and Produce v3.
     c.kill9(i); c.restart(i)        # SIGKILL; the same command, dir and ports again
     c.sigstop(i); c.sigcont(i)
     c.close()                       # SIGCONT + SIGTERM to all (SIGKILL after 30 s)
+    c.close(kill=True)              # SIGKILL to all (the fixture's teardown)
 
 For replication (issue 21, tests/e2e/test_replication.py): CreateTopics v2 with topic configs
 (`create_topic_configs`), ListOffsets v2 latest at READ_UNCOMMITTED (`latest_offset`, the high
@@ -219,7 +220,10 @@ def running_cluster(request, workdir, **kw):
     c.start()
     yield c
     gc.collect()  # drop client objects a failed test left behind before the nodes go away
-    c.close()
+    # Killed, not stopped: nodes stopped all at once each wait out their controlled shutdown
+    # (CONTROLLED_SHUTDOWN_WAIT, 10 s: no other live broker can take their leaderships), and
+    # nothing after a test reads their exit. Tests of the graceful path call stop() or close().
+    c.close(kill=True)
 
 
 class Cluster:
@@ -391,12 +395,12 @@ class Cluster:
             subprocess.run(["iptables", "-D", *rule], capture_output=True)
         self.cut_off.discard(i)
 
-    def close(self):
+    def close(self, kill=False):
         for i in list(self.cut_off):
             self.heal(i)
         for i in self.ids:
             self.sigcont(i)
-        self._parallel([self.nodes[i].stop for i in self.ids])
+        self._parallel([(self.nodes[i].kill if kill else self.nodes[i].stop) for i in self.ids])
 
     # -- questions to one node ---------------------------------------------------------------
     def metadata(self, i, topics=None, timeout=REQUEST_TIMEOUT):

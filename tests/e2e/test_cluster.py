@@ -57,7 +57,7 @@ def make_cluster(request, tmp_path):
     yield make
     gc.collect()  # client objects a failed test left behind go before their brokers
     for c in made:
-        c.close()
+        c.close(kill=True)  # see cluster_harness.running_cluster
 
 
 @pytest.fixture

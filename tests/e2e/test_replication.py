@@ -116,7 +116,7 @@ def make_cluster(request, tmp_path):
     yield make
     gc.collect()
     for c in made:
-        c.close()
+        c.close(kill=True)  # see cluster_harness.running_cluster
 
 
 def unique(prefix):

@@ -46,7 +46,7 @@ def started(request, tmp_path, mechanism, jaas, node_overrides=None):
                 extra_listener=("BROKER", "SASL_PLAINTEXT"), node_overrides=node_overrides)
     request.node._e2e_brokers.extend(c.nodes.values())
     c.start()
-    request.addfinalizer(c.close)
+    request.addfinalizer(lambda: c.close(kill=True))  # see cluster_harness.running_cluster
     return c
 
 
