@@ -12,7 +12,8 @@ use sasl::scram::{ScramCredential, ScramMechanism};
 use sasl::{Credentials, Mechanism, PlainUsers, ServerSession, Step};
 use wire::generated::api::{self, ApiKey};
 use wire::generated::{
-    RequestHeader, SaslAuthenticateRequest, SaslHandshakeRequest, SaslHandshakeResponse,
+    ApiVersionsRequest, RequestHeader, SaslAuthenticateRequest, SaslHandshakeRequest,
+    SaslHandshakeResponse,
 };
 use wire::primitives::{Decodable, Encodable};
 use wire::{frame, varint, ErrorCode};
@@ -147,7 +148,9 @@ async fn run(
                 continue;
             }
             skip_header(&mut request, api_key, version)?;
-            let response = crate::handlers::api_versions::response();
+            let decoded = ApiVersionsRequest::decode(&mut request, version)
+                .map_err(|error| format!("undecodable ApiVersions: {error}"))?;
+            let response = crate::handlers::api_versions::answer(version, &decoded);
             write(transport, &reply, &response).await?;
             continue;
         }

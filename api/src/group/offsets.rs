@@ -3,6 +3,25 @@
 
 use super::*;
 
+/// OffsetCommit's code for a group that does not exist, with a generation given.
+fn unknown_group_commit_error(version: i16) -> ErrorCode {
+    if version >= 9 {
+        ErrorCode::GroupIdNotFound
+    } else {
+        ErrorCode::IllegalGeneration
+    }
+}
+
+/// A partition's code when the group refused the commit with `code`: an unknown topic or
+/// partition is answered so first (Kafka's order).
+fn member_error_or_unknown(code: ErrorCode, exists: bool) -> ErrorCode {
+    if exists {
+        code
+    } else {
+        ErrorCode::UnknownTopicOrPartition
+    }
+}
+
 impl Coordinator {
     pub(super) async fn offset_commit(
         shard: &Rc<Shard>,
@@ -26,7 +45,9 @@ impl Coordinator {
                     .validate_offset_commit(&request.member_id, generation, version, false)
                     .map_err(GroupError::error_code),
                 None if generation < 0 => Ok(()),
-                None => Err(ErrorCode::IllegalGeneration),
+                // Kafka's `GroupMetadataManager.validateOffsetCommit`: no such group and a
+                // generation given is GROUP_ID_NOT_FOUND from v9, ILLEGAL_GENERATION before.
+                None => Err(unknown_group_commit_error(version)),
                 Some(group) => group
                     .classic
                     .validate_offset_commit(&request.member_id, generation)
@@ -34,8 +55,22 @@ impl Coordinator {
             };
             (verdict, topic_id)
         });
+        // Kafka's KafkaApis answers an unknown topic or partition before the coordinator
+        // sees the request: those keep UNKNOWN_TOPIC_OR_PARTITION whatever the member's fate.
+        let exists = |t: usize, p: usize| {
+            let topic = &request.topics[t];
+            image.topic(&topic.name).is_some_and(|image| {
+                image
+                    .partition(topic.partitions[p].partition_index)
+                    .is_some()
+            })
+        };
         let topic_id = match checked {
-            Err(code) | Ok((Err(code), _)) => return respond(&request, &|_, _| code),
+            Err(code) | Ok((Err(code), _)) => {
+                return respond(&request, &|t, p| {
+                    member_error_or_unknown(code, exists(t, p))
+                })
+            }
             Ok((Ok(()), topic_id)) => topic_id,
         };
         let partition_error = |topic: &str, p: i32, metadata: Option<&String>| -> ErrorCode {
@@ -241,5 +276,22 @@ impl Coordinator {
             }
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod commit_order_tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_partition_is_answered_before_the_groups_refusal() {
+        let code = ErrorCode::UnknownMemberId;
+        assert_eq!(member_error_or_unknown(code, true), code);
+        assert_eq!(
+            member_error_or_unknown(code, false),
+            ErrorCode::UnknownTopicOrPartition
+        );
+        assert_eq!(unknown_group_commit_error(9), ErrorCode::GroupIdNotFound);
+        assert_eq!(unknown_group_commit_error(8), ErrorCode::IllegalGeneration);
     }
 }

@@ -231,6 +231,29 @@ pub fn unsupported_version(request: FetchRequest, ctx: &RequestContext) -> Respo
     encode_response(ctx, ctx.api_version, &response)
 }
 
+/// Why a partition of a fetch (of a known partition whose leader epoch is `leader_epoch`) is
+/// refused before any read, in Kafka's order (`Partition.fetchRecords`): the leader epoch
+/// fencing of KIP-320 (`current_leader_epoch`, v9+, -1 when unknown: FENCED_LEADER_EPOCH
+/// below the partition's, UNKNOWN_LEADER_EPOCH above), then, for a fetch from a replica id
+/// that is no replica of the partition (`followerReplicaOrThrow`), UNKNOWN_LEADER_EPOCH when
+/// the request gave its leader epoch, NOT_LEADER_OR_FOLLOWER when not.
+fn partition_refusal(
+    current_leader_epoch: i32,
+    leader_epoch: i32,
+    unknown_replica: bool,
+) -> Option<ErrorCode> {
+    if current_leader_epoch >= 0 && current_leader_epoch < leader_epoch {
+        Some(ErrorCode::FencedLeaderEpoch)
+    } else if current_leader_epoch > leader_epoch || (unknown_replica && current_leader_epoch >= 0)
+    {
+        Some(ErrorCode::UnknownLeaderEpoch)
+    } else if unknown_replica {
+        Some(ErrorCode::NotLeaderOrFollower)
+    } else {
+        None
+    }
+}
+
 /// The response to `request`, taking one result per partition in request order.
 fn build_response(
     request: &FetchRequest,
@@ -256,16 +279,14 @@ fn build_response(
                         high_watermark: result.high_watermark,
                         last_stable_offset: result.last_stable_offset,
                         log_start_offset: result.log_start_offset,
-                        // A partition refused before any read (unknown topic or partition) has
-                        // an empty list (Kafka's generated default, from
-                        // `FetchResponse.partitionResponse`); one read (or refused by the
-                        // read) null unless read_committed.
-                        aborted_transactions: if result.error_code
-                            == ErrorCode::UnknownTopicOrPartition.code()
-                            || result.error_code == ErrorCode::UnknownTopicId.code()
-                        {
+                        // A partition refused before any read (unknown topic or partition,
+                        // not authorized) has an empty list (Kafka's generated default, from
+                        // `FetchResponse.partitionResponse`); one refused by the read (its
+                        // `LogReadResult` has none) null; one read null unless
+                        // read_committed.
+                        aborted_transactions: if refused_before_read(result.error_code) {
                             Some(Vec::new())
-                        } else if read_committed {
+                        } else if read_committed && result.error_code == 0 {
                             Some(
                                 (result.aborted.iter().flatten())
                                     .map(|&(producer_id, first_offset)| AbortedTransaction {
@@ -305,25 +326,88 @@ fn build_response(
     }
 }
 
-/// `request` with every partition listed after its first listing removed (and topics left
-/// with no partition dropped).
+/// Whether a partition with this error code was refused by KafkaApis before the replica
+/// manager read (`FetchResponse.partitionResponse`: its `aborted_transactions` is `[]`).
+fn refused_before_read(error_code: i16) -> bool {
+    error_code == ErrorCode::UnknownTopicOrPartition.code()
+        || error_code == ErrorCode::UnknownTopicId.code()
+        || error_code == ErrorCode::TopicAuthorizationFailed.code()
+}
+
+/// `request` with every partition listed once, as Kafka's `FetchRequest.fetchData` map: at
+/// the place of its first listing, with the fields of its last (a later `put` replaces the
+/// value, not the place). Topics left with no partition are dropped, and neighbouring topic
+/// entries of one topic merged (Kafka's response groups runs of one topic's partitions).
 fn dedupe(
     mut request: FetchRequest,
     by_id: bool,
     seen: &mut HashSet<(String, Uuid, i32)>,
 ) -> FetchRequest {
-    for topic in &mut request.topics {
-        let name = if by_id {
-            String::new()
+    let key = |topic: &wire::generated::fetch_request::FetchTopic| {
+        if by_id {
+            (String::new(), topic.topic_id)
         } else {
-            topic.topic.clone()
-        };
-        let id = if by_id { topic.topic_id } else { Uuid::ZERO };
-        topic
-            .partitions
-            .retain(|partition| seen.insert((name.clone(), id, partition.partition)));
+            (topic.topic.clone(), Uuid::ZERO)
+        }
+    };
+    // The common request names each partition once, in one entry per topic: nothing to do,
+    // and nothing allocated beyond `seen` (a sorted walk would cost more than the set).
+    let listed: usize = request.topics.iter().map(|t| t.partitions.len()).sum();
+    let adjacent_repeat = (request.topics.windows(2)).any(|pair| key(&pair[0]) == key(&pair[1]));
+    if !adjacent_repeat {
+        let mut repeats = false;
+        seen.reserve(listed);
+        for topic in &request.topics {
+            let (name, id) = key(topic);
+            for partition in &topic.partitions {
+                repeats |= !seen.insert((name.clone(), id, partition.partition));
+            }
+        }
+        if !repeats {
+            return request;
+        }
+        seen.clear();
+    }
+    // The place of each partition's first listing, and its last listing's fields.
+    let mut place: std::collections::HashMap<(String, Uuid, i32), (usize, usize)> =
+        std::collections::HashMap::new();
+    let mut last = std::collections::HashMap::new();
+    for (t, topic) in request.topics.iter().enumerate() {
+        let (name, id) = key(topic);
+        for (p, partition) in topic.partitions.iter().enumerate() {
+            let k = (name.clone(), id, partition.partition);
+            place.entry(k.clone()).or_insert((t, p));
+            last.insert(k, partition.clone());
+        }
+    }
+    for (t, topic) in request.topics.iter_mut().enumerate() {
+        let (name, id) = key(topic);
+        let mut p = 0;
+        topic.partitions.retain_mut(|partition| {
+            let k = (name.clone(), id, partition.partition);
+            let first = place.get(&k) == Some(&(t, p));
+            p += 1;
+            if first && seen.insert(k.clone()) {
+                if let Some(latest) = last.remove(&k) {
+                    *partition = latest;
+                }
+                true
+            } else {
+                false
+            }
+        });
     }
     request.topics.retain(|topic| !topic.partitions.is_empty());
+    let mut merged: Vec<wire::generated::fetch_request::FetchTopic> = Vec::new();
+    for topic in request.topics.drain(..) {
+        match merged.last_mut() {
+            Some(previous) if key(previous) == key(&topic) => {
+                previous.partitions.extend(topic.partitions)
+            }
+            _ => merged.push(topic),
+        }
+    }
+    request.topics = merged;
     request
 }
 
@@ -346,6 +430,9 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, mut ctx: RequestCon
         (request.replica_id, -1)
     };
     let follower = (replica_id >= 0 && shard.cluster.is_some()).then_some(replica_id);
+    // A single node has no follower: a fetch naming a broker (replica id >= 0) comes from no
+    // replica of any partition, which Kafka refuses per partition (`partition_refusal`).
+    let unknown_replica = replica_id >= 0 && shard.cluster.is_none();
     // A consumer's fetch waits for the debt its earlier responses left under its
     // consumer_byte_rate (this response's bytes are charged once it is built).
     let quota = crate::quota::QuotaKind::Fetch;
@@ -403,18 +490,14 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, mut ctx: RequestCon
                 None => Err(unknown_topic),
                 Some(topic_image) => match topic_image.partition(partition.partition) {
                     None => Err(ErrorCode::UnknownTopicOrPartition),
-                    // Kafka's leader epoch fencing (KIP-320): a client's current leader epoch
-                    // (v9+, -1 when unknown) must be the partition's.
-                    Some(owner)
-                        if partition.current_leader_epoch >= 0
-                            && partition.current_leader_epoch < owner.leader_epoch =>
-                    {
-                        Err(ErrorCode::FencedLeaderEpoch)
-                    }
-                    Some(owner) if partition.current_leader_epoch > owner.leader_epoch => {
-                        Err(ErrorCode::UnknownLeaderEpoch)
-                    }
-                    Some(owner) => Ok((shard.owner(owner), topic_image.topic_id)),
+                    Some(owner) => match partition_refusal(
+                        partition.current_leader_epoch,
+                        owner.leader_epoch,
+                        unknown_replica,
+                    ) {
+                        Some(code) => Err(code),
+                        None => Ok((shard.owner(owner), topic_image.topic_id)),
+                    },
                 },
             };
             wanted.push(Wanted {
@@ -524,7 +607,9 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, mut ctx: RequestCon
     response.throttle_time_ms = ctx.throttle_ms;
     response.session_id = answer.session_id;
     response.error_code = answer.error_code;
-    if shard.cluster.is_some() && ctx.api_version >= KIP_951_FETCH_VERSION {
+    if (shard.cluster.is_some() && ctx.api_version >= KIP_951_FETCH_VERSION)
+        || ctx.api_version >= FETCH_NODE_ENDPOINTS_VERSION
+    {
         point_to_leaders(&shard, &ctx, &mut response);
     }
     encode_with_files(&ctx, &response, files)
@@ -535,13 +620,23 @@ pub async fn handle(shard: Rc<Shard>, request: FetchRequest, mut ctx: RequestCon
 const KIP_951_FETCH_VERSION: i16 = 12;
 const FETCH_NODE_ENDPOINTS_VERSION: i16 = 16;
 
-/// KIP-951: a partition refused with NOT_LEADER_OR_FOLLOWER names its current leader and
-/// epoch (and, from v16, the response carries the leader's endpoint), so a consumer moves
-/// at once instead of refreshing its metadata first.
+/// KIP-951: a partition refused with NOT_LEADER_OR_FOLLOWER (from v16 also
+/// FENCED_LEADER_EPOCH, as Kafka 4) names its current leader and epoch (and, from v16, the
+/// response carries the leader's endpoint), so a consumer moves at once instead of
+/// refreshing its metadata first. A single node is the leader of all (its own answers at v16).
 fn point_to_leaders(shard: &Rc<Shard>, ctx: &RequestContext, response: &mut FetchResponse) {
-    use super::cluster_view::{current_leader, endpoints_of};
+    use super::cluster_view::endpoints_of;
+    let current_leader = |topic: Option<&crate::metadata::image::TopicImage>, partition: i32| {
+        if shard.cluster.is_none() {
+            let epoch = topic?.partition(partition)?.leader_epoch;
+            return Some((shard.config.node_id, epoch));
+        }
+        super::cluster_view::current_leader(topic, partition)
+    };
     let image = shard.image();
     let not_leader = ErrorCode::NotLeaderOrFollower.code();
+    let fenced = (ctx.api_version >= FETCH_NODE_ENDPOINTS_VERSION)
+        .then_some(ErrorCode::FencedLeaderEpoch.code());
     let mut leaders = Vec::new();
     for topic in &mut response.responses {
         let known = if ctx.api_version >= 13 {
@@ -551,7 +646,7 @@ fn point_to_leaders(shard: &Rc<Shard>, ctx: &RequestContext, response: &mut Fetc
         };
         let known = known.map(|t| &**t);
         for partition in &mut topic.partitions {
-            if partition.error_code != not_leader {
+            if partition.error_code != not_leader && Some(partition.error_code) != fenced {
                 continue;
             }
             if let Some((leader, epoch)) = current_leader(known, partition.partition_index) {
@@ -561,7 +656,8 @@ fn point_to_leaders(shard: &Rc<Shard>, ctx: &RequestContext, response: &mut Fetc
             }
         }
     }
-    if ctx.api_version < FETCH_NODE_ENDPOINTS_VERSION {
+    // A single node is the leader it would name: Kafka 4.4 sends no endpoint then.
+    if ctx.api_version < FETCH_NODE_ENDPOINTS_VERSION || shard.cluster.is_none() {
         return;
     }
     response.node_endpoints = endpoints_of(shard, &ctx.listener, &leaders)
@@ -679,3 +775,92 @@ fn encode_with_files(
 #[cfg(test)]
 #[path = "fetch_frame_tests.rs"]
 mod frame_tests;
+
+#[cfg(test)]
+mod validation_tests {
+    use super::*;
+    use wire::generated::fetch_request::{FetchPartition, FetchTopic};
+
+    #[test]
+    fn a_fetch_from_no_replica_is_refused_after_the_epoch_checks() {
+        // A consumer (no replica id): only the leader epoch fencing.
+        assert_eq!(partition_refusal(-1, 3, false), None);
+        assert_eq!(partition_refusal(3, 3, false), None);
+        assert_eq!(
+            partition_refusal(2, 3, false),
+            Some(ErrorCode::FencedLeaderEpoch)
+        );
+        assert_eq!(
+            partition_refusal(4, 3, false),
+            Some(ErrorCode::UnknownLeaderEpoch)
+        );
+        // A replica id that is no replica of the partition: Kafka's followerReplicaOrThrow.
+        assert_eq!(
+            partition_refusal(3, 3, true),
+            Some(ErrorCode::UnknownLeaderEpoch)
+        );
+        assert_eq!(
+            partition_refusal(-1, 3, true),
+            Some(ErrorCode::NotLeaderOrFollower)
+        );
+        assert_eq!(
+            partition_refusal(2, 3, true),
+            Some(ErrorCode::FencedLeaderEpoch)
+        );
+    }
+
+    #[test]
+    fn aborted_transactions_are_empty_only_for_partitions_refused_before_the_read() {
+        assert!(refused_before_read(
+            ErrorCode::UnknownTopicOrPartition.code()
+        ));
+        assert!(refused_before_read(ErrorCode::UnknownTopicId.code()));
+        assert!(refused_before_read(
+            ErrorCode::TopicAuthorizationFailed.code()
+        ));
+        assert!(!refused_before_read(ErrorCode::UnknownLeaderEpoch.code()));
+        assert!(!refused_before_read(0));
+    }
+
+    #[test]
+    fn a_partition_listed_twice_keeps_its_first_place_and_its_last_fields() {
+        let part = |partition, fetch_offset| FetchPartition {
+            partition,
+            fetch_offset,
+            ..Default::default()
+        };
+        let topic = |name: &str, partitions| FetchTopic {
+            topic: name.into(),
+            partitions,
+            ..Default::default()
+        };
+        let request = FetchRequest {
+            topics: vec![
+                topic("a", vec![part(2, 1), part(2, 5)]),
+                topic("a", vec![part(1, 6), part(0, 7)]),
+                topic("b", vec![part(0, 1)]),
+                topic("a", vec![part(2, 9)]),
+            ],
+            ..Default::default()
+        };
+        let deduped = dedupe(request, false, &mut HashSet::new());
+        let got: Vec<(String, Vec<(i32, i64)>)> = deduped
+            .topics
+            .iter()
+            .map(|t| {
+                let parts = t.partitions.iter();
+                (
+                    t.topic.clone(),
+                    parts.map(|p| (p.partition, p.fetch_offset)).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a".to_string(), vec![(2, 9), (1, 6), (0, 7)]),
+                ("b".to_string(), vec![(0, 1)]),
+            ]
+        );
+    }
+}

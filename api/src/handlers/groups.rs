@@ -224,6 +224,17 @@ fn join_response(reply: JoinReply) -> JoinGroupResponse {
     }
 }
 
+/// Kafka's `JoinGroupResponse` constructor: before v7 the protocol name cannot be null (`""`
+/// instead); from v7 an empty one is sent as null (so every error answer has null).
+fn versioned_protocol_name(response: &mut JoinGroupResponse, version: i16) {
+    if version < 7 && response.protocol_name.is_none() {
+        response.protocol_name = Some(String::new());
+    }
+    if version >= 7 && response.protocol_name.as_deref() == Some("") {
+        response.protocol_name = None;
+    }
+}
+
 pub async fn join_group(
     shard: Rc<Shard>,
     request: JoinGroupRequest,
@@ -275,11 +286,9 @@ pub async fn join_group(
             .unwrap_or_else(error)
     };
     let mut response = join_response(reply);
+    versioned_protocol_name(&mut response, version);
     if version < 7 {
         response.protocol_type = None;
-        if response.protocol_name.is_none() {
-            response.protocol_name = Some(String::new());
-        }
     }
     if version < 9 {
         response.skip_assignment = false;
@@ -309,13 +318,22 @@ fn sync_response(reply: SyncReply) -> SyncGroupResponse {
     }
 }
 
+/// Kafka's first check of a SyncGroup (`areMandatoryProtocolTypeAndNamePresent`): from v5
+/// the protocol type and name are mandatory, or the request is INCONSISTENT_GROUP_PROTOCOL
+/// before its group is authorized or looked up.
+fn sync_protocol_missing(version: i16, request: &SyncGroupRequest) -> bool {
+    version >= 5 && (request.protocol_type.is_none() || request.protocol_name.is_none())
+}
+
 pub async fn sync_group(
     shard: Rc<Shard>,
     request: SyncGroupRequest,
     ctx: RequestContext,
 ) -> Response {
     let version = ctx.api_version;
-    let reply = if !shard.authorize(&ctx, Read, Group, &request.group_id) {
+    let reply = if sync_protocol_missing(version, &request) {
+        Err(ErrorCode::InconsistentGroupProtocol)
+    } else if !shard.authorize(&ctx, Read, Group, &request.group_id) {
         Err(ErrorCode::GroupAuthorizationFailed)
     } else if invalid_group_id(&request.group_id) {
         Err(ErrorCode::InvalidGroupId)
@@ -375,6 +393,22 @@ pub async fn heartbeat(
     encode_response(&ctx, ctx.api_version, &response)
 }
 
+/// The members a LeaveGroup names: v0-2 one, at the top level; v3+ its list, which may be
+/// empty (Kafka's `LeaveGroupRequest.members()`: then no member is answered).
+fn leaving_members(
+    version: i16,
+    member_id: String,
+    members: Vec<wire::generated::leave_group_request::MemberIdentity>,
+) -> Vec<(String, Option<String>)> {
+    if version < 3 {
+        return vec![(member_id, None)];
+    }
+    members
+        .into_iter()
+        .map(|m| (m.member_id, m.group_instance_id))
+        .collect()
+}
+
 pub async fn leave_group(
     shard: Rc<Shard>,
     request: LeaveGroupRequest,
@@ -387,16 +421,7 @@ pub async fn leave_group(
     } else if invalid_group_id(&group_id) {
         Err(ErrorCode::InvalidGroupId)
     } else {
-        // v0-2 name one member at the top level; v3+ a list of them.
-        let members: Vec<(String, Option<String>)> = if request.members.is_empty() {
-            vec![(request.member_id, None)]
-        } else {
-            request
-                .members
-                .into_iter()
-                .map(|m| (m.member_id, m.group_instance_id))
-                .collect()
-        };
+        let members = leaving_members(version, request.member_id, request.members);
         let leave = |partition| calls::LeaveGroup {
             partition,
             group_id: group_id.clone(),
@@ -747,10 +772,10 @@ pub async fn describe_groups(
             group_id: group_id.clone(),
             ..Default::default()
         };
+        // Kafka 4.4 looks an empty group id up as any other (an unknown group: Dead, no
+        // error), unlike the other group APIs.
         let mut described = if !shard.authorize(&ctx, Describe, Group, group_id) {
             failed(ErrorCode::GroupAuthorizationFailed)
-        } else if invalid_group_id(group_id) {
-            failed(ErrorCode::InvalidGroupId)
         } else {
             let describe = |partition| calls::DescribeGroup {
                 partition,
@@ -872,5 +897,61 @@ mod tests {
         assert_eq!(failed.error_code, ErrorCode::RebalanceInProgress.code());
         assert_eq!((failed.protocol_type, failed.assignment.len()), (None, 0));
         assert_eq!(code_of(Ok(())), 0);
+    }
+
+    #[test]
+    fn leave_group_v3_with_no_members_names_none() {
+        use wire::generated::leave_group_request::MemberIdentity;
+        assert!(leaving_members(5, String::new(), Vec::new()).is_empty());
+        assert_eq!(
+            leaving_members(2, "m".into(), Vec::new()),
+            vec![("m".to_string(), None)]
+        );
+        let listed = vec![MemberIdentity {
+            member_id: "a".into(),
+            group_instance_id: Some("i".into()),
+            ..Default::default()
+        }];
+        assert_eq!(
+            leaving_members(3, String::new(), listed),
+            vec![("a".to_string(), Some("i".to_string()))]
+        );
+    }
+
+    #[test]
+    fn sync_group_v5_needs_its_protocol_type_and_name() {
+        let request = |protocol_type: Option<&str>, protocol_name: Option<&str>| SyncGroupRequest {
+            protocol_type: protocol_type.map(Into::into),
+            protocol_name: protocol_name.map(Into::into),
+            ..Default::default()
+        };
+        assert!(sync_protocol_missing(5, &request(None, Some("range"))));
+        assert!(sync_protocol_missing(5, &request(Some("consumer"), None)));
+        assert!(!sync_protocol_missing(
+            5,
+            &request(Some("consumer"), Some("range"))
+        ));
+        assert!(!sync_protocol_missing(4, &request(None, None)));
+    }
+
+    #[test]
+    fn join_group_protocol_name_is_null_when_empty_from_v7() {
+        let refused = || join_response(Err(JoinFailed::new("m", ErrorCode::InvalidGroupId)));
+        for (version, expected) in [(6, Some(String::new())), (7, None), (9, None)] {
+            let mut response = refused();
+            versioned_protocol_name(&mut response, version);
+            assert_eq!(response.protocol_name, expected, "v{version}");
+        }
+        let mut by_group = join_response(Err(JoinRefused {
+            member_id: "m".into(),
+            error: GroupError::UnknownMemberId,
+        }
+        .into()));
+        versioned_protocol_name(&mut by_group, 5);
+        assert_eq!(by_group.protocol_name, Some(String::new()));
+        let mut chosen = refused();
+        chosen.protocol_name = Some("range".into());
+        versioned_protocol_name(&mut chosen, 9);
+        assert_eq!(chosen.protocol_name.as_deref(), Some("range"));
     }
 }

@@ -43,8 +43,39 @@ pub(super) fn cluster_id(config: &crate::config::BrokerConfig) -> String {
         .unwrap_or_else(|| default.to_string())
 }
 
+/// Kafka's first check of a Metadata request: v10-11 carry a topic id field but serve names
+/// only, so a topic with a null name or a non-zero id fails the whole request
+/// (`InvalidRequestException` → `MetadataRequest.getErrorResponse`): every listed topic,
+/// duplicates included, answered INVALID_REQUEST with its name (`""` for null) and id, and no
+/// brokers, cluster id or controller.
+fn refuse_topic_ids(version: i16, request: &MetadataRequest) -> Option<MetadataResponse> {
+    let topics = request.topics.as_ref()?;
+    if !(10..=11).contains(&version)
+        || !topics
+            .iter()
+            .any(|topic| topic.name.is_none() || topic.topic_id != Uuid::ZERO)
+    {
+        return None;
+    }
+    Some(MetadataResponse {
+        topics: topics
+            .iter()
+            .map(|topic| MetadataResponseTopic {
+                error_code: ErrorCode::InvalidRequest.code(),
+                name: Some(topic.name.clone().unwrap_or_default()),
+                topic_id: topic.topic_id,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    })
+}
+
 pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestContext) -> Response {
     let config = &shard.config;
+    if let Some(refused) = refuse_topic_ids(ctx.api_version, &request) {
+        return encode_response(&ctx, ctx.api_version, &refused);
+    }
     // v0: an empty list means every topic; v1+: null means every topic.
     let all_topics = match &request.topics {
         None => true,
@@ -201,14 +232,6 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
                         name: Some(name.clone()),
                         ..Default::default()
                     }),
-                    // v10-11 requests may carry a null name but their responses may not
-                    // (Kafka refuses such requests with INVALID_REQUEST).
-                    (None, None) if ctx.api_version < 12 => MetadataResponseTopic {
-                        error_code: ErrorCode::InvalidRequest.code(),
-                        name: Some(String::new()),
-                        topic_id: wanted.topic_id,
-                        ..Default::default()
-                    },
                     (None, None) => MetadataResponseTopic {
                         error_code: ErrorCode::UnknownTopicId.code(),
                         name: None,
@@ -249,4 +272,69 @@ pub async fn handle(shard: Rc<Shard>, request: MetadataRequest, ctx: RequestCont
         ..Default::default()
     };
     encode_response(&ctx, ctx.api_version, &response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wire::generated::metadata_request::MetadataRequestTopic;
+
+    fn request(topics: Vec<(Option<&str>, u128)>) -> MetadataRequest {
+        MetadataRequest {
+            topics: Some(
+                topics
+                    .into_iter()
+                    .map(|(name, id)| MetadataRequestTopic {
+                        name: name.map(str::to_string),
+                        topic_id: Uuid(id.to_be_bytes()),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn v10_and_v11_refuse_a_topic_id_or_null_name_for_the_whole_request() {
+        let req = request(vec![
+            (Some("a"), 0),
+            (Some("b"), 7),
+            (None, 9),
+            (Some("a"), 0),
+        ]);
+        for version in [10, 11] {
+            let answer = refuse_topic_ids(version, &req).expect("refused");
+            let got: Vec<_> = answer
+                .topics
+                .iter()
+                .map(|t| (t.error_code, t.name.clone().unwrap(), t.topic_id))
+                .collect();
+            let invalid = ErrorCode::InvalidRequest.code();
+            assert_eq!(
+                got,
+                vec![
+                    (invalid, "a".to_string(), Uuid::ZERO),
+                    (invalid, "b".to_string(), Uuid(7u128.to_be_bytes())),
+                    (invalid, String::new(), Uuid(9u128.to_be_bytes())),
+                    (invalid, "a".to_string(), Uuid::ZERO),
+                ]
+            );
+            assert!(answer.brokers.is_empty());
+            assert_eq!(answer.cluster_id, None);
+            assert_eq!(answer.controller_id, -1);
+            assert_eq!(answer.cluster_authorized_operations, i32::MIN);
+        }
+        // v12 serves ids; names only are served at v10-11.
+        assert!(refuse_topic_ids(12, &req).is_none());
+        assert!(refuse_topic_ids(10, &request(vec![(Some("a"), 0)])).is_none());
+        assert!(refuse_topic_ids(
+            10,
+            &MetadataRequest {
+                topics: None,
+                ..Default::default()
+            }
+        )
+        .is_none());
+    }
 }

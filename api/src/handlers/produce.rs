@@ -120,6 +120,7 @@ struct ShardParts {
 /// any other check, as Kafka's.
 fn plan(
     request: &ProduceRequest,
+    version: i16,
     image: &Image,
     shard_count: usize,
     mut allowed: impl FnMut(&str) -> bool,
@@ -131,10 +132,17 @@ fn plan(
         let topic_image = image.topic(&topic.name);
         let authorized = allowed(&topic.name);
         for partition in &topic.partition_data {
-            let owner = match topic_image {
+            // Kafka's order: WRITE on the topic, the partition's existence and the shape of
+            // its records (KafkaApis), then the acks and the internal topics (ReplicaManager).
+            let found = topic_image.and_then(|t| t.partition(partition.index).map(|p| (t, p)));
+            let owner = match found {
                 _ if !authorized => Err(ErrorCode::TopicAuthorizationFailed),
-                _ if !valid_acks => Err(ErrorCode::InvalidRequiredAcks),
                 None => Err(ErrorCode::UnknownTopicOrPartition),
+                Some(_) if records_shape_error(version, partition.records.as_deref()).is_some() => {
+                    Err(records_shape_error(version, partition.records.as_deref())
+                        .unwrap_or(ErrorCode::InvalidRecord))
+                }
+                _ if !valid_acks => Err(ErrorCode::InvalidRequiredAcks),
                 // Kafka: "Cannot append to internal topic" for clients.
                 Some(_)
                     if topic.name == crate::group::OFFSETS_TOPIC
@@ -142,15 +150,10 @@ fn plan(
                 {
                     Err(ErrorCode::InvalidTopicException)
                 }
-                Some(topic_image) => topic_image
-                    .partition(partition.index)
-                    .map(|owner| {
-                        (
-                            topic_image.topic_id,
-                            crate::shard::owner(owner.shard, shard_count),
-                        )
-                    })
-                    .ok_or(ErrorCode::UnknownTopicOrPartition),
+                Some((topic_image, owner)) => Ok((
+                    topic_image.topic_id,
+                    crate::shard::owner(owner.shard, shard_count),
+                )),
             };
             let (topic_id, target) = match owner {
                 Ok(owner) => owner,
@@ -180,6 +183,52 @@ fn plan(
         }
     }
     Plan { results, shards }
+}
+
+/// Kafka's `ProduceRequest.validateRecords` (v3+), run before the acks are checked: the
+/// records must hold exactly one whole batch of magic 2 (INVALID_RECORD), read as
+/// `MemoryRecords.batches()` reads them: fewer than 12 bytes, or a batch longer than what is
+/// there, is no batch; a size field below 14 (the v0 record overhead) is CORRUPT_MESSAGE, also
+/// for a second batch; a second batch cut short is not one (the append trims it). Null
+/// records are not checked (as Kafka). Versions 0-2 are not checked (Kafka neither).
+fn records_shape_error(version: i16, records: Option<&[u8]>) -> Option<ErrorCode> {
+    const LOG_OVERHEAD: usize = 12;
+    const HEADER_SIZE_UP_TO_MAGIC: usize = 17;
+    const RECORD_OVERHEAD_V0: i32 = 14;
+    const MAGIC_OFFSET: usize = 16;
+    let records = records?;
+    if version < 3 {
+        return None;
+    }
+    // The size of the batch at `at` (with its 12-byte log overhead), None when no batch.
+    let batch_at = |at: usize| -> Result<Option<usize>, ErrorCode> {
+        let remaining = records.len().saturating_sub(at);
+        if remaining < LOG_OVERHEAD {
+            return Ok(None);
+        }
+        let size = i32::from_be_bytes(records[at + 8..at + 12].try_into().expect("4 bytes"));
+        if size < RECORD_OVERHEAD_V0 {
+            return Err(ErrorCode::CorruptMessage);
+        }
+        let whole = size as usize + LOG_OVERHEAD;
+        if remaining < HEADER_SIZE_UP_TO_MAGIC || remaining < whole {
+            return Ok(None);
+        }
+        Ok(Some(whole))
+    };
+    let first = match batch_at(0) {
+        Err(code) => return Some(code),
+        Ok(None) => return Some(ErrorCode::InvalidRecord),
+        Ok(Some(size)) => size,
+    };
+    if records[MAGIC_OFFSET] != 2 {
+        return Some(ErrorCode::InvalidRecord);
+    }
+    match batch_at(first) {
+        Err(code) => Some(code),
+        Ok(None) => None,
+        Ok(Some(_)) => Some(ErrorCode::InvalidRecord),
+    }
 }
 
 /// Fills `results` from one shard's reply to the parts at `slots`.
@@ -294,14 +343,20 @@ pub async fn handle(
     let Plan {
         mut results,
         mut shards,
-    } = plan(&request, &shard.image(), shard.shard_count(), |topic| {
-        shard.authorize(
-            &ctx,
-            acl::AclOperation::Write,
-            acl::ResourceType::Topic,
-            topic,
-        )
-    });
+    } = plan(
+        &request,
+        ctx.api_version,
+        &shard.image(),
+        shard.shard_count(),
+        |topic| {
+            shard.authorize(
+                &ctx,
+                acl::AclOperation::Write,
+                acl::ResourceType::Topic,
+                topic,
+            )
+        },
+    );
     // Which shard owns what this connection touches (connection handoff).
     for parts in &shards {
         for _ in &parts.parts {

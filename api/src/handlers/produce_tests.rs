@@ -11,7 +11,7 @@ use wire::generated::{ProduceRequest, ProduceResponse};
 use wire::primitives::Decodable;
 use wire::ErrorCode;
 
-use super::{fill, handle, keep_last_listing, plan};
+use super::{fill, handle, keep_last_listing, plan, records_shape_error};
 use crate::forward::ProduceResult;
 use crate::handlers::RequestContext;
 use crate::metadata::image::Image;
@@ -205,7 +205,7 @@ fn plan_groups_partitions_by_shard_in_request_order() {
             ("a", &[(3, one.clone())]),
         ],
     );
-    let plan = plan(&request, &image(), 2, |_| true);
+    let plan = plan(&request, 9, &image(), 2, |_| true);
     let unknown = Some(ErrorCode::UnknownTopicOrPartition.code());
     assert_eq!(
         codes(&plan.results),
@@ -228,7 +228,7 @@ fn plan_groups_partitions_by_shard_in_request_order() {
         ]
     );
     // One shard: everything goes to it, still in request order.
-    let plan = super::plan(&request, &image(), 1, |_| true);
+    let plan = super::plan(&request, 9, &image(), 1, |_| true);
     assert_eq!(plan.shards.len(), 1);
     assert_eq!(plan.shards[0].slots, vec![0, 1, 2, 5, 6]);
 }
@@ -238,6 +238,7 @@ fn plan_answers_bad_acks_and_internal_topic_without_a_shard() {
     let one = batch(1);
     let bad_acks = plan(
         &request(2, &[("a", &[(0, one.clone())])]),
+        9,
         &image(),
         2,
         |_| true,
@@ -255,6 +256,7 @@ fn plan_answers_bad_acks_and_internal_topic_without_a_shard() {
                 ("a", &[(0, one)]),
             ],
         ),
+        9,
         &image(),
         2,
         |_| true,
@@ -278,6 +280,7 @@ fn plan_refuses_unauthorized_topics_first_and_asks_once_per_topic() {
                 ("missing", &[(0, one)]),
             ],
         ),
+        9,
         &image(),
         2,
         |topic| {
@@ -516,10 +519,10 @@ fn handle_answers_in_request_order_and_acks_0_answers_nothing() {
         let unknown = ErrorCode::UnknownTopicOrPartition.code();
         assert_eq!(
             answers,
+            // `a` 2, listed twice, is appended and answered once, in its last listing's place.
             vec![
-                ("a".into(), 2, 0, 0),
                 ("a".into(), 1, corrupt_code, -1),
-                ("a".into(), 2, 0, 1),
+                ("a".into(), 2, 0, 0),
                 ("nope".into(), 4, unknown, -1),
                 ("b".into(), 0, 0, 0),
             ]
@@ -664,4 +667,78 @@ fn handle_names_every_refused_record_of_a_batch() {
         assert_eq!((answer.error_code, answer.base_offset), (0, 0));
         assert!(answer.record_errors.is_empty() && answer.error_message.is_none());
     });
+}
+
+#[test]
+fn plan_checks_the_partition_then_the_records_then_the_acks() {
+    let one = batch(1);
+    let truncated = one.slice(..one.len() - 1);
+    let req = request(
+        5,
+        &[
+            (
+                "a",
+                &[
+                    (9, one.clone()),
+                    (0, truncated),
+                    (1, Bytes::from_static(&[0; 7])),
+                ],
+            ),
+            ("a", &[(2, one)]),
+        ],
+    );
+    let planned = plan(&req, 9, &image(), 2, |_| true);
+    let code = |c: ErrorCode| Some(c.code());
+    assert_eq!(
+        codes(&planned.results),
+        vec![
+            code(ErrorCode::UnknownTopicOrPartition),
+            code(ErrorCode::InvalidRecord),
+            code(ErrorCode::InvalidRecord),
+            code(ErrorCode::InvalidRequiredAcks),
+        ]
+    );
+}
+
+#[test]
+fn records_shape_is_kafkas_validate_records() {
+    let one = batch(1).to_vec();
+    let with = |extra: &[u8]| [one.as_slice(), extra].concat();
+    assert_eq!(records_shape_error(9, Some(&one)), None);
+    // The CRC is checked by the append, not here.
+    assert_eq!(records_shape_error(9, Some(&corrupt())), None);
+    assert_eq!(records_shape_error(9, None), None);
+    assert_eq!(records_shape_error(2, Some(&[0; 7])), None);
+    assert_eq!(
+        records_shape_error(9, Some(&[])),
+        Some(ErrorCode::InvalidRecord)
+    );
+    assert_eq!(
+        records_shape_error(9, Some(&one[..one.len() - 1])),
+        Some(ErrorCode::InvalidRecord)
+    );
+    let mut magic1 = one.clone();
+    magic1[16] = 1;
+    assert_eq!(
+        records_shape_error(9, Some(&magic1)),
+        Some(ErrorCode::InvalidRecord)
+    );
+    // A size below the v0 record overhead is corrupt.
+    let mut tiny = one.clone();
+    tiny[8..12].copy_from_slice(&13i32.to_be_bytes());
+    assert_eq!(
+        records_shape_error(9, Some(&tiny)),
+        Some(ErrorCode::CorruptMessage)
+    );
+    // Two whole batches: not one; a second cut short, or a few trailing bytes: not a batch.
+    assert_eq!(
+        records_shape_error(9, Some(&with(&one))),
+        Some(ErrorCode::InvalidRecord)
+    );
+    assert_eq!(records_shape_error(9, Some(&with(&one[..20]))), None);
+    assert_eq!(records_shape_error(9, Some(&with(&[0; 5]))), None);
+    assert_eq!(
+        records_shape_error(9, Some(&with(&[0; 12]))),
+        Some(ErrorCode::CorruptMessage)
+    );
 }

@@ -57,6 +57,13 @@ pub(super) fn coordinator_partition(shard: &Shard, key: &str) -> Option<i32> {
     Some(topic.partition(partition)?.leader)
 }
 
+fn refuse_empty(transactional_id: &str) -> Result<(), ErrorCode> {
+    if transactional_id.is_empty() {
+        return Err(ErrorCode::InvalidRequest);
+    }
+    Ok(())
+}
+
 /// Kafka's `KafkaApis`: clients older than PRODUCER_FENCED (InitProducerId below v4,
 /// AddPartitionsToTxn, AddOffsetsToTxn and EndTxn below v2) get INVALID_PRODUCER_EPOCH.
 fn fenced_for(code: ErrorCode, version: i16, first_knowing: i16) -> ErrorCode {
@@ -67,12 +74,15 @@ fn fenced_for(code: ErrorCode, version: i16, first_knowing: i16) -> ErrorCode {
     }
 }
 
-/// Makes `make(partition)` on the coordinator of `transactional_id`.
+/// Makes `make(partition)` on the coordinator of `transactional_id`. An empty transactional
+/// id is INVALID_REQUEST before its coordinator is looked for (Kafka's
+/// `TransactionCoordinator` checks it first in every handler).
 async fn call<C: crate::forward::Serve<Shard>>(
     shard: &Rc<Shard>,
     transactional_id: &str,
     make: impl FnOnce(i32) -> C,
 ) -> Result<C::Reply, ErrorCode> {
+    refuse_empty(transactional_id)?;
     let (target, partition) = txn::locate(shard, transactional_id).await?;
     Ok(shard.call(target, make(partition)).await)
 }
@@ -470,13 +480,11 @@ pub async fn describe_transactions(
                 topics: topics_of(&view),
                 ..Default::default()
             },
+            // Kafka: only the id and the code set, the rest the schema's defaults (0).
             Ok(Err(code)) | Err(code) => TransactionState {
                 error_code: code.code(),
                 transactional_id: id.clone(),
                 transaction_state: String::new(),
-                transaction_start_time_ms: -1,
-                producer_id: -1,
-                producer_epoch: -1,
                 ..Default::default()
             },
         };
@@ -549,4 +557,15 @@ pub async fn list_transactions(
         ..Default::default()
     };
     encode_response(&ctx, ctx.api_version, &response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_transactional_id_is_an_invalid_request() {
+        assert_eq!(refuse_empty(""), Err(ErrorCode::InvalidRequest));
+        assert_eq!(refuse_empty("t"), Ok(()));
+    }
 }

@@ -58,12 +58,15 @@ pub async fn locate(shard: &Shard, transactional_id: &str) -> Result<(usize, i32
         shard.wait_for_image(known, IMAGE_LAG_WAIT).await;
     }
     let image = shard.image();
+    // Kafka's `TransactionStateManager.getTransactionState`: a partition this broker does not
+    // hold (also before `__transaction_state` exists) is NOT_COORDINATOR; the client looks
+    // for the coordinator again (its FindCoordinator creates the topic).
     let Some(topic) = image.topic(TXN_TOPIC) else {
-        return Err(ErrorCode::CoordinatorNotAvailable);
+        return Err(ErrorCode::NotCoordinator);
     };
     let partition = crate::group::partition_for(transactional_id, topic.partitions.len() as i32);
     let Some(owner) = topic.partition(partition) else {
-        return Err(ErrorCode::CoordinatorNotAvailable);
+        return Err(ErrorCode::NotCoordinator);
     };
     Ok((shard.owner(owner), partition))
 }
