@@ -305,7 +305,9 @@ def test_frame_larger_than_the_byte_bounds_is_still_served(start_broker):
     topic = unique("bigframe")
     create_topic(b.bootstrap, topic, 1)
     with kproto.connect(b.bootstrap, timeout=20) as s:
-        big = kproto.produce_v3(9, topic, 0, b"\0" * (20 << 20))
+        # One well-formed batch (Kafka's validateRecords passes it), over max.message.bytes.
+        batch = kproto.record_batch([(None, b"\0" * (20 << 20))])
+        big = kproto.produce_v3(9, topic, 0, batch)
         s.sendall(big + kproto.api_versions(10))
         r = kproto.roundtrip(s, b"", 9)
         assert kproto.parse_produce_v3(r)[(topic, 0)][0] == kproto.MESSAGE_TOO_LARGE
