@@ -27,7 +27,7 @@ INIT_PRODUCER_ID = 22
 DESCRIBE_PRODUCERS = 61
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 INVALID_PRODUCER_EPOCH = 47
-COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
 
 
 class CuttingProxy:
@@ -337,9 +337,10 @@ def test_raw_duplicates_gaps_and_epochs(broker):
         err, producers = describe_producers(s, 11, topic)
         assert err == 0
         assert [(p[0], p[1], p[2]) for p in producers] == [(pid, 1, 0)]
-        # A transactional id before any FindCoordinator created __transaction_state: no
-        # coordinator yet (retriable; clients find the coordinator first).
-        assert init_producer_id(s, 12, "txn-1")[0] == COORDINATOR_NOT_AVAILABLE
+        # A transactional id before any FindCoordinator created __transaction_state: this
+        # broker coordinates no partition of it yet, NOT_COORDINATOR as Kafka 4.4 answers
+        # (retriable; clients find the coordinator first).
+        assert init_producer_id(s, 12, "txn-1")[0] == NOT_COORDINATOR
         # KIP-360 without a transactional id: a new id at epoch 0, as Kafka answers; a producer
         # id without an epoch is an invalid request (42).
         err, new_pid, new_epoch = init_producer_id(s, 13, version=4, producer_id=pid,
