@@ -125,9 +125,8 @@ def test_list_offsets_duplicates_get_invalid_request(broker):
             r.string()
             for _ in range(r.i32()):
                 answers.append((r.i32(), r.i16(), r.i64(), r.i64()))
-    assert len(answers) == 5001
-    assert all(p == 0 and err == 42 for (p, err, _, _) in answers[:5000])  # INVALID_REQUEST
-    assert answers[5000][:2] == (1, 0)
+    # Kafka 4.4 answers a repeated partition once, INVALID_REQUEST (42).
+    assert [a[:2] for a in answers] == [(0, 42), (1, 0)]
 
 
 def test_metadata_and_describe_configs_duplicates_answered_once(broker):
