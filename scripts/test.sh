@@ -10,7 +10,7 @@
 # lints (cargo clippy -D warnings) first.
 #
 # Environment:
-#   E2E_ONLY=1          skip `cargo test` (still builds the broker)
+#   E2E_ONLY=1          skip running `cargo test` (still builds the tests and the broker)
 #   PYTEST_ADDOPTS="..." extra pytest arguments (pytest's own variable), e.g. "-k restart -vv"
 #   E2E_WORKERS=N       pytest-xdist workers for the end-to-end suite (default 2; 0 = in process)
 #   JAVA_TESTS=0        skip the Java stage (tests/java: Apache Kafka's Java client and tools)
@@ -34,8 +34,19 @@ cargo fmt --all --check
 section "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --release --workspace --all-targets -- -D warnings
 
-section "cargo build --release -p broker"
-cargo build --release -p broker
+# The broker binary comes out of the workspace's test build (it is a bin target of a package
+# with integration tests), so it is compiled once, with the feature set the tests unify (dev-
+# dependencies turn on features of shared crates: a separate `cargo build -p broker` compiled
+# every workspace crate and three C libraries a second time, about a third of CI's run).
+section "cargo test --workspace --release --no-run (builds target/release/broker too)"
+BROKER_BIN=$(cargo test --workspace --release --no-run --message-format=json-render-diagnostics |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "broker" and "bin" in m["target"]["kind"]:
+        print(m["executable"])')
+[[ -x "$BROKER_BIN" ]] || { echo "the test build produced no broker binary" >&2; exit 1; }
+echo "broker binary: $BROKER_BIN"
 
 if [[ "${E2E_ONLY:-0}" != "1" ]]; then
     section "cargo test --workspace --release"
@@ -97,7 +108,7 @@ fi
 command -v iptables >/dev/null && iptables -V || echo "no iptables: the replication test's network cut is skipped"
 
 section "end-to-end tests (pytest tests/e2e)"
-export BROKER_BIN="$ROOT/target/release/broker"
+export BROKER_BIN
 export PYTHONDONTWRITEBYTECODE=1
 # Two workers: most tests wait on timers, sessions and clients rather than the CPU, and the
 # whole command has 40 minutes on CI's two cores. Tests of one xdist_group share a worker.
@@ -114,7 +125,7 @@ if [[ "${JAVA_TESTS:-1}" != "0" ]]; then
         $SUDO apt-get install -y -q maven openjdk-17-jdk-headless >/dev/null || { $SUDO apt-get update -q >/dev/null && $SUDO apt-get install -y -q maven openjdk-17-jdk-headless >/dev/null; }
     fi
     java_start=$(date +%s)
-    BROKER_BIN="$ROOT/target/release/broker" mvn -q -B -f tests/java/pom.xml test
+    BROKER_BIN="$BROKER_BIN" mvn -q -B -f tests/java/pom.xml test
     # -q hides surefire's summary on success: print each class's line from its reports
     grep -h "^Tests run:" tests/java/target/surefire-reports/*.txt | sed 's/ -- in io.broker.javatests./  /'
     echo "Java stage: $(( $(date +%s) - java_start )) s"
@@ -133,7 +144,7 @@ if [[ "${DIFFERENTIAL_TESTS:-1}" != "0" ]]; then
         echo "differential stage skipped: Kafka jars not in ~/.m2 ($kafka_jar; the Java stage downloads them)"
     else
         diff_start=$(date +%s)
-        BROKER_BIN="$ROOT/target/release/broker" "$VENV/bin/python" scripts/differential.py
+        BROKER_BIN="$BROKER_BIN" "$VENV/bin/python" scripts/differential.py
         echo "differential stage: $(( $(date +%s) - diff_start )) s"
     fi
 fi
