@@ -380,6 +380,11 @@ async fn run_shard(
         .connect(Rc::new(crate::shard::Inbox(shard.clone())))
         .await;
     shard.set_mesh(mesh);
+    // This shard's share of `log.fd.cache.size`, set before any log opens.
+    shard::log::fd_cache::set_shard_capacity(shard::log::fd_cache::per_shard_capacity(
+        shard.config.log_fd_cache_size as usize,
+        shard.shard_count(),
+    ));
     shard.apply_image(image).await;
     // A shard listening before the others opened their partitions would answer Metadata for
     // partitions whose owner cannot serve them yet (NOT_LEADER_OR_FOLLOWER after a restart).

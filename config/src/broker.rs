@@ -108,6 +108,8 @@ pub struct BrokerConfig {
     pub log_cleaner_dedupe_buffer_size: u64,
     /// `log.cleaner.backoff.ms`: a shard's cleaner sleeps this long when nothing is due.
     pub log_cleaner_backoff_ms: u64,
+    /// `log.fd.cache.size` (ours): log file descriptors held open, all shards together.
+    pub log_fd_cache_size: u32,
     /// Replication (issue 21): `replica.lag.time.max.ms`, `replica.fetch.wait.max.ms`,
     /// `replica.fetch.max.bytes`, `replica.fetch.response.max.bytes`, `num.replica.fetchers`.
     pub replication: ReplicationConfig,
@@ -510,6 +512,7 @@ impl BrokerConfig {
                 get("log.cleaner.dedupe.buffer.size"),
             )?,
             log_cleaner_backoff_ms: num("log.cleaner.backoff.ms", get("log.cleaner.backoff.ms"))?,
+            log_fd_cache_size: num("log.fd.cache.size", get("log.fd.cache.size"))?,
             replication: ReplicationConfig {
                 lag_time_max_ms: num("replica.lag.time.max.ms", get("replica.lag.time.max.ms"))?,
                 fetch_wait_max_ms: num(

@@ -570,6 +570,17 @@ pub const BROKER_KEYS: &[Spec] = &[
         "Memory of the log cleaners' key maps, split evenly across the shards.",
     ),
     spec(
+        "log.fd.cache.size",
+        T::Int,
+        Some("10000"),
+        Check::Between(1, i32::MAX as i64),
+        "Ours, not Kafka's: file descriptors of log files (segments, recovery points) held open \
+         between requests, all shards together (each shard keeps an equal share, at least 16, \
+         and opens the others on demand, closing the least recently used). Bounds the broker's \
+         descriptors whatever its partition count: an idle partition holds none. Files in use by \
+         a read or a sync stay open until it is done.",
+    ),
+    spec(
         "log.cleaner.backoff.ms",
         T::Long,
         Some("15000"),

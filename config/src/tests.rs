@@ -36,6 +36,7 @@ fn defaults() {
     assert_eq!(c.log_retention_ms, 168 * 3_600_000);
     assert_eq!(c.log_retention_bytes, -1);
     assert_eq!(c.log_retention_check_interval_ms, 300_000);
+    assert_eq!(c.log_fd_cache_size, 10_000);
     assert_eq!(c.log_flush_interval_messages, u64::MAX >> 1);
     assert_eq!(c.log_flush_interval_ms, None);
     assert_eq!(c.log_flush_policy, FlushPolicy::Ack);
@@ -74,6 +75,10 @@ fn retention_check_interval_is_a_real_key() {
     assert_eq!(c.log_retention_check_interval_ms, 500);
     assert!(c.ignored.is_empty());
     assert!(load(None, &["log.retention.check.interval.ms=0".into()]).is_err());
+    let c = load(None, &["log.fd.cache.size=64".into()]).unwrap();
+    assert_eq!(c.log_fd_cache_size, 64);
+    assert!(load(None, &["log.fd.cache.size=0".into()]).is_err());
+    assert!(load(None, &["log.fd.cache.size=-5".into()]).is_err());
 }
 
 #[test]

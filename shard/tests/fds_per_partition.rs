@@ -1,16 +1,19 @@
-//! An idle partition holds at most two file descriptors, however many segments it has: the
-//! active segment's `.log` and the recovery-point file. Indexes are memory-mapped and keep no
-//! fd; rolled segments reopen their `.log` only while a read or a sync uses it. (Before, each
-//! segment held three fds, so 5,000 partitions exhausted a 20,000 fd limit.)
+//! The file descriptors of partition logs are bounded by the shard's fd cache
+//! (`log.fd.cache.size`), not by the partition count: every log file is opened on demand
+//! through it, an idle partition holds none of its own, and a clean restart opens no file.
+//! (Before, each partition held two, the active `.log` and the recovery point, so 10,000
+//! partitions exhausted a 20,000 fd limit.)
 //!
 //! Counts the entries of /proc/self/fd that point into the test's own directory, so tests
-//! running in parallel threads do not disturb each other.
+//! running in parallel threads do not disturb each other (each test's thread has its own
+//! shard cache, see `shard::log::fd_cache`).
 #![allow(clippy::unwrap_used)] // a test or example: a failed unwrap is the failure report
 
 use std::path::Path;
 use std::time::Duration;
 
-use shard::{LogConfig, PartitionLog};
+use shard::log::fd_cache;
+use shard::{LogConfig, PartitionLog, RecoveryReport};
 use wire::record_batch::{validate_batch, BatchBuilder, Compression};
 
 fn fds_under(dir: &Path) -> usize {
@@ -21,9 +24,9 @@ fn fds_under(dir: &Path) -> usize {
         .count()
 }
 
-fn batch() -> bytes::Bytes {
+fn batch(value: u8) -> bytes::Bytes {
     BatchBuilder::new(Compression::None)
-        .push(Some(b"k"), Some(&[7u8; 1000]), &[], 1_700_000_000_000)
+        .push(Some(b"k"), Some(&[value; 1000]), &[], 1_700_000_000_000)
         .build()
 }
 
@@ -41,8 +44,8 @@ async fn settle() {
     glommio::timer::sleep(Duration::from_millis(20)).await;
 }
 
-async fn fill(log: &mut PartitionLog, batches: usize) {
-    let bytes = batch();
+async fn fill(log: &mut PartitionLog, batches: usize, value: u8) {
+    let bytes = batch(value);
     for _ in 0..batches {
         let header = validate_batch(&bytes).expect("valid batch");
         log.append(&bytes, &header, 0).expect("append");
@@ -60,21 +63,23 @@ fn rolled_segments_and_indexes_hold_no_fd() {
         .run(async move {
             let path = root.join("t-0");
             let mut log = PartitionLog::open(path.clone(), config()).await.unwrap();
-            fill(&mut log, 40).await;
+            fill(&mut log, 40, 1).await;
             assert!(
                 log.segment_count() >= 10,
                 "segments: {}",
                 log.segment_count()
             );
             settle().await;
+            // The active `.log` and the recovery point, cached (the cache is far from full);
+            // rolled segments left the cache when they were synced.
             let idle = fds_under(&root);
             assert!(
                 idle <= 2,
-                "an idle partition with {} segments holds {idle} fds",
+                "a partition with {} segments holds {idle} fds",
                 log.segment_count()
             );
 
-            // Reading old segments reopens their .log for the read only, and works.
+            // Reading old segments opens their .log through the cache, and works.
             let read = log.read(0, 64 << 10, i64::MAX).await.unwrap();
             assert!(
                 read.len() > 4096,
@@ -83,61 +88,101 @@ fn rolled_segments_and_indexes_hold_no_fd() {
             );
             let (ts_offset, _) = log.offset_for_timestamp(0).await.unwrap().unwrap();
             assert_eq!(ts_offset, 0);
-            settle().await;
-            assert!(
-                fds_under(&root) <= 2,
-                "after reads: {} fds",
-                fds_under(&root)
-            );
 
-            // A clean restart, then one that must recover (no close): still two fds.
+            // A clean close leaves nothing open; a clean restart opens nothing.
             log.close().await.unwrap();
             settle().await;
             assert_eq!(fds_under(&root), 0);
             let mut log = PartitionLog::open(path.clone(), config()).await.unwrap();
-            fill(&mut log, 5).await;
-            let end = log.log_end_offset();
             settle().await;
-            assert!(
-                fds_under(&root) <= 2,
-                "after a clean restart: {} fds",
-                fds_under(&root)
-            );
+            assert_eq!(fds_under(&root), 0, "after a clean restart");
+            fill(&mut log, 5, 2).await;
+            let end = log.log_end_offset();
+            // A restart that must recover (no close).
             drop(log);
             settle().await;
             let log = PartitionLog::open(path, config()).await.unwrap();
             assert_eq!(log.log_end_offset(), end);
+            drop(log);
             settle().await;
-            assert!(
-                fds_under(&root) <= 2,
-                "after recovery: {} fds",
-                fds_under(&root)
-            );
+            assert_eq!(fds_under(&root), 0, "a dropped log leaves nothing open");
         });
 }
 
+/// Many more partitions than the cache holds, each written, read, closed and reopened: the
+/// descriptors under the data directory never pass the cache size, and every record reads
+/// back after its files were evicted and reopened.
 #[test]
-fn many_partitions_two_fds_each() {
-    const PARTITIONS: usize = 64;
+fn many_partitions_stay_within_the_fd_cache() {
+    const PARTITIONS: usize = 2_000;
+    const CACHE: usize = 64;
+    /// Logs opened at once (each new partition waits for an fsync of the directory).
+    const CONCURRENT_OPENS: usize = 32;
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().to_path_buf();
     glommio::LocalExecutorBuilder::default()
         .make()
         .unwrap()
         .run(async move {
-            let mut logs = Vec::new();
-            for p in 0..PARTITIONS {
-                let mut log = PartitionLog::open(root.join(format!("t-{p}")), config())
-                    .await
-                    .unwrap();
-                fill(&mut log, 5).await;
-                logs.push(log);
+            fd_cache::set_shard_capacity(CACHE);
+            let cfg = config();
+            let open_all = || async {
+                let mut logs = Vec::with_capacity(PARTITIONS);
+                for chunk in (0..PARTITIONS).collect::<Vec<_>>().chunks(CONCURRENT_OPENS) {
+                    let opens = chunk
+                        .iter()
+                        .map(|p| PartitionLog::open(root.join(format!("t-{p}")), cfg.clone()));
+                    for log in futures::future::join_all(opens).await {
+                        logs.push(log.unwrap());
+                    }
+                    settle().await;
+                    assert!(fds_under(&root) <= CACHE, "{} fds", fds_under(&root));
+                }
+                logs
+            };
+            let mut logs = open_all().await;
+            for (p, log) in logs.iter_mut().enumerate() {
+                fill(log, 1, p as u8).await;
+                if p % 100 == 0 {
+                    settle().await;
+                    assert!(fds_under(&root) <= CACHE, "{} fds", fds_under(&root));
+                }
             }
             settle().await;
             let fds = fds_under(&root);
             assert!(
-                fds <= 2 * PARTITIONS,
-                "{PARTITIONS} partitions hold {fds} fds"
+                fds <= CACHE,
+                "{PARTITIONS} partitions hold {fds} fds, cache {CACHE}"
             );
+            let stats = fd_cache::shard_stats();
+            assert!(stats.cached <= CACHE && stats.evicted > 0, "{stats:?}");
+            for log in logs {
+                log.close().await.unwrap();
+            }
+            settle().await;
+            assert_eq!(fds_under(&root), 0);
+
+            // A clean restart opens no file at all.
+            let logs = open_all().await;
+            settle().await;
+            assert_eq!(fds_under(&root), 0);
+            for (p, log) in logs.iter().enumerate() {
+                assert_eq!(log.recovery_report(), RecoveryReport::default());
+                let read = log.read(0, 1 << 20, i64::MAX).await.unwrap();
+                assert_eq!(
+                    read.len(),
+                    batch(0).len(),
+                    "partition {p}: log end {}, start {}, size {}",
+                    log.log_end_offset(),
+                    log.log_start_offset(),
+                    log.size_bytes()
+                );
+                // As appended, past the 16 bytes the log patches (base offset, length, epoch).
+                assert_eq!(read[16..], batch(p as u8)[16..], "partition {p}");
+                if p % 100 == 0 {
+                    settle().await;
+                    assert!(fds_under(&root) <= CACHE, "{} fds", fds_under(&root));
+                }
+            }
         });
 }

@@ -4,11 +4,12 @@
 //! every `index.interval.bytes` of log, keyed (as Kafka does) by the LAST offset of the batch
 //! that starts at that position, so keys and positions both strictly increase.
 //!
-//! Where the entries live: the active segment's (and one being recovered) in memory, written
-//! to the file (Kafka's format, exactly `entries * size` bytes) through the storage seam when
-//! the segment becomes inactive (roll, clean close, recovery); an inactive segment's only in
+//! Where the entries live: the active segment's (and one being recovered) in memory once it
+//! takes appends, written to the file (Kafka's format, exactly `entries * size` bytes)
+//! through the storage seam when the segment becomes inactive (roll, clean close, recovery);
+//! an inactive segment's, and an active one's until its first append after open, only in
 //! the file, read with a few page-cache `pread`s per lookup (binary search), so old segments
-//! cost no memory. Losing the active segment's index in a crash is harmless: recovery always
+//! and idle partitions cost no memory. Losing the active segment's index in a crash is harmless: recovery always
 //! re-validates the active segment and rebuilds its indexes from the log.
 //!
 //! Why not mmap (as before): a mapping cannot live on the simulated disk, and page faults in
@@ -52,9 +53,10 @@ pub(crate) struct IndexFile {
 }
 
 impl IndexFile {
-    /// `capacity_bytes` given (active or to be recovered): loads the entries into memory with
-    /// room for appends up to that many bytes. `None` (inactive, trusted): leaves them in the
-    /// file. A missing file is empty; a partial trailing entry is ignored; the caller
+    /// Leaves the entries in the file (its length is all that is read); `ensure_loaded`
+    /// brings them into memory before the first append. `capacity_bytes` given (active or to
+    /// be recovered): appends may add entries up to that many bytes. `None` (inactive,
+    /// trusted): full. A missing file is empty; a partial trailing entry is ignored; the caller
     /// sanity-checks or resets.
     pub(crate) fn open(
         disk: &Disk,
@@ -70,21 +72,19 @@ impl IndexFile {
             capacity: 0,
             saved: None,
         };
-        match capacity_bytes {
-            Some(cap) => {
-                index.load()?;
-                index.resize(cap)?;
+        index.entries = match disk.file_len(path) {
+            Ok(len) => Entries::OnDisk {
+                count: (len / entry_size as u64) as usize,
+            },
+            // Nothing to load: a new segment's appends start from an empty buffer.
+            Err(e) if e.kind() == io::ErrorKind::NotFound && capacity_bytes.is_some() => {
+                Entries::Loaded(Vec::new())
             }
-            None => {
-                let len = match disk.file_len(path) {
-                    Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
-                    Err(e) => return Err(e),
-                };
-                index.entries = Entries::OnDisk {
-                    count: (len / entry_size as u64) as usize,
-                };
-            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Entries::OnDisk { count: 0 },
+            Err(e) => return Err(e),
+        };
+        if let Some(cap) = capacity_bytes {
+            index.resize(cap);
         }
         Ok(index)
     }
@@ -103,13 +103,24 @@ impl IndexFile {
         Ok(())
     }
 
-    /// Room for `cap` bytes of entries (rounded down), never below the current entries;
-    /// loads them into memory when there is room for more.
-    pub(crate) fn resize(&mut self, cap: u64) -> io::Result<()> {
-        self.capacity = ((cap / self.entry_size as u64) as usize).max(self.entries());
-        if self.capacity > self.entries() {
+    /// Brings the entries into memory (a no-op if they are), with room reserved as `resize`
+    /// says: before the first append to an active segment after open.
+    pub(crate) fn ensure_loaded(&mut self) -> io::Result<()> {
+        if let Entries::OnDisk { .. } = self.entries {
             self.load()?;
+            self.reserve();
         }
+        Ok(())
+    }
+
+    /// Room for `cap` bytes of entries (rounded down), never below the current entries. The
+    /// entries stay where they are (see `ensure_loaded`).
+    pub(crate) fn resize(&mut self, cap: u64) {
+        self.capacity = ((cap / self.entry_size as u64) as usize).max(self.entries());
+        self.reserve();
+    }
+
+    fn reserve(&mut self) {
         if let Entries::Loaded(buf) = &mut self.entries {
             // A first page reserved up front; beyond it the buffer doubles, so an append
             // allocates only when it adds the entry past a power of two (amortized per index
@@ -120,7 +131,6 @@ impl IndexFile {
                 buf.reserve_exact(bytes - buf.len());
             }
         }
-        Ok(())
     }
 
     /// Writes the file as exactly its entries (segment rolled / clean close / recovered),

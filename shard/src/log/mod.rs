@@ -24,6 +24,7 @@ pub(crate) mod batch;
 pub(crate) mod checkpoint;
 pub mod cleaner;
 pub mod dir;
+pub mod fd_cache;
 pub(crate) mod index;
 pub(crate) mod leader_epoch;
 pub(crate) mod offset_map;

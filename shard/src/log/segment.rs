@@ -7,10 +7,11 @@
 //! wire's `validate_batch`, truncating at the first bad byte, indexes rebuilt). Reading for
 //! fetches lives in `partition_log`, which only needs the fd (`file()`) and the indexes.
 //!
-//! File descriptors: only the active segment holds its `.log` open. An inactive segment keeps
-//! a weak reference: its fd lives while a read or a sync job holds it and is reopened on
-//! demand, so an idle partition costs one fd however many segments it has (plus the
-//! recovery-point file). The indexes hold no fd at all (see `index`).
+//! File descriptors: no segment holds its `.log` open. Each opens it on demand through the
+//! shard's `FdCache` (bounded by `log.fd.cache.size`), which keeps the recently used ones:
+//! an appended partition finds its active segment's fd there, an idle one holds none. A read
+//! or sync job holds its own `Rc` of the fd, which stays valid if the cache evicts it. The
+//! indexes hold no fd either (see `index`).
 //!
 //! Bounds: positions are u32 (the log caps segment size below 2 GiB); relative offsets fit in
 //! i32 (the log rolls before they would not).
@@ -19,12 +20,13 @@ use std::cell::RefCell;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use wire::record_batch::{validate_batch, validate_stored_batch};
 
 use super::batch::{self, BATCH_HEADER_BYTES, LOG_OVERHEAD, PEEK_BYTES};
+use super::fd_cache::CachedFd;
 use super::index::OffsetIndex;
 use super::segment_paths;
 use super::time_index::TimeIndex;
@@ -41,10 +43,10 @@ pub(crate) struct Segment {
     disk: Disk,
     pub base_offset: i64,
     pub log_path: Rc<Path>,
-    /// The `.log` fd while this is the active segment (appends need it every time).
-    held: Option<Rc<File>>,
-    /// The `.log` fd some read or sync job of this inactive segment still holds, if any.
-    shared: RefCell<Weak<File>>,
+    /// The `.log` fd, opened on demand and kept by the shard's `FdCache`.
+    fd: CachedFd,
+    /// Appends may go here: the active segment (or one being recovered).
+    appendable: bool,
     /// The descriptor (a dup of the `.log` fd) that fetched file ranges of this segment hold,
     /// while any does: ranges read while it lives share it (see `PartitionLog::read_ranges`).
     pub(crate) range_fd: RangeFd,
@@ -94,19 +96,12 @@ fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Log
     move |e| LogError::io(op, path, e)
 }
 
-/// Opens a segment's `.log` for reading and writing (creating it if missing): on the real
-/// disk glommio's file, so pwritev (sync) and read_at / fdatasync through io_uring share the
-/// one fd.
-fn open_log(disk: &Disk, path: &Path) -> Result<(Rc<File>, u64), LogError> {
-    let (file, size) = disk.open(path, true).map_err(io_err("open", path))?;
-    Ok((Rc::new(file), size))
-}
-
 impl Segment {
-    /// Opens (creating if missing) the three files of the segment at `base_offset`.
-    /// `index_capacity`: preallocate both indexes to this many bytes (active or being
-    /// recovered; the `.log` fd is then held); `None` maps them as they are (inactive,
-    /// trusted; no fd is kept). `size` and `next_offset` are provisional until `recover` /
+    /// The segment at `base_offset`: its `.log` is created if missing (a new segment, whose
+    /// fd goes into the cache for the appends to come), else only its length is read; the
+    /// indexes' entries stay in their files (see `IndexFile::open`). `index_capacity`: the
+    /// indexes may grow to this many bytes (active or being recovered: appends allowed);
+    /// `None`: inactive, trusted. `size` and `next_offset` are provisional until `recover` /
     /// `load_tail` or the caller set them.
     pub(crate) fn open(
         disk: &Disk,
@@ -116,10 +111,17 @@ impl Segment {
         now_ms: i64,
     ) -> Result<Segment, LogError> {
         let (log_path, index_path, time_path) = segment_paths(dir, base_offset);
-        let (file, size) = open_log(disk, &log_path)?;
-        let (held, shared) = match index_capacity {
-            Some(_) => (Some(file), Weak::new()),
-            None => (None, Rc::downgrade(&file)),
+        let fd = CachedFd::new();
+        let size = match disk.file_len(&log_path) {
+            Ok(size) => size,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let (file, size) = disk
+                    .open(&log_path, true)
+                    .map_err(io_err("create", &log_path))?;
+                fd.adopt(Rc::new(file));
+                size
+            }
+            Err(e) => return Err(LogError::io("stat", &log_path, e)),
         };
         let index = OffsetIndex::open(disk, &index_path, base_offset, index_capacity)
             .map_err(io_err("open index", &index_path))?;
@@ -132,8 +134,8 @@ impl Segment {
             disk: disk.clone(),
             base_offset,
             log_path: Rc::from(log_path.as_path()),
-            held,
-            shared: RefCell::new(shared),
+            fd,
+            appendable: index_capacity.is_some(),
             range_fd: RangeFd::default(),
             size,
             allocated: size,
@@ -149,26 +151,21 @@ impl Segment {
         })
     }
 
-    /// The `.log` fd: the held one, one a read or sync job still holds, or a fresh open (which
-    /// can fail, e.g. with EMFILE: the caller's read or sync fails, the log does not).
+    /// The `.log` fd: the cached one, one a read or sync job still holds, or a fresh open
+    /// (which can fail, e.g. with EMFILE: the caller's append, read or sync fails, the log
+    /// does not). On the real disk glommio's file, so pwritev (sync) and read_at / fdatasync
+    /// through io_uring share the one fd. Never creates the file: a segment whose `.log`
+    /// vanished fails its reads.
     pub(crate) fn file(&self) -> Result<Rc<File>, LogError> {
-        if let Some(file) = &self.held {
-            return Ok(file.clone());
-        }
-        if let Some(file) = self.shared.borrow().upgrade() {
-            return Ok(file);
-        }
-        let (file, _) = open_log(&self.disk, &self.log_path)?;
-        *self.shared.borrow_mut() = Rc::downgrade(&file);
-        Ok(file)
+        self.fd
+            .get(|| self.disk.open(&self.log_path, false).map(|(f, _)| f))
+            .map_err(io_err("open", &self.log_path))
     }
 
-    /// Stops holding the `.log` fd (the segment is inactive): it closes when the last read or
-    /// sync job using it is done.
-    fn release_file(&mut self) {
-        if let Some(file) = self.held.take() {
-            *self.shared.borrow_mut() = Rc::downgrade(&file);
-        }
+    /// Whether the `.log` fd is open now (cached, or held by a read or sync job).
+    #[cfg(test)]
+    pub(crate) fn is_open(&self) -> bool {
+        self.fd.is_open()
     }
 
     /// Whether appending a batch ending at `last_offset` needs a new segment first because an
@@ -200,16 +197,24 @@ impl Segment {
     ) -> Result<(), LogError> {
         let position = self.size;
         let total = (prefix.len() + rest.len()) as u64;
-        let file = match &self.held {
-            Some(file) => file,
-            None => {
-                return Err(LogError::io(
-                    "write",
-                    &self.log_path,
-                    io::Error::other("append to an inactive segment"),
-                ))
-            }
-        };
+        if !self.appendable {
+            return Err(LogError::io(
+                "write",
+                &self.log_path,
+                io::Error::other("append to an inactive segment"),
+            ));
+        }
+        // The first append since open brings the indexes into memory (an idle partition keeps
+        // them in their files only).
+        self.index
+            .inner
+            .ensure_loaded()
+            .map_err(io_err("read index", self.index.inner.path()))?;
+        self.time_index
+            .inner
+            .ensure_loaded()
+            .map_err(io_err("read time index", self.time_index.inner.path()))?;
+        let file = self.file()?;
         let end = position + total;
         if end > self.allocated && preallocate > 0 {
             let want = (position + preallocate).min(limit).max(end);
@@ -276,6 +281,7 @@ impl Segment {
             .inner
             .trim(&self.disk)
             .map_err(io_err("write time index", self.time_index.inner.path()))?;
+        self.appendable = false;
         Ok(())
     }
 
@@ -284,44 +290,42 @@ impl Segment {
     /// where its batches do, which is what a clean reopen, `dump-log` and copies expect.
     fn trim_preallocated(&mut self) -> Result<(), LogError> {
         if self.allocated > self.size {
-            if let Some(file) = &self.held {
-                file.truncate(self.size)
-                    .map_err(io_err("truncate", &self.log_path))?;
-            }
+            self.file()?
+                .truncate(self.size)
+                .map_err(io_err("truncate", &self.log_path))?;
             self.allocated = self.size;
         }
         Ok(())
     }
 
-    /// Becomes the active segment again (after a restart): `.log` fd held, indexes
-    /// preallocated for appends.
+    /// Becomes the active segment again (after a restart): appends allowed, indexes may grow
+    /// to `index_capacity` bytes (loaded into memory at the first append).
     pub(crate) fn make_active(&mut self, index_capacity: u64) -> Result<(), LogError> {
-        if self.held.is_none() {
-            self.held = Some(self.file()?);
-        }
-        self.index
-            .inner
-            .resize(index_capacity)
-            .map_err(io_err("read index", self.index.inner.path()))?;
-        self.time_index
-            .inner
-            .resize(index_capacity)
-            .map_err(io_err("read time index", self.time_index.inner.path()))?;
+        self.appendable = true;
+        self.index.inner.resize(index_capacity);
+        self.time_index.inner.resize(index_capacity);
         Ok(())
     }
 
     /// Every file that must be fdatasynced for this segment to be durable: the `.log` always;
     /// with `with_indexes` (the segment is inactive: recovery trusts its indexes then) the
-    /// index files written since the last call too. An inactive segment stops holding its
-    /// `.log` fd here: the sync job keeps it until it is done. The transaction index counts
-    /// as an index (recovery rebuilds it for the segments it re-scans).
+    /// index files written since the last call too. The sync job holds its fds until it is
+    /// done, whatever the cache does meanwhile. The transaction index counts as an index
+    /// (recovery rebuilds it for the segments it re-scans).
     pub(crate) fn files_to_sync(&mut self, with_indexes: bool) -> Result<Vec<Rc<File>>, LogError> {
         let mut v = vec![self.file()?];
         if with_indexes {
             v.extend(self.index.inner.take_saved());
             v.extend(self.time_index.inner.take_saved());
-            v.extend(self.txn_index.take_unsynced());
-            self.release_file();
+            let txn_path = self.txn_index.path().to_path_buf();
+            v.extend(
+                self.txn_index
+                    .take_unsynced(&self.disk)
+                    .map_err(io_err("open", &txn_path))?,
+            );
+            // Inactive now: its fd leaves the cache for the hot ones (the sync job holds it
+            // until done; a read of old records opens it again).
+            self.fd.release();
         }
         Ok(v)
     }

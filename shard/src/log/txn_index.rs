@@ -13,8 +13,8 @@
 //!
 //! Bounds: the entries are also kept in memory, 32 bytes each, for every segment (Kafka
 //! reads the file on each fetch instead). Aborts are rare, so this stays small; the file
-//! needs no fd while the log is idle (the one that wrote an entry is kept only until the
-//! next sync of the segment takes it, as the offset index's is).
+//! is opened through the shard's `FdCache` when an entry is written, so an idle log holds
+//! no fd for it (the next sync of the segment reopens it if the cache let it go).
 //!
 //! Durability: the file of an inactive segment is synced with it (`Segment::files_to_sync`),
 //! so recovery may trust it below the recovery point; the segments recovery re-scans get
@@ -24,6 +24,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use super::fd_cache::CachedFd;
 use crate::storage::{Disk, File};
 
 /// Bytes of one entry in the file.
@@ -146,8 +147,10 @@ pub(crate) fn txn_index_path(dir: &Path, base_offset: i64) -> PathBuf {
 pub(crate) struct TxnIndex {
     path: PathBuf,
     entries: Vec<AbortedTxn>,
-    /// The fd that wrote entries since the last `take_unsynced`.
-    unsynced: Option<Rc<File>>,
+    /// The file's fd, while the shard's cache keeps it.
+    fd: CachedFd,
+    /// Entries were written (or the file cut) since the last `take_unsynced`.
+    unsynced: bool,
 }
 
 impl TxnIndex {
@@ -157,7 +160,8 @@ impl TxnIndex {
         let mut index = TxnIndex {
             path,
             entries: Vec::new(),
-            unsynced: None,
+            fd: CachedFd::new(),
+            unsynced: false,
         };
         // Most segments have no index file: a lookup in the namespace, no open, no read.
         if !disk.exists(&index.path) {
@@ -189,17 +193,22 @@ impl TxnIndex {
         &self.entries
     }
 
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file, through the shard's cache (created if missing).
+    fn file(&self, disk: &Disk) -> io::Result<Rc<File>> {
+        self.fd.get(|| disk.open(&self.path, true).map(|(f, _)| f))
+    }
+
     /// Appends an entry to the file (page cache; synced with the segment) and to memory.
     pub(crate) fn append(&mut self, disk: &Disk, entry: AbortedTxn) -> io::Result<()> {
-        let file = match &self.unsynced {
-            Some(f) => f.clone(),
-            None => Rc::new(disk.open(&self.path, true)?.0),
-        };
-        file.write_at(
+        self.file(disk)?.write_at(
             &entry.encode(),
             (self.entries.len() * TXN_ENTRY_BYTES) as u64,
         )?;
-        self.unsynced = Some(file);
+        self.unsynced = true;
         self.entries.push(entry);
         Ok(())
     }
@@ -212,12 +221,8 @@ impl TxnIndex {
             return Ok(());
         }
         self.entries.truncate(keep);
-        let file = match &self.unsynced {
-            Some(f) => f.clone(),
-            None => Rc::new(disk.open(&self.path, true)?.0),
-        };
-        file.truncate((keep * TXN_ENTRY_BYTES) as u64)?;
-        self.unsynced = Some(file);
+        self.file(disk)?.truncate((keep * TXN_ENTRY_BYTES) as u64)?;
+        self.unsynced = true;
         Ok(())
     }
 
@@ -225,19 +230,25 @@ impl TxnIndex {
     /// re-scans from the markers in it).
     pub(crate) fn clear(&mut self, disk: &Disk) -> io::Result<()> {
         self.truncate_to(disk, i64::MIN)?;
-        if self.entries.is_empty() && self.unsynced.is_none() && disk.exists(&self.path) {
-            let (file, len) = disk.open(&self.path, false)?;
-            if len > 0 {
+        if self.entries.is_empty() && !self.unsynced && disk.exists(&self.path) {
+            let file = self.file(disk)?;
+            if file.len()? > 0 {
                 file.truncate(0)?;
-                self.unsynced = Some(Rc::new(file));
+                self.unsynced = true;
             }
         }
         Ok(())
     }
 
-    /// The fd to fdatasync for the entries written since the last call, if any.
-    pub(crate) fn take_unsynced(&mut self) -> Option<Rc<File>> {
-        self.unsynced.take()
+    /// The fd to fdatasync for the entries written since the last call, if any (reopened if
+    /// the shard's cache let it go: fdatasync covers the inode's writes through any fd).
+    pub(crate) fn take_unsynced(&mut self, disk: &Disk) -> io::Result<Option<Rc<File>>> {
+        if !self.unsynced {
+            return Ok(None);
+        }
+        let file = self.file(disk)?;
+        self.unsynced = false;
+        Ok(Some(file))
     }
 
     /// Kafka's `collectAbortedTxns(fetchOffset, upperBoundOffset)`: adds the entries with

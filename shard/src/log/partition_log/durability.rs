@@ -9,7 +9,7 @@ use std::rc::{Rc, Weak};
 
 use super::{DirtyLogs, DirtyWatch, PartitionLog};
 use crate::fsyncs::{self, SyncReason};
-use crate::log::checkpoint::{self, Checkpoint};
+use crate::log::checkpoint::{self, Checkpoint, CleanState};
 use crate::log::{join_all, snapshot_path, LogError};
 use crate::storage::{Disk, File};
 
@@ -228,18 +228,43 @@ impl PartitionLog {
         }
     }
 
+    /// What a clean close would write in `.clean_shutdown` now.
+    fn clean_state(&self) -> CleanState {
+        let active = self.active();
+        CleanState {
+            active_base: active.base_offset,
+            active_size: active.size,
+            next_offset: active.next_offset,
+            first_timestamp: self.active_first_timestamp,
+            max_timestamp: active.max_timestamp,
+            offset_of_max_timestamp: active.offset_of_max_timestamp,
+            segment_count: self.segments.len() as u64,
+            bases_hash: checkpoint::bases_hash(self.segments.iter().map(|s| s.base_offset)),
+        }
+    }
+
     /// Clean shutdown: final time-index entry and trimmed indexes on the active segment,
     /// everything synced, recovery point at the end, then the clean-shutdown marker (durable).
+    /// A log opened clean and left as it was (an idle partition) does nothing: its marker
+    /// still says it all.
     pub async fn close(mut self) -> Result<(), LogError> {
         if let Some(e) = self.failure() {
             return Err(e);
         }
+        if !self.is_dirty() && self.clean_on_disk == Some(self.clean_state()) {
+            return Ok(());
+        }
+        let disk = self.env.disk.clone();
         let active = self.active_mut();
         active.make_inactive()?;
+        let txn_path = active.txn_index.path().to_path_buf();
         let saved = [
             active.index.inner.take_saved(),
             active.time_index.inner.take_saved(),
-            active.txn_index.take_unsynced(),
+            active
+                .txn_index
+                .take_unsynced(&disk)
+                .map_err(|e| LogError::io("open", &txn_path, e))?,
         ];
         self.unsynced.extend(saved.into_iter().flatten());
         self.active_dirty = true;
@@ -255,7 +280,7 @@ impl PartitionLog {
         let marker = checkpoint::clean_marker(&self.dir);
         self.env
             .disk
-            .write_file(&marker, b"")
+            .write_file(&marker, &self.clean_state().encode())
             .map_err(|e| LogError::io("create", &marker, e))?;
         fsyncs::attribute(SyncReason::OpenClose, 1);
         self.env

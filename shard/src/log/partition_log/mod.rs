@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::rc::{Rc, Weak};
 
 use crate::config::LogConfig;
-use crate::log::checkpoint::{Checkpoint, CheckpointFile};
+use crate::log::checkpoint::{Checkpoint, CheckpointFile, CleanState};
 use crate::log::leader_epoch::LeaderEpochCache;
 use crate::log::producer_state::ProducerStateManager;
 use crate::log::segment::Segment;
@@ -39,6 +39,8 @@ use crate::storage::{Disk, Env, File};
 
 mod append;
 mod durability;
+#[cfg(test)]
+mod fd_cache_tests;
 mod read;
 mod recovery;
 #[cfg(test)]
@@ -113,6 +115,9 @@ pub struct PartitionLog {
     /// Truncations so far (`truncate_to`, `truncate_fully_and_start_at`): a sync job taken
     /// before one must not move the durable offset or the recovery point when it finishes.
     truncations: u64,
+    /// What `.clean_shutdown` says, while it is on disk and trusted (opened clean and not
+    /// truncated since): a close that finds the log still so writes nothing.
+    clean_on_disk: Option<CleanState>,
 }
 
 /// How `append_stamped` sets a batch's timestamp type and max timestamp (Kafka's

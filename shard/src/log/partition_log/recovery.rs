@@ -9,7 +9,7 @@ use super::{corrupt, remove_file_if_exists, PartitionLog, RecoveryReport};
 use crate::config::LogConfig;
 use crate::fsyncs::{self, SyncReason};
 use crate::log::batch::{self, BATCH_HEADER_BYTES, PEEK_TS_BYTES};
-use crate::log::checkpoint::{self, Checkpoint, CheckpointFile};
+use crate::log::checkpoint::{self, Checkpoint, CheckpointFile, CleanMarker};
 use crate::log::dir::{self, TopicId};
 use crate::log::leader_epoch::LeaderEpochCache;
 use crate::log::producer_state::ProducerStateManager;
@@ -20,9 +20,11 @@ use crate::storage::{Disk, Env};
 impl PartitionLog {
     /// Opens or creates the partition directory and recovers it.
     ///
-    /// - After a clean close (`.clean_shutdown`): indexes are trusted; the tail of the last
-    ///   segment is walked (headers only) to find the log end; any inconsistency falls back to
-    ///   full recovery of that segment.
+    /// - After a clean close (`.clean_shutdown` matching the directory, see `checkpoint`):
+    ///   indexes are trusted; the log end and the active segment's timestamps come from the
+    ///   marker, so no `.log` or index file is opened; the marker stays. A marker that does
+    ///   not match (or is empty: an older version's, or its content lost with a power loss)
+    ///   is removed and the log recovered as below.
     /// - Otherwise: segments before the recovery point's segment are trusted (sanity-checked);
     ///   that segment and every later one are fully re-validated (lengths, CRC-32C, counts,
     ///   increasing offsets) and their indexes rebuilt. At the first bad byte the `.log` is
@@ -126,9 +128,32 @@ impl PartitionLog {
             bases.push(durable_start.unwrap_or(0));
         }
         let marker = checkpoint::clean_marker(&dir);
-        let clean = disk.exists(&marker);
-        let (cp_file, cp) = CheckpointFile::open(&disk, &dir)
-            .map_err(|e| LogError::io("open", &dir.join(checkpoint::RECOVERY_POINT_FILE), e))?;
+        let found = checkpoint::read_clean_marker(&disk, &dir)
+            .map_err(|e| LogError::io("read", &marker, e))?;
+        // The state the marker vouches for, if the directory still matches it.
+        let clean_state = match found {
+            Some(CleanMarker::State(state)) => {
+                let last = *bases.last().expect("at least one base");
+                let (log_path, _, _) = crate::log::segment_paths(&dir, last);
+                let size = disk.file_len(&log_path).ok();
+                size.is_some_and(|size| state.matches(&bases, size))
+                    .then_some(state)
+            }
+            _ => None,
+        };
+        let clean = clean_state.is_some();
+        if found.is_some() && !clean {
+            // Stale (the log changed after the close) or unreadable: recovery below runs
+            // and syncs the directory before anything is appended, removal included.
+            tracing::info!(dir = %dir.display(), "clean shutdown marker does not match the log; recovering");
+            remove_file_if_exists(&disk, &marker)?;
+        }
+        let (cp_file, cp) = if clean_state.is_some() {
+            (CheckpointFile::unread(&disk, &dir), None)
+        } else {
+            CheckpointFile::open(&disk, &dir)
+                .map_err(|e| LogError::io("read", &dir.join(checkpoint::RECOVERY_POINT_FILE), e))?
+        };
         // Index of the first segment to re-validate (None: trust all).
         let mut recover_from: Option<usize> = if clean {
             None
@@ -164,7 +189,12 @@ impl PartitionLog {
                 now,
             )?;
             seg.gaps_allowed = compacted;
-            if trusted {
+            if let Some(state) = clean_state.filter(|_| last) {
+                // Nothing to read: the close wrote down what the `.log` and indexes say.
+                seg.next_offset = state.next_offset;
+                seg.max_timestamp = state.max_timestamp;
+                seg.offset_of_max_timestamp = state.offset_of_max_timestamp;
+            } else if trusted {
                 // The last segment's end is found by load_tail; no upper bound for the check.
                 let next = if last { i64::MAX } else { bases[i + 1] };
                 let mut ok = seg.load_trusted(next);
@@ -251,15 +281,22 @@ impl PartitionLog {
             messages_since_sync: 0,
             first_unsynced_ms: None,
             checkpoint: cp_file,
-            last_checkpoint: None,
+            // After a clean close: the point the close wrote (a truncation below it must
+            // move it back, see `truncate`).
+            last_checkpoint: clean_state.map(|s| Checkpoint {
+                next_offset: s.next_offset,
+                segment_base: s.active_base,
+                position: s.active_size,
+            }),
             failed: None,
             syncs_completed: 0,
             recovery: report,
             producers: ProducerStateManager::new(),
             epochs: LeaderEpochCache::load(&disk, &dir),
-            active_first_timestamp: None,
+            active_first_timestamp: clean_state.and_then(|s| s.first_timestamp),
             watch: None,
             truncations: 0,
+            clean_on_disk: clean_state,
         };
         if report.segments_recovered > 0 {
             tracing::info!(
@@ -297,21 +334,18 @@ impl PartitionLog {
         let rescanned = recover_from.map(|r| r.min(log.segments.len() - 1));
         log.load_producer_state(now, rescanned).await?;
         log.load_leader_epochs()?;
-        log.load_active_first_timestamp().await?;
+        if clean_state.is_none() {
+            log.load_active_first_timestamp().await?;
+        }
         log.sync_for(SyncReason::OpenClose).await?;
-        log.write_checkpoint(Checkpoint {
-            next_offset: log_end,
-            segment_base: log.active().base_offset,
-            position: log.active().size,
-        })?;
-        if clean {
-            // Remove the marker durably before any append: a crash later must recover.
-            disk.remove_file(&marker)
-                .map_err(|e| LogError::io("remove", &marker, e))?;
-            fsyncs::attribute(SyncReason::OpenClose, 1);
-            disk.sync_dir(&dir)
-                .await
-                .map_err(|e| LogError::io("sync dir", &dir, e))?;
+        if clean_state.is_none() {
+            // After a clean close the file already holds this point (or an older one, if a
+            // power loss took the close's unsynced write: recovery would only scan more).
+            log.write_checkpoint(Checkpoint {
+                next_offset: log_end,
+                segment_base: log.active().base_offset,
+                position: log.active().size,
+            })?;
         }
         if let Some(t) = pending_truncation {
             log.finish_truncation(t)?;
@@ -423,8 +457,13 @@ impl PartitionLog {
             // Rebuilt indexes of inactive segments are synced with the recovered data (the
             // active segment's goes with its roll or close).
             let last = self.segments.len() - 1;
+            let disk = self.env.disk.clone();
             for seg in &mut self.segments[r..last] {
-                self.unsynced.extend(seg.txn_index.take_unsynced());
+                let file = seg
+                    .txn_index
+                    .take_unsynced(&disk)
+                    .map_err(|e| LogError::io("open", seg.txn_index.path(), e))?;
+                self.unsynced.extend(file);
             }
         }
         let expired = self.remove_expired_producers(now);

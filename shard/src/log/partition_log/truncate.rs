@@ -235,6 +235,16 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Removes `.clean_shutdown` before a truncation changes the log: appends after it could
+    /// bring back the size and segment list the marker describes with other bytes. The
+    /// commit record's directory fsync, which follows at once, makes the removal durable.
+    fn forget_clean_marker(&mut self) -> Result<(), LogError> {
+        if self.clean_on_disk.take().is_some() {
+            remove_file_if_exists(&self.env.disk, &checkpoint::clean_marker(&self.dir))?;
+        }
+        Ok(())
+    }
+
     fn truncate_inner(&mut self, offset: i64) -> Result<bool, LogError> {
         if offset >= self.log_end_offset() {
             // Kafka's `truncateTo` cuts the epoch cache even so: a leader that assigned an
@@ -260,6 +270,7 @@ impl PartitionLog {
         if cut.swap {
             self.write_swap(k, cut.position)?;
         }
+        self.forget_clean_marker()?;
         write_commit(&disk, &dir, Truncation::To(cut.new_end))?;
         tracing::info!(dir = %dir.display(), offset, new_end = cut.new_end, old_end = self.log_end_offset(), "truncating log");
         // Committed: from here a crash is finished by the next open. The segments stay in
@@ -369,6 +380,7 @@ impl PartitionLog {
     fn truncate_fully_inner(&mut self, offset: i64) -> Result<(), LogError> {
         let disk = self.env.disk.clone();
         let dir = self.dir.clone();
+        self.forget_clean_marker()?;
         write_commit(&disk, &dir, Truncation::Full(offset))?;
         tracing::info!(dir = %dir.display(), offset, old_end = self.log_end_offset(), "truncating log fully");
         let now = self.env.clock.now_ms();
