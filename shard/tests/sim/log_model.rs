@@ -168,8 +168,11 @@ impl Sim {
             "log end {end} after restart is below the acknowledged offset {}: acked records lost, offsets would be reused",
             self.model.acked
         );
-        // Offsets at or past the log end will be assigned again: forget what was there.
-        self.model.batches.retain(|&base, _| base < end);
+        // Offsets at or past the log end will be assigned again: forget what was there. A
+        // batch is kept or lost whole: one reaching the end is gone even where its base is
+        // below it (a DeleteRecords inside it moved the log start, hence the end, past its
+        // base).
+        self.model.batches.retain(|_, &mut (last, _)| last < end);
         // Read the whole log; every batch must be one we wrote, at its offset.
         let mut present = Vec::new();
         let mut offset = log.log_start_offset();
