@@ -43,7 +43,7 @@ BROKER_BIN=$(cargo test --workspace --release --no-run --message-format=json-ren
     python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "broker" and "bin" in m["target"]["kind"]:
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "broker" and "bin" in m["target"]["kind"] and not m["profile"]["test"]:
         print(m["executable"])')
 [[ -x "$BROKER_BIN" ]] || { echo "the test build produced no broker binary" >&2; exit 1; }
 echo "broker binary: $BROKER_BIN"
