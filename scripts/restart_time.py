@@ -19,6 +19,7 @@ The broker inherits the limit; with the default log.fd.cache.size (10,000) it ho
 that many log fds whatever the partition count.
 """
 import argparse
+import contextlib
 import os
 import signal
 import socket
@@ -101,12 +102,16 @@ def main():
     ap.add_argument("port", type=int, nargs="?", default=19392)
     ap.add_argument("--topic-partitions", type=int, default=100)
     ap.add_argument("--override", action="append", default=[], help="broker key=value")
+    ap.add_argument("--keep", metavar="DIR", help="use DIR (new) as log.dirs and keep it, "
+                    "e.g. to profile further restarts")
     args = ap.parse_args()
     per_topic = args.topic_partitions
     topics = (args.partitions + per_topic - 1) // per_topic
     partitions = topics * per_topic
     print(f"fd limit (soft) {os.sysconf('SC_OPEN_MAX')}, partitions {partitions}", flush=True)
-    with tempfile.TemporaryDirectory() as data:
+    if args.keep:
+        os.makedirs(args.keep)
+    with (contextlib.nullcontext(args.keep) if args.keep else tempfile.TemporaryDirectory()) as data:
         p = start(args.binary, data, args.port, args.override)
         wait_answer(args.port, 0)
         time.sleep(0.5)

@@ -60,6 +60,9 @@ pub const MAX_ROUNDS_IN_FLIGHT: u64 = 2;
 /// after its own is simply not counted there).
 const ROUND_STARTS_KEPT: usize = 8;
 
+/// `registered` is first swept of dropped logs at this length (then at twice the live count).
+const REGISTERED_SWEEP_MIN: usize = 64;
+
 pub struct GroupCommit {
     state: RefCell<State>,
     /// Time, timers and tasks: the system's, or the simulation's virtual clock.
@@ -73,8 +76,10 @@ pub struct GroupCommit {
 
 #[derive(Default)]
 struct State {
-    /// Every log of the shard (weak: a deleted log just disappears from here).
+    /// Every log of the shard (weak: a deleted log's entry is swept out later).
     registered: Vec<Weak<RefCell<PartitionLog>>>,
+    /// `registered`'s length at which dropped logs are swept out next.
+    sweep_at: usize,
     /// The registered logs that may have unsynced writes (see `DirtyLogs`): all that the
     /// periodic check and the rounds look at, so an idle shard's tick costs nothing per log.
     dirty: DirtyLogs,
@@ -362,12 +367,20 @@ impl GroupCommit {
     /// and `flush.ms` / `flush.messages` are checked for every registered log.
     pub fn register(&self, log: &LogHandle) {
         let mut s = self.state.borrow_mut();
-        s.registered.retain(|w| w.strong_count() > 0);
+        // A log dropped earlier may have had this address: its round is not this log's.
+        s.log_round.remove(&Rc::as_ptr(log));
         s.registered.push(Rc::downgrade(log));
         log.borrow_mut()
             .watch_dirty(s.dirty.clone(), Rc::downgrade(log));
-        let live: HashSet<_> = s.registered.iter().map(Weak::as_ptr).collect();
-        s.log_round.retain(|p, _| live.contains(p));
+        // Dropped logs are forgotten when the list has doubled since the last sweep: amortized
+        // O(1) per register (a sweep per register made a start with 10,000 partitions spend
+        // a second here, quadratic in the partition count).
+        if s.registered.len() >= s.sweep_at {
+            s.registered.retain(|w| w.strong_count() > 0);
+            let live: HashSet<_> = s.registered.iter().map(Weak::as_ptr).collect();
+            s.log_round.retain(|p, _| live.contains(p));
+            s.sweep_at = (2 * s.registered.len()).max(REGISTERED_SWEEP_MIN);
+        }
     }
 
     /// Completes once everything appended to `log` before this call is on disk (or the log

@@ -114,7 +114,7 @@ impl Disk {
     /// Whole-file read (small files: checkpoints, metadata, indexes, snapshots).
     pub fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
         match self {
-            Disk::Real => std::fs::read(path),
+            Disk::Real => read_without_stat(path),
             Disk::Sim(d) => d.read_file(path),
         }
     }
@@ -295,5 +295,46 @@ impl Env {
     /// Production: the real file system and the system clock.
     pub fn real() -> Env {
         Env::default()
+    }
+}
+
+/// `std::fs::read` without its `statx` for a size hint: most files read whole are a few
+/// bytes (checkpoints, markers, `partition.metadata`), and a restart reads several per
+/// partition, so the hint costs more than the buffer growing for the rare large one.
+fn read_without_stat(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    /// First buffer: every small file in one `read`.
+    const FIRST_READ: usize = 4096;
+    let mut file = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; FIRST_READ];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(len);
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod read_tests {
+    #[test]
+    fn reads_whole_files_of_any_length() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for len in [0usize, 1, 40, 4095, 4096, 4097, 3 * 4096 + 5, 1 << 20] {
+            let path = dir.path().join(format!("f{len}"));
+            let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            std::fs::write(&path, &bytes).expect("write");
+            assert_eq!(super::read_without_stat(&path).expect("read"), bytes, "{len}");
+        }
+        let missing = super::read_without_stat(&dir.path().join("missing")).unwrap_err();
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
     }
 }

@@ -351,11 +351,15 @@ impl Shard {
             .drain()
             .map(|(_, p)| p)
             .collect();
-        for partition in &partitions {
-            if let Err(error) = self.group_commit.wait_durable(&partition.log).await {
-                tracing::warn!(%error, "syncing a log at shutdown failed");
-            }
-        }
+        // Waited side by side, so one group-commit round takes many logs: one after another,
+        // each dirty log had a round of its own (10,000 partitions written once took 28 s).
+        futures::stream::iter(&partitions)
+            .for_each_concurrent(SHUTDOWN_SYNC_WAITS_IN_FLIGHT, |partition| async move {
+                if let Err(error) = self.group_commit.wait_durable(&partition.log).await {
+                    tracing::warn!(%error, "syncing a log at shutdown failed");
+                }
+            })
+            .await;
         self.group_commit.shutdown();
         // Closed side by side: each close waits on its own fdatasyncs, and io_uring takes
         // many of them at once (one after another, a node with thousands of partitions took
@@ -374,6 +378,10 @@ impl Shard {
             .await;
     }
 }
+
+/// Most partition logs a shard waits on the group commit for at once at shutdown (a round
+/// takes every log requested before it starts).
+const SHUTDOWN_SYNC_WAITS_IN_FLIGHT: usize = 4096;
 
 /// Most partition logs a shard closes at once at shutdown (each holds a few fdatasyncs in
 /// flight).

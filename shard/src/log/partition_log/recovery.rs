@@ -15,7 +15,15 @@ use crate::log::leader_epoch::LeaderEpochCache;
 use crate::log::producer_state::ProducerStateManager;
 use crate::log::segment::{Segment, Walker};
 use crate::log::{parse_stem, snapshot_path, LogError};
-use crate::storage::{Disk, Env};
+use crate::storage::{DirEntry, Disk, Env};
+
+/// What `open_for_topic` read of a partition directory before opening it.
+#[derive(Clone, Copy)]
+struct Found {
+    dir_exists: bool,
+    /// `partition.metadata`'s topic id, if the file exists.
+    topic_id: Option<TopicId>,
+}
 
 impl PartitionLog {
     /// Opens or creates the partition directory and recovers it.
@@ -31,7 +39,7 @@ impl PartitionLog {
     ///   truncated and every later segment deleted: nothing past the last valid batch is ever
     ///   served. Recovered data is then fdatasynced and the recovery point moved to the end.
     pub async fn open(dir: PathBuf, config: LogConfig) -> Result<PartitionLog, LogError> {
-        Self::open_inner(Env::real(), dir, config, None).await
+        Self::open_inner(Env::real(), dir, config, None, None).await
     }
 
     /// `open` on the given disk and clock (the simulation; production uses `open`).
@@ -40,7 +48,7 @@ impl PartitionLog {
         dir: PathBuf,
         config: LogConfig,
     ) -> Result<PartitionLog, LogError> {
-        Self::open_inner(env, dir, config, None).await
+        Self::open_inner(env, dir, config, None, None).await
     }
 
     /// `open` for a partition of the topic `topic_id`. A directory whose `partition.metadata`
@@ -63,33 +71,43 @@ impl PartitionLog {
         config: LogConfig,
         topic_id: TopicId,
     ) -> Result<PartitionLog, LogError> {
-        if env.disk.exists(&dir) {
-            if let Some(old) = dir::read_topic_id(&env.disk, &dir)? {
-                if old != topic_id {
-                    tracing::warn!(
-                        dir = %dir.display(),
-                        old_topic_id = %dir::encode_topic_id(&old),
-                        topic_id = %dir::encode_topic_id(&topic_id),
-                        "partition directory belongs to an earlier topic of the same name; deleting it"
-                    );
-                    dir::delete_partition_dir_on(&env.disk, &dir).await?;
-                }
+        let mut found = Found {
+            dir_exists: env.disk.exists(&dir),
+            topic_id: None,
+        };
+        if found.dir_exists {
+            found.topic_id = dir::read_topic_id(&env.disk, &dir)?;
+            if let Some(old) = found.topic_id.filter(|&old| old != topic_id) {
+                tracing::warn!(
+                    dir = %dir.display(),
+                    old_topic_id = %dir::encode_topic_id(&old),
+                    topic_id = %dir::encode_topic_id(&topic_id),
+                    "partition directory belongs to an earlier topic of the same name; deleting it"
+                );
+                dir::delete_partition_dir_on(&env.disk, &dir).await?;
+                found = Found {
+                    dir_exists: false,
+                    topic_id: None,
+                };
             }
         }
-        Self::open_inner(env, dir, config, Some(topic_id)).await
+        Self::open_inner(env, dir, config, Some(topic_id), Some(found)).await
     }
 
+    /// `found`: what the caller already read of the directory (a restart opens thousands of
+    /// partitions, so each file is looked at once).
     async fn open_inner(
         env: Env,
         dir: PathBuf,
         config: LogConfig,
         topic_id: Option<TopicId>,
+        found: Option<Found>,
     ) -> Result<PartitionLog, LogError> {
         let disk = env.disk.clone();
-        let created = !disk.exists(&dir);
-        disk.create_dir_all(&dir)
-            .map_err(|e| LogError::io("create dir", &dir, e))?;
+        let created = !found.map_or_else(|| disk.exists(&dir), |f| f.dir_exists);
         if created {
+            disk.create_dir_all(&dir)
+                .map_err(|e| LogError::io("create dir", &dir, e))?;
             // A new partition: its directory entry must be durable before any acked data.
             if let Some(parent) = dir.parent() {
                 fsyncs::attribute(SyncReason::PartitionCreate, 1);
@@ -99,17 +117,35 @@ impl PartitionLog {
             }
         }
         if let Some(id) = topic_id {
-            if dir::read_topic_id(&disk, &dir)?.is_none() {
+            let on_disk = match found {
+                Some(f) => f.topic_id,
+                None => dir::read_topic_id(&disk, &dir)?,
+            };
+            if on_disk.is_none() {
                 dir::write_topic_id(&disk, &dir, &id).await?;
             }
         }
-        // Finishes or discards a compaction swap a crash interrupted; true if ever compacted.
-        let compacted = crate::log::cleaner::recover_dir(&disk, &dir).await?;
-        // Finishes the file-level part of a committed truncation a crash interrupted.
-        let pending_truncation = super::truncate::recover_truncation(&disk, &dir)?;
+        // One listing serves the common open; a directory holding files a crash left gets
+        // the passes below, which list it again as they change it.
+        let entries = disk
+            .read_dir(&dir)
+            .map_err(|e| LogError::io("read dir", &dir, e))?;
+        let (compacted, pending_truncation, mut bases) =
+            if entries.iter().any(|e| left_by_a_crash(&e.name)) {
+                // Finishes or discards a compaction swap a crash interrupted; true if ever
+                // compacted.
+                let compacted = crate::log::cleaner::recover_dir(&disk, &dir).await?;
+                // Finishes the file-level part of a committed truncation a crash interrupted.
+                let pending = super::truncate::recover_truncation(&disk, &dir)?;
+                (compacted, pending, list_segments(&disk, &dir)?)
+            } else {
+                let compacted = entries
+                    .iter()
+                    .any(|e| e.name == crate::log::cleaner::CHECKPOINT_FILE);
+                (compacted, None, segments_in(&disk, &dir, &entries)?)
+            };
         let capacity = config.segment_index_bytes as u64;
         let interval = config.index_interval_bytes;
-        let mut bases = list_segments(&disk, &dir)?;
         // Segments wholly below the durable log start are leftovers of a retention deletion
         // that a crash interrupted (or a power loss undid in part): delete them again.
         let durable_start = checkpoint::read_log_start(&disk, &dir)
@@ -522,11 +558,26 @@ impl PartitionLog {
 /// Base offsets of the `.log` files in `dir`, sorted. Index files whose `.log` is missing are
 /// removed (left behind by a crash during a roll or a deletion).
 pub(super) fn list_segments(disk: &Disk, dir: &Path) -> Result<Vec<i64>, LogError> {
-    let mut logs = Vec::new();
-    let mut indexes = Vec::new();
     let entries = disk
         .read_dir(dir)
         .map_err(|e| LogError::io("read dir", dir, e))?;
+    segments_in(disk, dir, &entries)
+}
+
+/// Whether a directory entry is one that a crash can leave for `cleaner::recover_dir` or
+/// `truncate::recover_truncation` to finish (a compaction's swap, cleaned or tmp files, a
+/// truncation's commit or swap file).
+fn left_by_a_crash(name: &str) -> bool {
+    name.ends_with(".swap")
+        || name.ends_with(".cleaned")
+        || name.ends_with(".tmp")
+        || name == super::truncate::TRUNCATION_FILE
+}
+
+/// `list_segments` on a listing already read.
+fn segments_in(disk: &Disk, dir: &Path, entries: &[DirEntry]) -> Result<Vec<i64>, LogError> {
+    let mut logs = Vec::new();
+    let mut indexes = Vec::new();
     for entry in entries {
         let Some((stem, ext)) = entry.name.split_once('.') else {
             continue;
