@@ -172,4 +172,3 @@ fn group_commit_seed_overlaps_rounds() {
         "seed 1 no longer overlaps rounds: {stats:?}"
     );
 }
-

@@ -332,7 +332,11 @@ mod read_tests {
             let path = dir.path().join(format!("f{len}"));
             let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
             std::fs::write(&path, &bytes).expect("write");
-            assert_eq!(super::read_without_stat(&path).expect("read"), bytes, "{len}");
+            assert_eq!(
+                super::read_without_stat(&path).expect("read"),
+                bytes,
+                "{len}"
+            );
         }
         let missing = super::read_without_stat(&dir.path().join("missing")).unwrap_err();
         assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
