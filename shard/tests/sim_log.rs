@@ -172,3 +172,12 @@ fn group_commit_seed_overlaps_rounds() {
         "seed 1 no longer overlaps rounds: {stats:?}"
     );
 }
+
+/// Seed 1236027501534455024: a power loss took an unacknowledged batch that straddled the
+/// durable log start (a DeleteRecords inside it), so the recovered log end sat past the
+/// batch's base; the model used to keep that batch and then blamed the cleaner for records
+/// of it that were "gone".
+#[test]
+fn batch_lost_across_the_log_start() {
+    run_seed(1_236_027_501_534_455_024);
+}
