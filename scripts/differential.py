@@ -245,7 +245,9 @@ def run_case(addr, case, timeout=15):
             for v in out.values():
                 if isinstance(v, list) and v and isinstance(v[0], dict):
                     flat.update(v[0])
-            if all(flat.get(k) == val for k, val in retry.items()):
+            # A retry value is one code or a list of codes, any of which means "not ready yet".
+            if all(flat.get(k) in (val if isinstance(val, list) else [val])
+                   for k, val in retry.items()):
                 time.sleep(0.5)
                 continue
         return out

@@ -229,7 +229,7 @@ def setup(addr, epoch=0):
                     raise SystemExit(f"set-up produce {name}/{p} on {addr}: error {e}")
     fc = D.run_case(addr, {"api": "FindCoordinator", "version": 4,
                            "request": {"key_type": 0, "coordinator_keys": [generator.SETUP_GROUP]},
-                           "retry": {"error_code": 15}})
+                           "retry": {"error_code": corpus.COORDINATOR_NOT_READY}})
     if fc["coordinators"][0]["error_code"]:
         raise SystemExit(f"set-up FindCoordinator on {addr}: {fc}")
     deadline = time.monotonic() + 30
