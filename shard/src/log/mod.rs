@@ -11,6 +11,7 @@
 //! - `batch`: the few record-batch header fields the log reads itself (from raw bytes).
 //! - `index` / `time_index`: the sparse indexes (in memory, written at roll / close).
 //! - `segment`: one `.log` file with its two indexes.
+//! - `tail_batches`: the active segment's newest batch boundaries (tail reads walk no headers).
 //! - `checkpoint`: the recovery point file, the durable log start and the clean-shutdown marker.
 //! - `dir`: the directory's topic id (`partition.metadata`) and crash-safe deletion.
 //! - `partition_log`: `PartitionLog`, the public API (append / read / recovery / sync).
@@ -31,6 +32,7 @@ pub(crate) mod offset_map;
 pub(crate) mod partition_log;
 pub mod producer_state;
 pub(crate) mod segment;
+pub(crate) mod tail_batches;
 #[cfg(test)]
 pub(crate) mod test_util;
 pub(crate) mod time_index;

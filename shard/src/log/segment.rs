@@ -29,6 +29,7 @@ use super::batch::{self, BATCH_HEADER_BYTES, LOG_OVERHEAD, PEEK_BYTES};
 use super::fd_cache::CachedFd;
 use super::index::OffsetIndex;
 use super::segment_paths;
+use super::tail_batches::{TailBatches, TailRange};
 use super::time_index::TimeIndex;
 use super::txn_index::{txn_index_path, TxnIndex};
 use super::LogError;
@@ -73,6 +74,8 @@ pub(crate) struct Segment {
     /// The log was compacted (see `cleaner`): recovery accepts gaps between batches and
     /// batches holding fewer records than their offset range.
     pub gaps_allowed: bool,
+    /// The newest batches' boundaries, for reads at the tail (active segment only).
+    tail: TailBatches,
 }
 
 /// Shared between a segment and the reads planned on it (which outlive the borrow of the log).
@@ -148,6 +151,7 @@ impl Segment {
             offset_of_max_timestamp: -1,
             created_ms: now_ms,
             gaps_allowed: false,
+            tail: TailBatches::new(base_offset),
         })
     }
 
@@ -166,6 +170,26 @@ impl Segment {
     #[cfg(test)]
     pub(crate) fn is_open(&self) -> bool {
         self.fd.is_open()
+    }
+
+    /// Where a read from `offset` starts and ends, when the newest batches' boundaries in
+    /// memory answer it (see `tail_batches`); None: the read walks headers from the index.
+    /// The caller has checked `offset` is below both the log end and `limit_offset`.
+    pub(crate) fn tail_range(
+        &self,
+        offset: i64,
+        limit_offset: i64,
+        max_bytes: u64,
+        min_one: bool,
+    ) -> Option<TailRange> {
+        self.tail.range(
+            self.size,
+            self.next_offset,
+            offset,
+            limit_offset,
+            max_bytes,
+            min_one,
+        )
     }
 
     /// Whether appending a batch ending at `last_offset` needs a new segment first because an
@@ -231,6 +255,7 @@ impl Segment {
         }
         self.allocated = self.allocated.max(end);
         self.size += total;
+        self.tail.push(position, end, last_offset, self.next_offset);
         self.next_offset = last_offset + 1;
         self.index_batch(position, last_offset, max_timestamp, total, index_interval);
         Ok(())
@@ -282,6 +307,7 @@ impl Segment {
             .trim(&self.disk)
             .map_err(io_err("write time index", self.time_index.inner.path()))?;
         self.appendable = false;
+        self.tail = TailBatches::new(self.base_offset);
         Ok(())
     }
 

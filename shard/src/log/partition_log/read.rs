@@ -11,6 +11,7 @@ use bytes::Bytes;
 use super::{corrupt, PartitionLog};
 use crate::log::batch::{self, PEEK_BYTES, PEEK_TS_BYTES};
 use crate::log::segment::{range_fd, read_exact_at, RangeFd, Walker};
+use crate::log::tail_batches::TailRange;
 use crate::log::LogError;
 use crate::storage::{File, FileRange, Piece};
 
@@ -33,6 +34,9 @@ struct RangeSeg {
     /// When the segment holds batches reaching the limit offset: a batch boundary at or
     /// before the first of them.
     limit_floor: Option<u64>,
+    /// The read's exact range, when the active segment's newest boundaries answered it (a
+    /// read at the tail): no header is read.
+    exact: Option<TailRange>,
 }
 
 /// Bytes of one batch-header read of a range read: enough for a few small batches' headers,
@@ -94,7 +98,7 @@ impl PartitionLog {
         limit_offset: i64,
         min_one: bool,
     ) -> impl Future<Output = Result<Vec<Piece>, LogError>> + 'static {
-        let plan = self.plan_ranges(offset, max_bytes, limit_offset);
+        let plan = self.plan_ranges(offset, max_bytes, limit_offset, min_one);
         async move {
             match plan? {
                 None => Ok(Vec::new()),
@@ -110,10 +114,26 @@ impl PartitionLog {
         offset: i64,
         max_bytes: usize,
         limit_offset: i64,
+        min_one: bool,
     ) -> Result<Option<Vec<RangeSeg>>, LogError> {
         let Some(segs) = self.plan_read(offset, max_bytes, limit_offset)? else {
             return Ok(None);
         };
+        // A read from the active segment: its newest boundaries may answer it whole.
+        let active = self.segments.last().expect("never empty");
+        if offset >= active.base_offset {
+            if let Some(exact) = active.tail_range(offset, limit_offset, max_bytes as u64, min_one)
+            {
+                let seg = segs.into_iter().next().expect("the active segment");
+                return Ok(Some(vec![RangeSeg {
+                    range_fd: active.range_fd.clone(),
+                    seg,
+                    budget_floor: exact.end,
+                    limit_floor: None,
+                    exact: Some(exact),
+                }]));
+            }
+        }
         let first = self
             .segments
             .partition_point(|s| s.base_offset <= offset)
@@ -133,6 +153,7 @@ impl PartitionLog {
                 seg,
                 budget_floor,
                 limit_floor,
+                exact: None,
             });
         }
         Ok(Some(out))
@@ -160,11 +181,15 @@ impl PartitionLog {
             .partition_point(|s| s.base_offset <= offset)
             .saturating_sub(1);
         let first = &self.segments[idx];
+        // In the active segment the newest boundaries may know the batch's exact start.
+        let tail_start = (idx + 1 == self.segments.len())
+            .then(|| first.tail_range(offset, limit_offset, 0, false))
+            .flatten();
         let mut segs = vec![SegRef {
             file: first.file()?,
             path: first.log_path.clone(),
             size: first.size,
-            start: first.index.lookup(offset) as u64,
+            start: tail_start.map_or_else(|| u64::from(first.index.lookup(offset)), |r| r.start),
         }];
         // A later segment can only contribute if the ones between used less than max_bytes.
         let mut between = 0u64;
@@ -380,9 +405,15 @@ async fn read_planned_ranges(
             range_fd: fd_cache,
             budget_floor,
             limit_floor,
+            exact,
         } = range_seg;
         let path = &seg.path;
-        let ioe = |e| LogError::io("read", path, e);
+        if let Some(TailRange { start, end }) = exact {
+            if end > start {
+                pieces.push(range_piece(&fd_cache, &seg, start, end).await?);
+            }
+            break; // a tail read is the active segment's alone
+        }
         let mut walker = Walker::new(seg.file.clone(), seg.size, HEADER_READ_BYTES);
         // Locate: first batch whose last offset is >= `offset` (later segments: their first).
         let mut pos = seg.start;
@@ -428,16 +459,7 @@ async fn read_planned_ranges(
         }
         drop(walker);
         if end > pos {
-            pieces.push(match range_fd(&fd_cache, &seg.file).map_err(ioe)? {
-                Some(fd) => Piece::File(FileRange::new(fd, pos, end - pos)),
-                None => {
-                    let mut buf = Vec::with_capacity((end - pos) as usize);
-                    read_exact_at(&seg.file, pos, (end - pos) as usize, &mut buf)
-                        .await
-                        .map_err(ioe)?;
-                    Piece::Bytes(Bytes::from(buf))
-                }
-            });
+            pieces.push(range_piece(&fd_cache, &seg, pos, end).await?);
             taken += end - pos;
         }
         if end < seg.size {
@@ -445,6 +467,26 @@ async fn read_planned_ranges(
         }
     }
     Ok(pieces)
+}
+
+/// The bytes `start..end` of a segment as a file range (or, on the simulated disk, read).
+async fn range_piece(
+    fd_cache: &RangeFd,
+    seg: &SegRef,
+    start: u64,
+    end: u64,
+) -> Result<Piece, LogError> {
+    let ioe = |e| LogError::io("read", &seg.path, e);
+    Ok(match range_fd(fd_cache, &seg.file).map_err(ioe)? {
+        Some(fd) => Piece::File(FileRange::new(fd, start, end - start)),
+        None => {
+            let mut buf = Vec::with_capacity((end - start) as usize);
+            read_exact_at(&seg.file, start, (end - start) as usize, &mut buf)
+                .await
+                .map_err(ioe)?;
+            Piece::Bytes(Bytes::from(buf))
+        }
+    })
 }
 
 /// The chain fields of the batch at `pos`.
