@@ -41,7 +41,7 @@ use crate::handlers;
 use crate::handoff::{Moved, Tally};
 use crate::limits::{ConnectionLoad, ConnectionSlot, Held, HeldResponse, Outcome, ShardBudget};
 use crate::shard::{Shard, Stats};
-use crate::transport::{Frame, Reader, Transport};
+use crate::transport::{Reader, Transport};
 
 const FETCH_API_KEY: i16 = wire::generated::api::ApiKey::Fetch as i16;
 const PRODUCE_API_KEY: i16 = wire::generated::api::ApiKey::Produce as i16;
@@ -219,15 +219,14 @@ async fn serve_from(
                 }
             }
             if !batch.responses.is_empty() {
-                let frames: Vec<&Frame> = batch.responses.iter().map(|r| &r.frame).collect();
-                let sent = writer.write_frames(&frames, &stats.send).await;
+                let sent = writer.write_frames(&batch.responses, &stats.send).await;
                 if let Err(error) = sent {
                     tracing::debug!(peer = %writer_peer, %error, "write failed; closing connection");
                     clean = false;
                     break;
                 }
                 Stats::add(&stats.response_writes, 1);
-                Stats::add(&stats.responses_written, frames.len() as u64);
+                Stats::add(&stats.responses_written, batch.responses.len() as u64);
                 written.set(Instant::now());
                 // The responses drop here: their bytes (and file ranges) and their requests'
                 // places are released.
@@ -565,6 +564,11 @@ struct Watch<'a> {
 impl Watch<'_> {
     /// Waits until `ready()` holds, or the peer has gone, or the connection idled out.
     async fn wait_until(&self, ready: impl Fn() -> bool) -> Result<(), End> {
+        // The common case, checked before any listener is made (each one is an allocation,
+        // and this runs twice per request).
+        if ready() {
+            return Ok(());
+        }
         loop {
             let released = self.load.listen();
             if ready() {

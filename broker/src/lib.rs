@@ -5,6 +5,7 @@
 //! re-exported here under their module names so tests and tools reach them through one path.
 
 pub mod accept;
+pub mod alloc_count;
 pub mod cluster_node;
 pub mod host_checks;
 pub mod logging;

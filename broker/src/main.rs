@@ -9,7 +9,7 @@
 //! `broker consume` are kafka-consumer-groups.sh and the console producer and consumer (see
 //! `admin`); `broker log-level` reads and changes a running broker's log levels (see `logging`).
 
-use broker::{admin, config, logging, server};
+use broker::{admin, alloc_count, config, logging, server};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -107,6 +107,11 @@ enum Command {
 /// glibc serves allocations above its mmap threshold (128 KiB by default, adapting upwards)
 /// with fresh mmap'd pages, so every large request frame paid page faults and page zeroing
 /// (`clear_page`) per 4 KiB. Keeping them in the heap reuses warm memory.
+/// The system allocator; it counts allocations per thread only with
+/// `BROKER_COUNT_ALLOCATIONS=1` (see `alloc_count`).
+#[global_allocator]
+static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
+
 fn tune_allocator() {
     const MMAP_THRESHOLD_BYTES: libc::c_int = 64 << 20;
     const TRIM_THRESHOLD_BYTES: libc::c_int = 256 << 20;
@@ -223,6 +228,12 @@ fn start(config_path: Option<PathBuf>, overrides: Vec<String>) -> anyhow::Result
     logging::init_broker(config.log_format, levels)?;
     for key in &config.ignored {
         tracing::info!(key = %key, "configuration key accepted but not used by this broker");
+    }
+    if alloc_count::enable_from_env() {
+        tracing::info!(
+            "counting heap allocations per thread ({}=1): broker_heap_allocations_total",
+            alloc_count::ENV
+        );
     }
     if let Err(error) = server::run(config) {
         // An event like any other (one line, JSON with log.format=json).

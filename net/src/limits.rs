@@ -456,6 +456,12 @@ pub struct HeldResponse {
     _slot: RequestSlot,
 }
 
+impl std::borrow::Borrow<crate::transport::Frame> for HeldResponse {
+    fn borrow(&self) -> &crate::transport::Frame {
+        &self.frame
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,8 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use smallvec::{smallvec, SmallVec};
+
 use wire::generated::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
@@ -101,17 +103,20 @@ fn build_response(
 /// message or local call per shard, not per partition) and the request positions their
 /// results fill. Partitions answered without a shard (bad acks, unknown topic or partition,
 /// the internal offsets topic) have their result already.
+///
+/// Inline capacities: a request of a few partitions (librdkafka's one-partition requests at
+/// low rates above all) plans without an allocation of its own besides each shard's parts.
 struct Plan {
     /// One per partition, in request order; `None` until its shard answers.
-    results: Vec<Option<ProduceResult>>,
+    results: SmallVec<[Option<ProduceResult>; 4]>,
     /// In order of each shard's first partition in the request.
-    shards: Vec<ShardParts>,
+    shards: SmallVec<[ShardParts; 2]>,
 }
 
 struct ShardParts {
     target: usize,
     /// Request positions of `parts`, in the same order.
-    slots: Vec<usize>,
+    slots: SmallVec<[usize; 4]>,
     parts: Vec<ProducePart>,
 }
 
@@ -126,8 +131,8 @@ fn plan(
     mut allowed: impl FnMut(&str) -> bool,
 ) -> Plan {
     let valid_acks = matches!(request.acks, -1..=1);
-    let mut results = Vec::new();
-    let mut shards: Vec<ShardParts> = Vec::new();
+    let mut results = SmallVec::new();
+    let mut shards: SmallVec<[ShardParts; 2]> = SmallVec::new();
     for topic in &request.topic_data {
         let topic_image = image.topic(&topic.name);
         let authorized = allowed(&topic.name);
@@ -176,7 +181,7 @@ fn plan(
                 }
                 None => shards.push(ShardParts {
                     target,
-                    slots: vec![slot],
+                    slots: smallvec![slot],
                     parts: vec![part],
                 }),
             }
@@ -368,19 +373,31 @@ pub async fn handle(
     // starts (remote: pushed on the ring; local: appended) at the first poll, with no
     // `.await` before it, so two requests of one connection reach each log in order.
     shards.sort_by_key(|s| s.target == shard.id);
-    let calls = shards.into_iter().map(|s| {
-        let shard = shard.clone();
-        async move {
-            let request = forward::Produce {
-                acks,
-                timeout_ms,
-                parts: s.parts,
-            };
-            (s.slots, shard.call(s.target, request).await)
+    if shards.len() == 1 {
+        // One shard (every partition of most requests): its call alone, no join.
+        let s = shards.pop().expect("one");
+        let request = forward::Produce {
+            acks,
+            timeout_ms,
+            parts: s.parts,
+        };
+        let reply = shard.call(s.target, request).await;
+        fill(&mut results, &s.slots, reply);
+    } else {
+        let calls = shards.into_iter().map(|s| {
+            let shard = shard.clone();
+            async move {
+                let request = forward::Produce {
+                    acks,
+                    timeout_ms,
+                    parts: s.parts,
+                };
+                (s.slots, shard.call(s.target, request).await)
+            }
+        });
+        for (slots, reply) in futures::future::join_all(calls).await {
+            fill(&mut results, &slots, reply);
         }
-    });
-    for (slots, reply) in futures::future::join_all(calls).await {
-        fill(&mut results, &slots, reply);
     }
     if acks == 0 {
         // An acks=0 client reads no answer: as Kafka, a failed partition closes the

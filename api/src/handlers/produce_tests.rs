@@ -217,7 +217,7 @@ fn plan_groups_partitions_by_shard_in_request_order() {
         .iter()
         .map(|s| {
             let parts = s.parts.iter().map(|p| (p.topic_id, p.partition)).collect();
-            (s.target, s.slots.clone(), parts)
+            (s.target, s.slots.to_vec(), parts)
         })
         .collect();
     assert_eq!(
@@ -230,7 +230,7 @@ fn plan_groups_partitions_by_shard_in_request_order() {
     // One shard: everything goes to it, still in request order.
     let plan = super::plan(&request, 9, &image(), 1, |_| true);
     assert_eq!(plan.shards.len(), 1);
-    assert_eq!(plan.shards[0].slots, vec![0, 1, 2, 5, 6]);
+    assert_eq!(plan.shards[0].slots.to_vec(), vec![0, 1, 2, 5, 6]);
 }
 
 #[test]

@@ -211,6 +211,23 @@ pub fn render(collected: &Collected) -> String {
         );
     }
 
+    if shards.iter().any(|s| s.heap_allocations.is_some()) {
+        text.family(
+            "broker_heap_allocations_total",
+            Kind::Counter,
+            "Heap allocations and reallocations made on the shard's thread (only with BROKER_COUNT_ALLOCATIONS=1 in the broker's environment).",
+        );
+        for (snapshot, shard) in shards.iter().zip(&labels) {
+            if let Some(count) = snapshot.heap_allocations {
+                text.sample(
+                    "broker_heap_allocations_total",
+                    &[("shard", shard.as_str())],
+                    count,
+                );
+            }
+        }
+    }
+
     log_families(&mut text, shards);
     group_families(&mut text, shards);
 

@@ -57,6 +57,9 @@ pub struct ShardSnapshot {
     pub connections_refused: u64,
     pub connections_closed: u64,
     pub connections_open: u64,
+    /// Heap allocations made on the shard's thread so far; None unless counting is on
+    /// (`alloc_count`).
+    pub heap_allocations: Option<u64>,
     pub produce_batches: u64,
     pub fetches: u64,
     pub forwarded_in: u64,
@@ -82,6 +85,8 @@ pub struct ShardSnapshot {
 impl ShardSnapshot {
     /// Copies `shard`'s figures (on the shard's thread).
     pub fn take(shard: &Shard, generation: u64) -> ShardSnapshot {
+        // First, so that this snapshot's own allocations count toward the next one.
+        let heap_allocations = crate::alloc_count::enabled().then(crate::alloc_count::this_thread);
         let recorder = &shard.metrics;
         let stats = &shard.stats;
         let commit = shard.group_commit.stats();
@@ -130,6 +135,7 @@ impl ShardSnapshot {
             connections_refused: recorder.connections_refused.get(),
             connections_closed: recorder.connections_closed.get(),
             connections_open: recorder.connections_open.get(),
+            heap_allocations,
             produce_batches: stats.produce_batches.get(),
             fetches: stats.fetches.get(),
             forwarded_in: stats.forwarded_in.get(),

@@ -310,12 +310,20 @@ impl Writer {
     /// `sendmsg` of all their chunks on plain and kernel TLS sockets, sealed together and
     /// flushed once on user-space TLS. A frame with file ranges is written as by
     /// [`Writer::write_frame`] (sendfile kept).
-    pub async fn write_frames(&mut self, frames: &[&Frame], stats: &SendStats) -> io::Result<()> {
+    ///
+    /// Generic over what holds the frames (`&Frame`, a connection's held responses), so that a
+    /// caller needs no list of references made per write.
+    pub async fn write_frames<F: std::borrow::Borrow<Frame>>(
+        &mut self,
+        frames: &[F],
+        stats: &SendStats,
+    ) -> io::Result<()> {
         let mut rest = frames;
         while let Some(first) = rest.first() {
+            let first = first.borrow();
             let run = rest
                 .iter()
-                .take_while(|frame| frame.is_bytes_only())
+                .take_while(|frame| frame.borrow().is_bytes_only())
                 .count();
             let single_piece = run == 1 && first.chunks().len() == 1;
             if run == 0 || single_piece {
@@ -325,7 +333,7 @@ impl Writer {
             }
             let pieces: Vec<&[u8]> = rest[..run]
                 .iter()
-                .flat_map(|frame| frame.chunks())
+                .flat_map(|frame| frame.borrow().chunks())
                 .filter_map(|chunk| match chunk {
                     Chunk::Bytes(bytes) => Some(&bytes[..]),
                     Chunk::File(_) => None,
