@@ -5,8 +5,14 @@
 //! Bounds: one group per shard (indexed by shard, so adding a part is O(1)); the parts are
 //! what the request listed after its handler merged repeated partitions, so a request that
 //! names one partition a million times becomes one part.
+//!
+//! Inline capacities: a request of a few partitions on one or two shards (most fetches and
+//! offset lookups) groups without allocating, besides each shard's parts list, and a request
+//! for one shard makes its call without a join.
 
 use std::rc::Rc;
+
+use smallvec::SmallVec;
 
 use crate::forward::Serve;
 use crate::shard::Shard;
@@ -15,23 +21,23 @@ use crate::shard::Shard;
 /// each part's answer goes to.
 pub struct ByShard<P> {
     /// Index into `groups` by target shard.
-    index_by_target: Vec<Option<usize>>,
+    index_by_target: SmallVec<[Option<usize>; 16]>,
     /// In order of each shard's first part.
-    groups: Vec<ShardParts<P>>,
+    groups: SmallVec<[ShardParts<P>; 2]>,
 }
 
 struct ShardParts<P> {
     target: usize,
     /// Result slots of `parts`, in the same order.
-    slots: Vec<usize>,
+    slots: SmallVec<[usize; 4]>,
     parts: Vec<P>,
 }
 
 impl<P> ByShard<P> {
     pub fn new(shard_count: usize) -> Self {
         ByShard {
-            index_by_target: vec![None; shard_count],
-            groups: Vec::new(),
+            index_by_target: smallvec::smallvec![None; shard_count],
+            groups: SmallVec::new(),
         }
     }
 
@@ -40,7 +46,7 @@ impl<P> ByShard<P> {
         let index = *self.index_by_target[target].get_or_insert_with(|| {
             self.groups.push(ShardParts {
                 target,
-                slots: Vec::new(),
+                slots: SmallVec::new(),
                 parts: Vec::new(),
             });
             self.groups.len() - 1
@@ -62,18 +68,29 @@ impl<P> ByShard<P> {
         C: Serve<Shard, Reply = Vec<R>>,
     {
         let mut groups = self.groups;
+        if groups.len() == 1 {
+            let group = groups.pop().expect("one group");
+            let answers = shard.call(group.target, call(group.parts)).await;
+            fill(results, &group.slots, answers);
+            return;
+        }
         groups.sort_by_key(|group| group.target == shard.id);
         let calls = groups.into_iter().map(|group| {
             let request = call(group.parts);
             async move { (group.slots, shard.call(group.target, request).await) }
         });
         for (slots, answers) in futures::future::join_all(calls).await {
-            // Each serving function answers one result per part, in order.
-            assert_eq!(slots.len(), answers.len(), "one answer per part");
-            for (slot, answer) in slots.into_iter().zip(answers) {
-                results[slot] = Some(answer);
-            }
+            fill(results, &slots, answers);
         }
+    }
+}
+
+/// Puts each answer at its part's slot.
+fn fill<R>(results: &mut [Option<R>], slots: &[usize], answers: Vec<R>) {
+    // Each serving function answers one result per part, in order.
+    assert_eq!(slots.len(), answers.len(), "one answer per part");
+    for (&slot, answer) in slots.iter().zip(answers) {
+        results[slot] = Some(answer);
     }
 }
 
@@ -90,7 +107,7 @@ mod tests {
         let groups: Vec<(usize, Vec<usize>, Vec<char>)> = by_shard
             .groups
             .into_iter()
-            .map(|g| (g.target, g.slots, g.parts))
+            .map(|g| (g.target, g.slots.to_vec(), g.parts))
             .collect();
         assert_eq!(
             groups,

@@ -353,6 +353,9 @@ fn dedupe(
     // The common request names each partition once, in one entry per topic: nothing to do,
     // and nothing allocated beyond `seen` (a sorted walk would cost more than the set).
     let listed: usize = request.topics.iter().map(|t| t.partitions.len()).sum();
+    if request.topics.len() <= 1 && listed <= 1 {
+        return request; // one partition of one topic cannot repeat: no set
+    }
     let adjacent_repeat = (request.topics.windows(2)).any(|pair| key(&pair[0]) == key(&pair[1]));
     if !adjacent_repeat {
         let mut repeats = false;
