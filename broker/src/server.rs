@@ -134,14 +134,8 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     if config.listeners.is_empty() && !controller_only {
         return Err(anyhow!("no listener configured"));
     }
-    // Held until the broker stops: see `claim_listener`.
-    let mut listener_claims = Vec::new();
     for listener in &config.listeners {
-        let address = listener.addr();
-        if let Some(claim) = claim_listener(&address, &listener_claims)? {
-            listener_claims.push(claim);
-        }
-        ensure_port_free(&address)?;
+        ensure_port_free(&listener.addr())?;
     }
     // Read the keystore and truststore (and probe kernel TLS) once, before any shard starts:
     // a bad file fails start-up with the key and the file named.
@@ -601,37 +595,6 @@ fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
         ));
     }
     Ok(file)
-}
-
-/// A claim on a listener address among the brokers of this host (of this network namespace):
-/// an abstract Unix socket named after the address, bound for the life of the process. Two
-/// brokers started at the same moment on one port both find it free (`ensure_port_free`
-/// probes before either listens) and would then share it through SO_REUSEPORT, each taking
-/// part of the other's connections; the claim is atomic, so the second one fails instead.
-/// The kernel releases it when the process exits, however it exits (also after kill -9).
-/// None when this process already holds the claim (the same address listed twice).
-fn claim_listener(
-    address: &str,
-    held: &[(String, std::os::unix::net::UnixListener)],
-) -> anyhow::Result<Option<(String, std::os::unix::net::UnixListener)>> {
-    use std::os::linux::net::SocketAddrExt;
-    if held.iter().any(|(claimed, _)| claimed == address) {
-        return Ok(None);
-    }
-    let name = format!("kafka-protocol-broker listener {address}");
-    let claim = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
-        .and_then(|name| std::os::unix::net::UnixListener::bind_addr(&name));
-    match claim {
-        Ok(claim) => Ok(Some((address.to_string(), claim))),
-        Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => Err(anyhow!(
-            "listener {address} is not available: address in use by another broker on this host (its claim \"{name}\" is held)"
-        )),
-        Err(error) => {
-            // A protection, not a requirement: without it the port probe still runs.
-            tracing::warn!(%address, %error, "could not claim the listener address among this host's brokers");
-            Ok(None)
-        }
-    }
 }
 
 /// Shards listen with SO_REUSEPORT, which would also let a second broker share the port and
