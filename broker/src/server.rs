@@ -134,8 +134,14 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
     if config.listeners.is_empty() && !controller_only {
         return Err(anyhow!("no listener configured"));
     }
+    // Held until the stop signal: see `claim_listener`.
+    let mut listener_claims = Vec::new();
     for listener in &config.listeners {
-        ensure_port_free(&listener.addr())?;
+        let address = listener.addr();
+        if let Some(claim) = claim_listener(&address, &listener_claims)? {
+            listener_claims.push(claim);
+        }
+        ensure_port_free(&address)?;
     }
     // Read the keystore and truststore (and probe kernel TLS) once, before any shard starts:
     // a bad file fails start-up with the key and the file named.
@@ -274,6 +280,19 @@ pub fn run(mut config: BrokerConfig) -> anyhow::Result<()> {
         }
     }
     tracing::info!("listening on {address} with {shard_count} shard(s)");
+    // At the stop signal the shards stop listening, while their logs may take seconds more to
+    // close: a broker started next on these ports (a restart) must not wait for that, and its
+    // port probe covers the moments until the listeners are gone. A thread of its own, so a
+    // shard that fails still ends the process through the joins below.
+    std::thread::Builder::new()
+        .name("listener-claims".into())
+        .spawn(move || {
+            while !STOP.load(Ordering::SeqCst) {
+                std::thread::sleep(STOP_POLL);
+            }
+            drop(listener_claims);
+        })
+        .context("starting the listener claims' thread")?;
     if let Some(node) = &cluster {
         // SIGTERM: the controlled shutdown first, then the shards stop.
         while !SIGNALLED.load(Ordering::SeqCst) && !STOP.load(Ordering::SeqCst) {
@@ -595,6 +614,52 @@ fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
         ));
     }
     Ok(file)
+}
+
+/// A claim on a listener address among the brokers of this host (of this network namespace):
+/// an abstract Unix socket named after the address, bound from start-up to the stop signal.
+/// Two brokers started at the same moment on one port both find it free (`ensure_port_free`
+/// probes before either listens) and would then share it through SO_REUSEPORT, each taking
+/// part of the other's connections; the claim is atomic, so the second one fails instead.
+/// The kernel releases it when the process exits, however it exits (also after kill -9); a
+/// claim held by a broker that is stopping is waited for, as the port probe waits.
+/// None when this process already holds the claim (the same address listed twice).
+fn claim_listener(
+    address: &str,
+    held: &[(String, std::os::unix::net::UnixListener)],
+) -> anyhow::Result<Option<(String, std::os::unix::net::UnixListener)>> {
+    use std::os::linux::net::SocketAddrExt;
+    if held.iter().any(|(claimed, _)| claimed == address) {
+        return Ok(None);
+    }
+    let name = format!("kafka-protocol-broker listener {address}");
+    let started = Instant::now();
+    let mut waiting = false;
+    loop {
+        let claim = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+            .and_then(|name| std::os::unix::net::UnixListener::bind_addr(&name));
+        match claim {
+            Ok(claim) => return Ok(Some((address.to_string(), claim))),
+            Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
+                if started.elapsed() >= PORT_BUSY_PATIENCE {
+                    return Err(anyhow!(
+                        "listener {address} is not available: address in use by another broker on this host (its claim \"{name}\" has been held for {} ms)",
+                        started.elapsed().as_millis()
+                    ));
+                }
+                if !waiting {
+                    tracing::info!(%address, "another broker on this host claims the listener address; waiting for it to stop");
+                    waiting = true;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(error) => {
+                // A protection, not a requirement: without it the port probe still runs.
+                tracing::warn!(%address, %error, "could not claim the listener address among this host's brokers");
+                return Ok(None);
+            }
+        }
+    }
 }
 
 /// Shards listen with SO_REUSEPORT, which would also let a second broker share the port and

@@ -84,6 +84,10 @@ def wait_port_free(port, seconds=30.0):
     return None
 
 
+# Ports tried by a broker whose port conftest picked (see `Broker._port_picked`).
+PORT_PICKS = 3
+
+
 def broker_env():
     env = dict(os.environ)
     env.setdefault("RUST_BACKTRACE", "1")
@@ -101,6 +105,10 @@ class Broker:
         self.data_dir.mkdir(exist_ok=True)
         self.log_path = self.workdir / f"{name}.stderr.log"
         self.port = port or free_port()
+        # A port picked here may be picked by another xdist worker's broker too: its start
+        # then fails with "address in use" (the broker's listener claim), and `start` picks
+        # another (a port the test chose is kept).
+        self._port_picked = port is None
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.overrides = dict(overrides or {})
         self.config_file = config_file
@@ -124,6 +132,20 @@ class Broker:
         return argv
 
     def start(self, timeout=START_TIMEOUT):
+        for attempt in range(PORT_PICKS):
+            try:
+                return self._start(timeout)
+            except AssertionError as error:
+                taken = "address in use" in str(error)
+                if not (taken and self._port_picked and self.starts == 1
+                        and attempt + 1 < PORT_PICKS):
+                    raise
+                self.proc = None
+                self.starts = 0
+                self.port = free_port()
+                self.bootstrap = f"127.0.0.1:{self.port}"
+
+    def _start(self, timeout):
         assert self.proc is None or self.proc.poll() is not None, "broker already running"
         if not Path(BROKER_BIN).exists():
             pytest.fail(f"broker binary not found: {BROKER_BIN} (build it or set BROKER_BIN)")
@@ -145,6 +167,11 @@ class Broker:
 
     def wait_ready(self, timeout=START_TIMEOUT):
         deadline = time.monotonic() + timeout
+        # The port may be open before this broker listens: another broker (another xdist
+        # worker's, given the same port) may hold it while this one is about to fail with
+        # "address in use". So an open port counts once this broker's log says it listens,
+        # or after a second more of this process running (a log level may hide the line).
+        open_since = None
         while time.monotonic() < deadline:
             rc = self.proc.poll()
             if rc is not None:
@@ -152,7 +179,9 @@ class Broker:
                     f"broker exited with {rc} during startup; stderr tail:\n{self.tail()}"
                 )
             if port_open(self.port):
-                return
+                open_since = open_since or time.monotonic()
+                if "listening on" in self.output() or time.monotonic() - open_since > 1.0:
+                    return
             time.sleep(0.05)
         raise AssertionError(
             f"broker did not accept connections on {self.bootstrap} within {timeout}s; "
