@@ -59,3 +59,32 @@ def test_two_brokers_started_at_once_on_one_port(tmp_path):
                     p.terminate()
             for p in procs:
                 p.wait(timeout=30)
+
+
+
+def test_broker_started_while_the_last_one_stops_takes_the_port(start_broker, tmp_path):
+    """A restart on the same port: the next broker starts at the moment the previous one was
+    told to stop, while that one still closes its logs. The previous broker's claim on the
+    port ends with its stop signal, so the next one waits at most for its listeners to go,
+    never fails with 'address in use' (the failure of the first version of the claim)."""
+    first = start_broker()
+    for round_ in range(3):
+        log = tmp_path / f"next-{round_}.log"
+        first.proc.terminate()
+        second = subprocess.Popen(
+            [BROKER_BIN, "start", "--override", f"listeners=PLAINTEXT://{first.bootstrap}",
+             "--override", f"log.dirs={tmp_path / f'next-{round_}'}"],
+            stdin=subprocess.DEVNULL, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+            env=broker_env())
+        try:
+            deadline = time.monotonic() + 30
+            while (time.monotonic() < deadline and second.poll() is None
+                   and "listening on" not in log.read_text()):
+                time.sleep(0.05)
+            text = log.read_text()
+            assert second.poll() is None and "listening on" in text, f"round {round_}: {text[-2000:]}"
+        finally:
+            first.proc.wait(timeout=60)
+            second.terminate()
+            second.wait(timeout=60)
+        first.start()
