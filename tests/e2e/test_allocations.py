@@ -31,17 +31,19 @@ REQUESTS = 600
 VALUE = b"v" * 100
 
 # Allocations per request, measured (see the module doc) with a fifth or so of headroom:
-# glommio allocates per turn of its reactor loop (a BTreeMap split of its timers, preemption
-# timer sources: about half of a Produce's count), and how many turns a request takes varies
-# with the machine's load. Measured 2026-12-05 (quiet, quiet, two busy cores): Produce 37.9,
-# 44.7, 39.4; Metadata 50.3, 49.8, 47.1; Fetch 105.3, 105.2, 99.6, then 78.1 with 4 KiB
-# header reads, then 60.9, 64.0 and 72.3 (busy cores) with the one-shard call (before the
-# changes of that day: Produce 47.1-53.6, Fetch 110.8, Metadata 54.7). A change that
-# allocates more per request fails here; one that allocates less lowers these.
+# glommio allocates per turn of its reactor loop (preemption timer sources, a SmallVec per
+# submission) and how many turns a request takes varies with the machine's load.
+# Measured 2026-12-05, before that day's changes: Produce 47.1-53.6, Fetch 110.8, Metadata
+# 54.7; after our own cuts (plans without Vecs, 4 KiB header reads, no event listeners
+# without a wait): Produce 37.9-44.7, Fetch 60.9-72.3, Metadata 47.1-50.3; then with the
+# vendored glommio's timer map popped instead of split on every loop turn
+# (vendor/glommio/wakeup.patch): Produce 21.0-23.9, Fetch 38.8-40.5, Metadata 26.1-26.3 (quiet
+# and with two busy cores). A change that allocates more per request fails here; one that
+# allocates less lowers these.
 BOUNDS = {
-    "Produce": 55,
-    "Fetch": 85,
-    "Metadata": 62,
+    "Produce": 29,
+    "Fetch": 50,
+    "Metadata": 32,
 }
 
 
