@@ -40,8 +40,9 @@ def one_round(binary, workdir):
     bootstrap = f"127.0.0.1:{port}"
     time.sleep(0.5)
     started = time.monotonic()
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics(
-        [NewTopic("t", 2, 1)])["t"].result(ROUND_TIMEOUT_S)
+    # Kept in a name until the result is in: a dropped AdminClient cancels its requests.
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("t", 2, 1)])["t"].result(ROUND_TIMEOUT_S)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     for partition in range(2):
         producer.produce("t", b"x", partition=partition)
