@@ -633,33 +633,21 @@ fn claim_listener(
         return Ok(None);
     }
     let name = format!("kafka-protocol-broker listener {address}");
-    let started = Instant::now();
-    let mut waiting = false;
-    loop {
+    retry_while_busy(address, || {
         let claim = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
             .and_then(|name| std::os::unix::net::UnixListener::bind_addr(&name));
         match claim {
-            Ok(claim) => return Ok(Some((address.to_string(), claim))),
-            Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
-                if started.elapsed() >= PORT_BUSY_PATIENCE {
-                    return Err(anyhow!(
-                        "listener {address} is not available: address in use by another broker on this host (its claim \"{name}\" has been held for {} ms)",
-                        started.elapsed().as_millis()
-                    ));
-                }
-                if !waiting {
-                    tracing::info!(%address, "another broker on this host claims the listener address; waiting for it to stop");
-                    waiting = true;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
+            Ok(claim) => Ok(Attempt::Done(Some((address.to_string(), claim)))),
+            Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => Ok(Attempt::Busy(
+                format!("another broker on this host holds its claim \"{name}\""),
+            )),
             Err(error) => {
                 // A protection, not a requirement: without it the port probe still runs.
                 tracing::warn!(%address, %error, "could not claim the listener address among this host's brokers");
-                return Ok(None);
+                Ok(Attempt::Done(None))
             }
         }
-    }
+    })
 }
 
 /// Shards listen with SO_REUSEPORT, which would also let a second broker share the port and
@@ -686,30 +674,58 @@ fn ensure_port_free(address: &str) -> anyhow::Result<()> {
             SocketAddr::new(loopback, addr.port())
         })
         .collect();
-    let started = std::time::Instant::now();
-    loop {
+    retry_while_busy(address, || {
         let busy = targets
             .iter()
             .find(|addr| std::net::TcpStream::connect_timeout(addr, PORT_PROBE_TIMEOUT).is_ok());
-        let Some(busy) = busy else {
-            return Ok(());
+        Ok(match busy {
+            None => Attempt::Done(()),
+            Some(busy) => Attempt::Busy(format!("another process accepts connections on {busy}")),
+        })
+    })
+}
+
+/// One try at something another broker (or a dying one's sockets) may hold for a while.
+enum Attempt<T> {
+    Done(T),
+    /// Held; says by whom.
+    Busy(String),
+}
+
+/// Tries `attempt` every PORT_RETRY_INTERVAL until it is done, failing with "address in use"
+/// once it has been busy for PORT_BUSY_PATIENCE; says once that it is waiting.
+fn retry_while_busy<T>(
+    address: &str,
+    mut attempt: impl FnMut() -> anyhow::Result<Attempt<T>>,
+) -> anyhow::Result<T> {
+    let started = Instant::now();
+    let mut said = false;
+    loop {
+        let holder = match attempt()? {
+            Attempt::Done(done) => return Ok(done),
+            Attempt::Busy(holder) => holder,
         };
-        if started.elapsed().is_zero() || started.elapsed() < Duration::from_millis(150) {
-            tracing::info!(%busy, "listener port still accepts connections; waiting for it to be released");
-        }
-        if started.elapsed() >= PORT_BUSY_PATIENCE {
+        let waited = started.elapsed();
+        if waited >= PORT_BUSY_PATIENCE {
             return Err(anyhow!(
-                "listener {address} is not available: address in use (another process has accepted connections on {busy} for {} ms)",
-                started.elapsed().as_millis()
+                "listener {address} is not available: address in use ({holder}, for {} ms)",
+                waited.as_millis()
             ));
         }
-        std::thread::sleep(Duration::from_millis(100));
+        if !said {
+            tracing::info!(%address, %holder, "listener address is busy; waiting for it to be released");
+            said = true;
+        }
+        std::thread::sleep(PORT_RETRY_INTERVAL);
     }
 }
 
 /// How long a port may keep accepting connections at start-up before we call it taken (a
 /// killed broker's listener lingers until the kernel has torn down its io_uring).
 const PORT_BUSY_PATIENCE: Duration = Duration::from_secs(5);
+
+/// How often a busy listener address is tried again at start-up.
+const PORT_RETRY_INTERVAL: Duration = Duration::from_millis(100);
 
 /// How long the start-up probe of the listener port waits for a connection.
 const PORT_PROBE_TIMEOUT: Duration = Duration::from_millis(500);
