@@ -118,24 +118,33 @@ impl PartitionLog {
         limit_offset: i64,
         min_one: bool,
     ) -> Result<Option<Vec<RangeSeg>>, LogError> {
-        let Some(segs) = self.plan_read(offset, max_bytes, limit_offset)? else {
+        if !self.check_read(offset, limit_offset)? {
             return Ok(None);
-        };
+        }
         // A read from the active segment: its newest boundaries may answer it whole.
         let active = self.segments.last().expect("never empty");
         if offset >= active.base_offset {
             if let Some(exact) = active.tail_range(offset, limit_offset, max_bytes as u64, min_one)
             {
-                let seg = segs.into_iter().next().expect("the active segment");
                 return Ok(Some(vec![RangeSeg {
                     range_fd: active.range_fd.clone(),
-                    seg,
+                    seg: SegRef {
+                        file: active.file()?,
+                        path: active.log_path.clone(),
+                        size: active.size,
+                        start: exact.start,
+                    },
                     budget_floor: exact.end,
                     limit_floor: None,
                     exact: Some(exact),
                 }]));
             }
         }
+        // The boundaries in memory did not answer (they answer any budget or none), so the
+        // plan starts from the index.
+        let Some(segs) = self.plan_segments(offset, max_bytes, limit_offset, false)? else {
+            return Ok(None);
+        };
         let first = self
             .segments
             .partition_point(|s| s.base_offset <= offset)
@@ -167,6 +176,12 @@ impl PartitionLog {
         max_bytes: usize,
         limit_offset: i64,
     ) -> Result<Option<Vec<SegRef>>, LogError> {
+        self.plan_segments(offset, max_bytes, limit_offset, true)
+    }
+
+    /// Whether a read from `offset` has anything to return (false: at the log end or the
+    /// limit); an offset outside the log is OffsetOutOfRange.
+    fn check_read(&self, offset: i64, limit_offset: i64) -> Result<bool, LogError> {
         let log_end = self.log_end_offset();
         if offset < self.log_start_offset || offset > log_end {
             return Err(LogError::OffsetOutOfRange {
@@ -175,7 +190,20 @@ impl PartitionLog {
                 log_end,
             });
         }
-        if offset == log_end || offset >= limit_offset {
+        Ok(offset != log_end && offset < limit_offset)
+    }
+
+    /// The segments a read from `offset` touches, the first one from the batch holding
+    /// `offset`: found in the active segment's boundaries in memory when `use_tail` and they
+    /// know it, else from the offset index (a position at or before the batch).
+    fn plan_segments(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        limit_offset: i64,
+        use_tail: bool,
+    ) -> Result<Option<Vec<SegRef>>, LogError> {
+        if !self.check_read(offset, limit_offset)? {
             return Ok(None);
         }
         let idx = self
@@ -184,7 +212,7 @@ impl PartitionLog {
             .saturating_sub(1);
         let first = &self.segments[idx];
         // In the active segment the newest boundaries may know the batch's exact start.
-        let tail_start = (idx + 1 == self.segments.len())
+        let tail_start = (use_tail && idx + 1 == self.segments.len())
             .then(|| first.tail_range(offset, limit_offset, 0, false))
             .flatten();
         let mut segs = vec![SegRef {
