@@ -254,6 +254,10 @@ async fn serve_from(
     };
     let mut idle_timer: Option<glommio::timer::Timer> = None;
     let mut room = ReadRoom::default();
+    // Whether the last read took less than it was offered: the socket was empty then, so a
+    // `read_ready` now would most likely find nothing (a wasted `recv`), and glommio's read
+    // has already armed its readiness poll.
+    let mut drained = false;
     let end: End = 'read: loop {
         // Hand out every whole frame already in the buffer.
         loop {
@@ -343,7 +347,11 @@ async fn serve_from(
         // glommio with an initialised slice (`ReadRoom`).
         let spare = buffer.spare_capacity_mut();
         let ready_len = spare.len().min(READ_SLICE_BYTES_MAX);
-        if let Some(outcome) = reader.read_ready(&mut spare[..ready_len]) {
+        if let Some(outcome) = (!drained)
+            .then(|| reader.read_ready(&mut spare[..ready_len]))
+            .flatten()
+        {
+            drained = matches!(outcome, Ok(n) if n < ready_len);
             if let Err(end) = took(outcome, &mut buffer, &mut room, &mut buffered, &activity) {
                 break 'read end;
             }
@@ -353,6 +361,7 @@ async fn serve_from(
         // could write here later: glommio reads on readiness (a plain `recv` once the socket
         // is readable).
         let target = room.readable(&mut buffer, READ_SLICE_BYTES_MAX);
+        let offered = target.len();
         // With a move pending (a long poll in process), whichever comes first: bytes, or the
         // quiet point (the read is then dropped; glommio reads on readiness, so nothing of
         // the socket's is consumed).
@@ -400,6 +409,7 @@ async fn serve_from(
                 None => continue 'read,
             },
         };
+        drained = matches!(outcome, Ok(n) if n < offered);
         if let Err(end) = took(outcome, &mut buffer, &mut room, &mut buffered, &activity) {
             break 'read end;
         }
