@@ -42,6 +42,19 @@ pub(super) async fn sync_dir(dir: &Path) -> io::Result<()> {
     r.map_err(Into::into)
 }
 
+pub(super) async fn sync_fs(path: &Path) -> io::Result<()> {
+    let dir = std::fs::File::open(path)?;
+    glommio::executor()
+        .spawn_blocking(move || {
+            // SAFETY: plain syscall on a live fd, owned by `dir` for the call.
+            if unsafe { libc::syncfs(dir.as_raw_fd()) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        })
+        .await
+}
+
 pub(super) fn ftruncate(f: &BufferedFile, len: u64) -> io::Result<()> {
     // SAFETY: plain syscall on a live fd.
     if unsafe { libc::ftruncate(f.as_raw_fd(), len as libc::off_t) } != 0 {

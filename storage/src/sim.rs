@@ -570,6 +570,31 @@ impl SimDisk {
         s.pending_meta = later;
         Ok(())
     }
+
+    /// syncfs: every pending data and metadata operation of the disk becomes durable.
+    pub fn sync_fs(&self) -> io::Result<()> {
+        let mut s = self.inner.borrow_mut();
+        let s = &mut *s;
+        if let Some(e) = s.fault(FaultOp::Sync) {
+            return Err(e);
+        }
+        if s.trace {
+            eprintln!(
+                "sim: sync_fs makes {} operations durable",
+                s.pending_meta.len()
+            );
+        }
+        for inode in s.inodes.values_mut() {
+            inode.retired += inode.pending.len() as u64;
+            for op in std::mem::take(&mut inode.pending) {
+                apply_data(&mut inode.durable, &op);
+            }
+        }
+        for op in std::mem::take(&mut s.pending_meta) {
+            apply_meta(&mut s.durable_names, &op);
+        }
+        Ok(())
+    }
 }
 
 impl SimFile {

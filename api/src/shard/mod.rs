@@ -343,6 +343,7 @@ impl Shard {
 
     /// Clean shutdown: syncs every log; closes (trimmed indexes, clean-shutdown marker) those
     /// no request still holds, so the next start skips their recovery.
+    /// Logs that cannot be closed (still held) are left synced, for recovery at the next start.
     pub async fn close(self: &Rc<Self>) {
         self.replication.stopped.set(true);
         let partitions: Vec<_> = self
@@ -351,9 +352,14 @@ impl Shard {
             .drain()
             .map(|(_, p)| p)
             .collect();
-        // Waited side by side, so one group-commit round takes many logs: one after another,
-        // each dirty log had a round of its own (10,000 partitions written once took 28 s).
-        futures::stream::iter(&partitions)
+        // Logs no request holds are made durable by `close_all`'s file-system syncs. The
+        // others are synced through the group commit, waited side by side so that one round
+        // takes many logs (one after another, each dirty log had a round of its own), and
+        // closed with the rest if their requests let go meanwhile.
+        let (owned, held): (Vec<_>, Vec<_>) = partitions
+            .into_iter()
+            .partition(|p| Rc::strong_count(p) == 1 && Rc::strong_count(&p.log) == 1);
+        futures::stream::iter(&held)
             .for_each_concurrent(SHUTDOWN_SYNC_WAITS_IN_FLIGHT, |partition| async move {
                 if let Err(error) = self.group_commit.wait_durable(&partition.log).await {
                     tracing::warn!(%error, "syncing a log at shutdown failed");
@@ -361,31 +367,21 @@ impl Shard {
             })
             .await;
         self.group_commit.shutdown();
-        // Closed side by side: each close waits on its own fdatasyncs, and io_uring takes
-        // many of them at once (one after another, a node with thousands of partitions took
-        // seconds to stop).
-        let logs = partitions.into_iter().filter_map(|partition| {
-            let partition = Rc::try_unwrap(partition).ok()?;
-            Some(Rc::try_unwrap(partition.log).ok()?.into_inner())
-        });
-        futures::stream::iter(logs)
-            .for_each_concurrent(SHUTDOWN_CLOSES_IN_FLIGHT, |log| async move {
-                let dir = log.dir().to_path_buf();
-                if let Err(error) = log.close().await {
-                    tracing::warn!(dir = %dir.display(), %error, "closing a log failed");
-                }
+        let logs = owned
+            .into_iter()
+            .chain(held)
+            .filter_map(|partition| {
+                let partition = Rc::try_unwrap(partition).ok()?;
+                Some(Rc::try_unwrap(partition.log).ok()?.into_inner())
             })
-            .await;
+            .collect();
+        PartitionLog::close_all(logs).await;
     }
 }
 
 /// Most partition logs a shard waits on the group commit for at once at shutdown (a round
 /// takes every log requested before it starts).
 const SHUTDOWN_SYNC_WAITS_IN_FLIGHT: usize = 4096;
-
-/// Most partition logs a shard closes at once at shutdown (each holds a few fdatasyncs in
-/// flight).
-const SHUTDOWN_CLOSES_IN_FLIGHT: usize = 64;
 
 /// The shard (mesh index) that owns a partition whose metadata names shard `assigned`, in a
 /// run of `shard_count` shards. The metadata keeps the shard chosen at creation; a restart

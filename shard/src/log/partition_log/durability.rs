@@ -247,12 +247,90 @@ impl PartitionLog {
     /// everything synced, recovery point at the end, then the clean-shutdown marker (durable).
     /// A log opened clean and left as it was (an idle partition) does nothing: its marker
     /// still says it all.
-    pub async fn close(mut self) -> Result<(), LogError> {
+    pub async fn close(self) -> Result<(), LogError> {
+        let Some(mut log) = self.close_begin()? else {
+            return Ok(());
+        };
+        log.sync_for(SyncReason::OpenClose).await?;
+        log.close_end()?;
+        fsyncs::attribute(SyncReason::OpenClose, 1);
+        log.env
+            .disk
+            .sync_dir(&log.dir)
+            .await
+            .map_err(|e| LogError::io("sync dir", &log.dir, e))
+    }
+
+    /// A shard's clean shutdown: `close` of every log in `logs`, with each log's fdatasyncs
+    /// and directory fsync replaced by two syncs of the file system (`Disk::sync_fs`): one
+    /// after every log's final writes (trimmed indexes and `.log`), before any recovery point
+    /// or marker names them, and one after the markers. Closing 100,000 logs written once
+    /// took 82 s with their own syncs (about 0.8 ms each, four to five syncs per log). A
+    /// log that fails to close is logged and left to recovery at the next start; a failed
+    /// file-system sync leaves every log without its marker (all recover).
+    pub async fn close_all(logs: Vec<PartitionLog>) {
+        let mut closing = Vec::with_capacity(logs.len());
+        for log in logs {
+            let dir = log.dir.clone();
+            match log.close_begin() {
+                Ok(Some(log)) => closing.push(log),
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(dir = %dir.display(), %error, "closing a log failed")
+                }
+            }
+        }
+        let Some(first) = closing.first() else {
+            return;
+        };
+        let disk = first.env.disk.clone();
+        // The file systems holding the logs: one per parent directory (the data directory).
+        let mut roots: Vec<PathBuf> = Vec::new();
+        for log in &closing {
+            let root = log.dir.parent().unwrap_or(&log.dir);
+            if !roots.iter().any(|r| r == root) {
+                roots.push(root.to_path_buf());
+            }
+        }
+        let sync_all = |step: &'static str| {
+            let disk = disk.clone();
+            let roots = roots.clone();
+            async move {
+                for root in &roots {
+                    fsyncs::attribute(SyncReason::OpenClose, 1);
+                    if let Err(error) = disk.sync_fs(root).await {
+                        tracing::warn!(root = %root.display(), %error, step, "syncing the file system at shutdown failed; its logs are recovered at the next start");
+                        return false;
+                    }
+                }
+                true
+            }
+        };
+        if !sync_all("before the recovery points").await {
+            return;
+        }
+        for mut log in closing {
+            // Everything written is durable now (the file system sync above).
+            log.unsynced.clear();
+            log.active_dirty = false;
+            log.dir_dirty = false;
+            log.durable_offset = log.log_end_offset();
+            if let Err(error) = log.close_end() {
+                tracing::warn!(dir = %log.dir.display(), %error, "closing a log failed");
+            }
+        }
+        sync_all("after the clean-shutdown markers").await;
+    }
+
+    /// `close` up to its syncs: the active segment made inactive (final time-index entry,
+    /// trimmed indexes, the preallocation cut) and every file to sync listed. None: nothing
+    /// to write (a log opened clean and left as it was).
+    fn close_begin(mut self) -> Result<Option<PartitionLog>, LogError> {
         if let Some(e) = self.failure() {
             return Err(e);
         }
         if !self.is_dirty() && self.clean_on_disk == Some(self.clean_state()) {
-            return Ok(());
+            return Ok(None);
         }
         let disk = self.env.disk.clone();
         let active = self.active_mut();
@@ -268,7 +346,12 @@ impl PartitionLog {
         ];
         self.unsynced.extend(saved.into_iter().flatten());
         self.active_dirty = true;
-        self.sync_for(SyncReason::OpenClose).await?;
+        Ok(Some(self))
+    }
+
+    /// `close` after its syncs (everything written is durable): the recovery point at the
+    /// end, the producer state, and the clean-shutdown marker, none synced here.
+    fn close_end(&mut self) -> Result<(), LogError> {
         let cp = Checkpoint {
             next_offset: self.log_end_offset(),
             segment_base: self.active().base_offset,
@@ -282,12 +365,6 @@ impl PartitionLog {
             .disk
             .write_file(&marker, &self.clean_state().encode())
             .map_err(|e| LogError::io("create", &marker, e))?;
-        fsyncs::attribute(SyncReason::OpenClose, 1);
-        self.env
-            .disk
-            .sync_dir(&self.dir)
-            .await
-            .map_err(|e| LogError::io("sync dir", &self.dir, e))?;
         Ok(())
     }
 

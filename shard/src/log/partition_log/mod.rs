@@ -38,6 +38,8 @@ use crate::log::LogError;
 use crate::storage::{Disk, Env, File};
 
 mod append;
+#[cfg(test)]
+mod close_tests;
 mod durability;
 #[cfg(test)]
 mod fd_cache_tests;
