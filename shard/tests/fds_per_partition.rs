@@ -112,6 +112,35 @@ fn rolled_segments_and_indexes_hold_no_fd() {
 /// Many more partitions than the cache holds, each written, read, closed and reopened: the
 /// descriptors under the data directory never pass the cache size, and every record reads
 /// back after its files were evicted and reopened.
+/// The soft fd limit while `many_partitions_stay_within_the_fd_cache` closes its logs: well
+/// above the cache and this process's other fds, well below three per partition.
+const FD_LIMIT: u64 = 1_024;
+
+/// Sets the soft RLIMIT_NOFILE to `soft` (never above the hard one); returns the old one.
+fn lower_fd_limit(soft: u64) -> libc::rlimit {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with valid pointers to rlimit structs on the stack.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut old), 0);
+        let new = libc::rlimit {
+            rlim_cur: soft.min(old.rlim_max),
+            rlim_max: old.rlim_max,
+        };
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &new), 0);
+    }
+    old
+}
+
+fn restore_fd_limit(old: libc::rlimit) {
+    // SAFETY: setrlimit with a valid pointer to an rlimit struct on the stack.
+    unsafe {
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &old), 0);
+    }
+}
+
 #[test]
 fn many_partitions_stay_within_the_fd_cache() {
     const PARTITIONS: usize = 2_000;
@@ -156,9 +185,13 @@ fn many_partitions_stay_within_the_fd_cache() {
             );
             let stats = fd_cache::shard_stats();
             assert!(stats.cached <= CACHE && stats.evicted > 0, "{stats:?}");
-            for log in logs {
-                log.close().await.unwrap();
-            }
+            // Closed as a shard's shutdown closes them (together, two file-system syncs),
+            // under an fd limit far below three files per log: the close must not hold
+            // every log's files at once (it did, and 10,000 logs under a 20,000 fd limit
+            // then lost their clean-shutdown markers to EMFILE).
+            let limit = lower_fd_limit(FD_LIMIT);
+            PartitionLog::close_all(logs).await;
+            restore_fd_limit(limit);
             settle().await;
             assert_eq!(fds_under(&root), 0);
 
