@@ -165,6 +165,17 @@ impl Disk {
         }
     }
 
+    /// Which file system holds `path` (its device number; one for the whole simulated disk).
+    pub fn file_system_of(&self, path: &Path) -> io::Result<u64> {
+        match self {
+            Disk::Real => {
+                use std::os::unix::fs::MetadataExt;
+                std::fs::metadata(path).map(|m| m.dev())
+            }
+            Disk::Sim(_) => Ok(0),
+        }
+    }
+
     /// syncfs(2) of the file system holding `path`: every file's written data and every
     /// directory's entries there become durable at once (in glommio's blocking thread on the
     /// real disk: io_uring has no syncfs). For closing a shard's logs: two of these instead

@@ -311,14 +311,22 @@ impl PartitionLog {
             return;
         };
         let disk = first.env.disk.clone();
-        // The file systems holding the logs: one per parent directory (the data directory).
-        let mut roots: Vec<PathBuf> = Vec::new();
+        // The file systems holding the logs (the data directory's, unless a partition
+        // directory is linked elsewhere), each with a directory on it to name it by.
+        let mut roots: Vec<(u64, PathBuf)> = Vec::new();
         for log in &closing {
-            let root = log.dir.parent().unwrap_or(&log.dir);
-            if !roots.iter().any(|r| r == root) {
-                roots.push(root.to_path_buf());
+            match disk.file_system_of(&log.dir) {
+                Ok(id) if !roots.iter().any(|(known, _)| *known == id) => {
+                    roots.push((id, log.dir.clone()))
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(dir = %log.dir.display(), %error, "syncing the file system at shutdown failed; its logs are recovered at the next start");
+                    return;
+                }
             }
         }
+        let roots: Vec<PathBuf> = roots.into_iter().map(|(_, dir)| dir).collect();
         let sync_all = |step: &'static str| {
             let disk = disk.clone();
             let roots = roots.clone();
