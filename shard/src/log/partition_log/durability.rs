@@ -289,6 +289,7 @@ impl PartitionLog {
     /// log that fails to close is logged and left to recovery at the next start; a failed
     /// file-system sync leaves every log without its marker (all recover).
     pub async fn close_all(logs: Vec<PartitionLog>) {
+        let started = std::time::Instant::now();
         let mut closing = Vec::with_capacity(logs.len());
         for (n, log) in logs.into_iter().enumerate() {
             let_dropped_files_close(n).await;
@@ -341,9 +342,12 @@ impl PartitionLog {
                 true
             }
         };
+        let written = started.elapsed();
         if !sync_all("before the recovery points").await {
             return;
         }
+        let synced = started.elapsed();
+        let count = closing.len();
         for (n, mut log) in closing.into_iter().enumerate() {
             let_dropped_files_close(n).await;
             // Everything written is durable now (the file system sync above).
@@ -354,7 +358,16 @@ impl PartitionLog {
                 tracing::warn!(dir = %log.dir.display(), %error, "closing a log failed");
             }
         }
+        let marked = started.elapsed();
         sync_all("after the clean-shutdown markers").await;
+        tracing::info!(
+            logs = count,
+            final_writes_ms = written.as_millis(),
+            first_sync_ms = (synced - written).as_millis(),
+            markers_ms = (marked - synced).as_millis(),
+            second_sync_ms = (started.elapsed() - marked).as_millis(),
+            "closed logs together"
+        );
     }
 
     /// `close` up to its syncs: the active segment made inactive (final time-index entry,
