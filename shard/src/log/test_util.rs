@@ -27,3 +27,21 @@ pub(crate) fn run<F: std::future::Future>(f: F) -> F::Output {
 pub(crate) fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
+
+/// A simulated disk (seeded) with `/sim` made durable, and an environment on it whose clock
+/// starts at `SIM_NOW`.
+pub(crate) fn sim_env(seed: u64) -> (std::rc::Rc<crate::storage::SimDisk>, crate::storage::Env) {
+    use crate::storage::{Clock, Disk, Env, SimClock, SimDisk};
+    use std::path::Path;
+    let disk = SimDisk::new(seed);
+    disk.create_dir_all(Path::new("/sim")).expect("sim dir");
+    disk.sync_dir(Path::new("/")).expect("sim sync");
+    let env = Env {
+        disk: Disk::Sim(disk.clone()),
+        clock: Clock::Sim(SimClock::new(SIM_NOW)),
+    };
+    (disk, env)
+}
+
+/// Where `sim_env`'s clock starts (ms since the epoch).
+pub(crate) const SIM_NOW: i64 = 1_700_000_000_000;

@@ -1,27 +1,16 @@
 //! `PartitionLog::close_all` (a shard's shutdown) on the simulated disk: a power loss right
 //! after it, or after either of its file-system syncs failed, loses nothing it was given.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::rc::Rc;
 
 use super::tests::*;
 use super::*;
 use crate::config::LogConfig;
 use crate::log::checkpoint;
-use crate::log::test_util::run;
+use crate::log::test_util::{run, sim_env};
 use crate::storage::sim::FaultOp;
-use crate::storage::{Clock, Env, SimClock, SimDisk};
-
-fn sim_env(seed: u64) -> (Rc<SimDisk>, Env) {
-    let disk = SimDisk::new(seed);
-    disk.create_dir_all(Path::new("/sim")).unwrap();
-    disk.sync_dir(Path::new("/")).unwrap();
-    let env = Env {
-        disk: Disk::Sim(disk.clone()),
-        clock: Clock::Sim(SimClock::new(1_700_000_000_000)),
-    };
-    (disk, env)
-}
+use crate::storage::{Env, SimDisk};
 
 fn config() -> LogConfig {
     LogConfig {

@@ -2,8 +2,7 @@
 //! simulated disk (power loss at every step of a truncation) and, for file ranges, the real
 //! one.
 
-use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::path::PathBuf;
 
 use bytes::Bytes;
 use wire::record_batch::{stored_batches, BatchBuilder, Compression};
@@ -11,10 +10,10 @@ use wire::record_batch::{stored_batches, BatchBuilder, Compression};
 use super::tests::small_config;
 use super::*;
 use crate::config::LogConfig;
-use crate::log::test_util::{run, tmp};
+use crate::log::test_util::{run, sim_env, tmp};
 use crate::log::LogError;
 use crate::storage::sim::FaultOp;
-use crate::storage::{Clock, Env, Piece, SimClock, SimDisk};
+use crate::storage::{Env, Piece};
 
 /// One batch as the leader stored it.
 #[derive(Clone, Debug)]
@@ -23,17 +22,6 @@ struct Stored {
     last: i64,
     epoch: i32,
     bytes: Bytes,
-}
-
-fn sim_env(seed: u64) -> (Rc<SimDisk>, Env) {
-    let disk = SimDisk::new(seed);
-    disk.create_dir_all(Path::new("/sim")).unwrap();
-    disk.sync_dir(Path::new("/")).unwrap();
-    let env = Env {
-        disk: Disk::Sim(disk.clone()),
-        clock: Clock::Sim(SimClock::new(1_700_000_000_000)),
-    };
-    (disk, env)
 }
 
 fn config() -> LogConfig {

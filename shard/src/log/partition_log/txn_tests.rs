@@ -11,23 +11,10 @@ use wire::record_batch::{validate_batch, BatchBuilder, BatchHeader, Compression}
 use super::tests::small_config;
 use super::*;
 use crate::config::LogConfig;
-use crate::log::test_util::run;
+use crate::log::test_util::{run, sim_env, SIM_NOW as NOW};
 use crate::log::txn_index::{txn_index_path, TXN_ENTRY_BYTES};
 use crate::log::{AbortedTxn, LogError, TxnMarker};
-use crate::storage::{Clock, Env, SimClock, SimDisk};
-
-const NOW: i64 = 1_700_000_000_000;
-
-fn sim_env(seed: u64) -> (Rc<SimDisk>, Env) {
-    let disk = SimDisk::new(seed);
-    disk.create_dir_all(Path::new("/sim")).unwrap();
-    disk.sync_dir(Path::new("/")).unwrap();
-    let env = Env {
-        disk: Disk::Sim(disk.clone()),
-        clock: Clock::Sim(SimClock::new(NOW)),
-    };
-    (disk, env)
-}
+use crate::storage::Env;
 
 fn config() -> LogConfig {
     LogConfig {
