@@ -1226,10 +1226,6 @@ pub(crate) struct Reactor {
     poll_ring: RefCell<PollRing>,
 
     latency_preemption_timeout_src: Cell<Option<Source>>,
-    // wakeup patch: when the armed latency-ring timer (preempt or user) expires, so that
-    // an armed timer that already fires early enough is kept instead of being cancelled
-    // and re-armed (two SQEs and an io_uring_enter) on every loop.
-    latency_preemption_deadline: Cell<Option<Instant>>,
     throughput_preemption_timeout_src: Cell<Option<Source>>,
 
     link_fd: RawFd,
@@ -1361,7 +1357,6 @@ impl Reactor {
             latency_ring: RefCell::new(latency_ring),
             poll_ring: RefCell::new(poll_ring),
             latency_preemption_timeout_src: Cell::new(None),
-            latency_preemption_deadline: Cell::new(None),
             throughput_preemption_timeout_src: Cell::new(None),
             blocking_thread,
             link_fd,
@@ -1823,59 +1818,22 @@ impl Reactor {
         // consume all events from the rings
         consume_rings!(into &mut woke; lat_ring, poll_ring, main_ring);
 
-        // wakeup patch: keep the armed latency-ring timer when it fires no later than
-        // the timer this call would arm (the preempt timer when polling, the next user
-        // timer when about to sleep). Firing early only preempts a task queue early or
-        // wakes the executor early, once; the original cancels and re-arms it on every
-        // call, which is two SQEs and an io_uring_enter per loop.
-        let now = Instant::now();
-        let wanted = match preempt_timer() {
-            Some(preempt) => Some(now + preempt),
-            None => user_timer.map(|d| now + d),
-        };
-        let armed = {
-            let src = self.latency_preemption_timeout_src.take();
-            let pending = src.as_ref().map(|s| s.result().is_none()).unwrap_or(false);
-            self.latency_preemption_timeout_src.set(src);
-            pending
-        };
-        let keep_latency_timer = armed
-            && match (self.latency_preemption_deadline.get(), wanted) {
-                (Some(deadline), Some(wanted)) => deadline <= wanted,
-                _ => false,
-            };
-        if !keep_latency_timer {
-            // Cancel the old timer regardless of whether we can sleep:
-            // if we won't sleep, we will register the new timer with its new
-            // value.
-            //
-            // But if we will sleep, there might be a timer registered that needs
-            // to be removed otherwise we'll wake up when it expires.
-            drop(self.latency_preemption_timeout_src.take());
-            self.latency_preemption_deadline.set(None);
-        }
+        // Cancel the old timer regardless of whether we can sleep:
+        // if we won't sleep, we will register the new timer with its new
+        // value.
+        //
+        // But if we will sleep, there might be a timer registered that needs
+        // to be removed otherwise we'll wake up when it expires.
+        drop(self.latency_preemption_timeout_src.take());
 
-        // wakeup patch: the throughput timer (a timeout that completes after
-        // ring_depth main-ring completions, linked to an eventfd write) is re-armed only
-        // once it has fired; the original replaced it (a cancel and two new SQEs) on every
-        // call. Kept armed, it counts completions across loops, so it may preempt a task
-        // queue once per ring_depth main-ring completions.
-        let throughput_armed = {
-            let src = self.throughput_preemption_timeout_src.take();
-            let pending = src.as_ref().map(|s| s.result().is_none()).unwrap_or(false);
-            self.throughput_preemption_timeout_src.set(src);
-            pending
-        };
-        if !throughput_armed {
-            // Schedule the throughput-based timeout immediately: it won't matter if we end
-            // up sleeping.
-            self.throughput_preemption_timeout_src.replace(Some(
-                main_ring.prepare_throughput_preemption_timer(
-                    self.ring_depth() as u32,
-                    self.eventfd_src.raw(),
-                ),
-            ));
-        }
+        // Schedule the throughput-based timeout immediately: it won't matter if we end
+        // up sleeping.
+        self.throughput_preemption_timeout_src.replace(Some(
+            main_ring.prepare_throughput_preemption_timer(
+                self.ring_depth() as u32,
+                self.eventfd_src.raw(),
+            ),
+        ));
 
         // This will only dispatch if we run out of sqes. Which means until
         // flush_rings! nothing is really send to the kernel...
@@ -1897,14 +1855,9 @@ impl Reactor {
             // We are about to go to sleep. It's ok to sleep, but if there
             // is a timer set, we need to make sure we wake up to handle it.
             if let Some(dur) = user_timer {
-                // Re-checked here: the consume above may have taken the kept timer's
-                // completion, and sleeping on a timer that already fired never wakes.
-                if !(keep_latency_timer && self.latency_timer_pending()) {
-                    self.latency_preemption_timeout_src
-                        .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
-                    self.latency_preemption_deadline.set(Some(now + dur));
-                    assert!(flush_rings!(lat_ring)? > 0);
-                }
+                self.latency_preemption_timeout_src
+                    .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
+                assert!(flush_rings!(lat_ring)? > 0);
             }
             // From this moment on the remote executors are aware that we are sleeping
             // We have to sweep the remote channels function once more because since
@@ -1932,11 +1885,8 @@ impl Reactor {
         }
 
         if let Some(preempt) = preempt_timer() {
-            if !(keep_latency_timer && self.latency_timer_pending()) {
-                self.latency_preemption_timeout_src
-                    .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
-                self.latency_preemption_deadline.set(Some(now + preempt));
-            }
+            self.latency_preemption_timeout_src
+                .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
             flush_rings!(lat_ring, main_ring)?;
         }
 
@@ -1948,13 +1898,6 @@ impl Reactor {
         // need_preempt() should be false at this point. As soon as the next event
         // in the preempt ring completes, though, then it will be true.
         Ok(should_sleep)
-    }
-
-    fn latency_timer_pending(&self) -> bool {
-        let src = self.latency_preemption_timeout_src.take();
-        let pending = src.as_ref().map(|s| s.result().is_none()).unwrap_or(false);
-        self.latency_preemption_timeout_src.set(src);
-        pending
     }
 
     pub(crate) fn flush_syscall_thread(&self) -> usize {
