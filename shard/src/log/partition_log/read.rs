@@ -142,9 +142,7 @@ impl PartitionLog {
         }
         // The boundaries in memory did not answer (they answer any budget or none), so the
         // plan starts from the index.
-        let Some(segs) = self.plan_segments(offset, max_bytes, limit_offset, false)? else {
-            return Ok(None);
-        };
+        let segs = self.plan_segments(offset, max_bytes, limit_offset, false)?;
         let first = self
             .segments
             .partition_point(|s| s.base_offset <= offset)
@@ -176,7 +174,15 @@ impl PartitionLog {
         max_bytes: usize,
         limit_offset: i64,
     ) -> Result<Option<Vec<SegRef>>, LogError> {
-        self.plan_segments(offset, max_bytes, limit_offset, true)
+        if !self.check_read(offset, limit_offset)? {
+            return Ok(None);
+        }
+        Ok(Some(self.plan_segments(
+            offset,
+            max_bytes,
+            limit_offset,
+            true,
+        )?))
     }
 
     /// Whether a read from `offset` has anything to return (false: at the log end or the
@@ -193,7 +199,8 @@ impl PartitionLog {
         Ok(offset != log_end && offset < limit_offset)
     }
 
-    /// The segments a read from `offset` touches, the first one from the batch holding
+    /// The segments a read from `offset` (checked by `check_read`) touches, the first one
+    /// from the batch holding
     /// `offset`: found in the active segment's boundaries in memory when `use_tail` and they
     /// know it, else from the offset index (a position at or before the batch).
     fn plan_segments(
@@ -202,10 +209,7 @@ impl PartitionLog {
         max_bytes: usize,
         limit_offset: i64,
         use_tail: bool,
-    ) -> Result<Option<Vec<SegRef>>, LogError> {
-        if !self.check_read(offset, limit_offset)? {
-            return Ok(None);
-        }
+    ) -> Result<Vec<SegRef>, LogError> {
         let idx = self
             .segments
             .partition_point(|s| s.base_offset <= offset)
@@ -235,7 +239,7 @@ impl PartitionLog {
             });
             between += s.size;
         }
-        Ok(Some(segs))
+        Ok(segs)
     }
 
     /// ListOffsets by timestamp, batch-level: the first batch whose max timestamp is >= `ts`,
